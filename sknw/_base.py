@@ -1,0 +1,306 @@
+"""Parameters, fitting and weighted averaging shared by all sknw estimators."""
+
+import warnings
+from numbers import Real
+
+import numpy as np
+from scipy.spatial.distance import cdist
+from sklearn import get_config
+from sklearn.base import BaseEstimator
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ._bandwidth import BANDWIDTH_RULES, rule_bandwidth
+from ._weights import (
+    TILE_ELEMENTS,
+    Head,
+    kernel_sums,
+    log_weight_rows,
+    nearest_mask,
+    nearest_sums,
+    pairwise_distances,
+)
+from .exceptions import EmptyWindowWarning
+from .kernels import KERNELS, Kernel, get_kernel
+
+#: Metric names accepted by :func:`scipy.spatial.distance.cdist`.
+CDIST_METRICS = (
+    "braycurtis",
+    "canberra",
+    "chebyshev",
+    "cityblock",
+    "correlation",
+    "cosine",
+    "dice",
+    "euclidean",
+    "hamming",
+    "jaccard",
+    "jensenshannon",
+    "mahalanobis",
+    "minkowski",
+    "rogerstanimoto",
+    "russellrao",
+    "seuclidean",
+    "sokalsneath",
+    "sqeuclidean",
+    "yule",
+)
+
+EMPTY_WINDOW_POLICIES = ("nearest", "mean", "nan", "raise")
+
+
+def _tile_elements():
+    """Tile size within scikit-learn's ``working_memory`` (in MiB)."""
+    budget = int(get_config()["working_memory"] * 2**20 / 8 / 4)
+    return max(1, min(TILE_ELEMENTS, budget))
+
+
+def check_sample_weight(sample_weight, n_samples):
+    """Validate sample weights: finite, non-negative, not all zero."""
+    if sample_weight is None:
+        return None
+    if np.isscalar(sample_weight):
+        sample_weight = np.full(n_samples, sample_weight, dtype=np.float64)
+    try:
+        w = np.asarray(sample_weight, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"sample_weight must be numeric: {exc}") from None
+    if w.ndim != 1 or w.shape[0] != n_samples:
+        raise ValueError(f"sample_weight.shape == {w.shape}, expected ({n_samples},).")
+    if not np.all(np.isfinite(w)):
+        raise ValueError("sample_weight must be finite (no NaN or infinity).")
+    if np.any(w < 0):
+        raise ValueError("Negative values in sample_weight are not allowed.")
+    if not np.any(w > 0):
+        raise ValueError(
+            "All sample weights are zero: sample_weight must have at least one "
+            "positive value."
+        )
+    return w
+
+
+class NadarayaWatsonBase(BaseEstimator):
+    """Shared machinery of the Nadaraya--Watson estimators (not public)."""
+
+    _parameter_constraints = {
+        "kernel": [StrOptions(set(KERNELS)), Kernel],
+        "bandwidth": [
+            Interval(Real, 0, np.inf, closed="neither"),
+            StrOptions(set(BANDWIDTH_RULES)),
+            "array-like",
+        ],
+        "metric": [StrOptions(set(CDIST_METRICS)), callable],
+        "metric_params": [dict, None],
+        "empty_window": [StrOptions(set(EMPTY_WINDOW_POLICIES))],
+    }
+
+    def __init__(
+        self,
+        *,
+        kernel="gaussian",
+        bandwidth="scott",
+        metric="euclidean",
+        metric_params=None,
+        empty_window="nearest",
+    ):
+        self.kernel = kernel
+        self.bandwidth = bandwidth
+        self.metric = metric
+        self.metric_params = metric_params
+        self.empty_window = empty_window
+
+    # -- fitting ---------------------------------------------------------------
+
+    def _resolve_kernel(self):
+        return get_kernel(self.kernel)
+
+    def _resolve_bandwidth(self, X, sample_weight):
+        bw = self.bandwidth
+        if isinstance(bw, str):
+            w = sample_weight
+            Xp = X if w is None else X[w > 0]
+            wp = None if w is None else w[w > 0]
+            return rule_bandwidth(Xp, bw, self.kernel_, wp)
+        arr = np.asarray(bw, dtype=np.float64)
+        if arr.ndim == 0:
+            value = float(arr)
+            if not (np.isfinite(value) and value > 0):
+                raise ValueError(f"bandwidth must be positive and finite, got {bw!r}.")
+            return value
+        if arr.ndim != 1 or arr.shape[0] != X.shape[1]:
+            raise ValueError(
+                "A per-feature bandwidth must have shape (n_features,) = "
+                f"({X.shape[1]},), got shape {arr.shape}."
+            )
+        if not np.all(np.isfinite(arr) & (arr > 0)):
+            raise ValueError(
+                f"Every per-feature bandwidth must be positive and finite, got {arr}."
+            )
+        return arr
+
+    def _resolve_metric_params(self, Xs, sample_weight):
+        """Metric parameters with data-dependent defaults fixed at fit time."""
+        params = dict(self.metric_params or {})
+        metric = self.metric
+        if metric in ("mahalanobis", "seuclidean"):
+            w = np.ones(Xs.shape[0]) if sample_weight is None else sample_weight
+            centred = Xs - (w @ Xs) / w.sum()
+            if metric == "mahalanobis" and "VI" not in params:
+                cov = (centred * w[:, None]).T @ centred / w.sum()
+                params["VI"] = np.linalg.pinv(cov, hermitian=True)
+            if metric == "seuclidean" and "V" not in params:
+                var = w @ centred**2 / w.sum()
+                params["V"] = np.where(var > 0, var, 1.0)
+        try:
+            cdist(Xs[:1], Xs[:1], metric, **params)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(
+                f"metric_params {self.metric_params!r} do not fit metric "
+                f"{metric!r}: {exc}"
+            ) from None
+        return params
+
+    def _fit_common(self, X, sample_weight):
+        """Resolve kernel, bandwidth and metric; store the training inputs."""
+        self.kernel_ = self._resolve_kernel()
+        sample_weight = check_sample_weight(sample_weight, X.shape[0])
+        self.bandwidth_ = self._resolve_bandwidth(X, sample_weight)
+        self.X_fit_ = X
+        self.sample_weight_ = sample_weight
+        self.metric_params_ = self._resolve_metric_params(
+            self._scaled(X), sample_weight
+        )
+        return sample_weight
+
+    # -- the weighted average ----------------------------------------------------
+
+    def _scaled(self, X):
+        bw = self.bandwidth_
+        return X / bw if np.ndim(bw) else X
+
+    def _head(self):
+        bw = self.bandwidth_
+        return Head(self.kernel_, 1.0 if np.ndim(bw) else float(bw))
+
+    def _log_w(self):
+        w = self.sample_weight_
+        if w is None:
+            return None
+        with np.errstate(divide="ignore"):
+            return np.log(w)
+
+    def _validate_queries(self, X):
+        check_is_fitted(self)
+        return validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
+
+    def _weighted_average(self, X, V):
+        """Kernel-weighted averages of the rows of ``V`` at the queries ``X``.
+
+        Queries with an empty window are handled by the ``empty_window`` policy.
+        """
+        Q = self._scaled(self._validate_queries(X))
+        Xs = self._scaled(self.X_fit_)
+        log_w = self._log_w()
+        ((S, den, _),) = kernel_sums(
+            Q,
+            Xs,
+            V,
+            [self._head()],
+            metric=self.metric,
+            metric_params=self.metric_params_,
+            log_w=log_w,
+            tile_elements=_tile_elements(),
+        )
+        empty = ~(den != 0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            avg = S / den[:, None]
+        if empty.any():
+            avg[empty] = self._empty_values(Q[empty], Xs, V, log_w, empty)
+        return avg
+
+    def _empty_message(self, empty):
+        n_empty, m = int(empty.sum()), empty.shape[0]
+        return (
+            f"{n_empty} of {m} queries have no training point with a non-zero "
+            f"kernel weight (empty window of {self.kernel_!r} at bandwidth "
+            f"{self.bandwidth_!r})"
+        )
+
+    def _empty_values(self, Qe, Xs, V, log_w, empty):
+        """Estimates (or, with ``V=None``, weight rows) for empty-window queries."""
+        policy = self.empty_window
+        message = self._empty_message(empty)
+        if policy == "raise":
+            raise ValueError(
+                f"{message}. Use a larger bandwidth, a kernel with unbounded "
+                "support, or empty_window='nearest', 'mean' or 'nan'."
+            )
+        warnings.warn(
+            f"{message}; they use empty_window={policy!r}.",
+            EmptyWindowWarning,
+            stacklevel=4,
+        )
+        if policy == "nan":
+            return np.nan
+        w = self.sample_weight_
+        if policy == "mean":
+            w = np.ones(Xs.shape[0]) if w is None else w
+            return w / w.sum() if V is None else (w @ V) / w.sum()
+        params = {"metric": self.metric, "metric_params": self.metric_params_}
+        if V is None:
+            mask = nearest_mask(pairwise_distances(Qe, Xs, **params), w)
+            return mask / mask.sum(axis=1, keepdims=True)
+        S, den = nearest_sums(
+            Qe, Xs, V, log_w=log_w, tile_elements=_tile_elements(), **params
+        )
+        return S / den[:, None]
+
+    def attention_weights(self, X):
+        """Normalised kernel weights of the training points for each query.
+
+        Row ``i`` holds the weights with which the estimate at query ``X[i]``
+        averages the training targets (the attention pooling view: the queries
+        attend to the training inputs as keys). Rows sum to one; queries with an
+        empty window follow the ``empty_window`` policy (``"nan"`` gives a row
+        of NaN).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_queries, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_queries, n_train)
+            Columns in the order of the training rows, ``X_fit_``.
+        """
+        Q = self._scaled(self._validate_queries(X))
+        Xs = self._scaled(self.X_fit_)
+        log_w = self._log_w()
+        out = np.empty((Q.shape[0], Xs.shape[0]))
+        for rows, L, sign in log_weight_rows(
+            Q,
+            Xs,
+            self._head(),
+            metric=self.metric,
+            metric_params=self.metric_params_,
+            log_w=log_w,
+            tile_elements=_tile_elements(),
+        ):
+            M = L.max(axis=1, keepdims=True)
+            M[~np.isfinite(M)] = 0.0
+            W = np.exp(L - M)
+            if sign is not None:
+                W *= sign
+            out[rows] = W
+        den = out.sum(axis=1)
+        empty = ~(den != 0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out /= den[:, None]
+        if empty.any():
+            out[empty] = self._empty_values(Q[empty], Xs, None, log_w, empty)
+        return out
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = False
+        return tags

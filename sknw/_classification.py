@@ -1,0 +1,197 @@
+"""Nadaraya--Watson kernel classification."""
+
+import numpy as np
+from sklearn.base import ClassifierMixin, _fit_context
+from sklearn.utils._param_validation import StrOptions
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
+
+from ._base import NadarayaWatsonBase
+from .kernels import KERNELS, Kernel
+
+#: Kernel names the classifier accepts: those of non-negative kernels.
+CLASSIFIER_KERNELS = {name for name, cls in KERNELS.items() if cls.nonnegative}
+
+
+class NadarayaWatsonClassifier(ClassifierMixin, NadarayaWatsonBase):
+    r"""Nadaraya--Watson kernel classifier: kernel-weighted class frequencies.
+
+    The class probabilities at a query are the kernel-weighted frequencies of
+    the classes among the training points, i.e. the Nadaraya--Watson regression
+    of the one-hot encoded labels.
+
+    Parameters
+    ----------
+    kernel : str or Kernel, default="gaussian"
+        A kernel name from :data:`sknw.kernels.KERNELS` or a
+        :class:`sknw.kernels.Kernel` instance. The kernel must be non-negative
+        (so the Silverman kernel is not accepted): probabilities are weighted
+        frequencies.
+    bandwidth : float, array-like of shape (n_features,) or {"scott", \
+            "silverman"}, default="scott"
+        As in :class:`NadarayaWatsonRegressor`.
+    metric : str or callable, default="euclidean"
+        Any metric of :func:`scipy.spatial.distance.cdist`.
+    metric_params : dict, default=None
+        Keyword arguments of the metric; see :class:`NadarayaWatsonRegressor`.
+    empty_window : {"nearest", "mean", "nan", "raise"}, default="nearest"
+        What a query gets when no training point has a non-zero weight: the
+        class frequencies of its nearest training points, the (weighted) class
+        frequencies of the whole training set, NaN probabilities (``predict``
+        then raises), or a ``ValueError``. Every policy but ``"raise"`` emits an
+        :class:`~sknw.exceptions.EmptyWindowWarning`.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        Class labels, in the order of the columns of :meth:`predict_proba`.
+    kernel_ : Kernel
+        The resolved kernel object.
+    bandwidth_ : float or ndarray of shape (n_features,)
+        The resolved bandwidth.
+    metric_params_ : dict
+        Metric parameters used, including data-dependent defaults.
+    X_fit_ : ndarray of shape (n_samples, n_features)
+        Training inputs.
+    y_fit_ : ndarray of shape (n_samples,)
+        Training labels encoded as indices into ``classes_``.
+    sample_weight_ : ndarray of shape (n_samples,) or None
+        Training sample weights, ``None`` when not given.
+    n_features_in_ : int
+        Number of features seen during fit.
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Names of features seen during fit; only defined when ``X`` has feature
+        names that are all strings.
+
+    See Also
+    --------
+    NadarayaWatsonRegressor : Kernel-weighted average of targets.
+    sklearn.neighbors.KNeighborsClassifier : Votes of a fixed number of
+        neighbours.
+
+    Notes
+    -----
+    The probability of class :math:`c` at query :math:`q` is
+
+    .. math::
+
+        \hat p_c(q) = \frac{\sum_j w_j K(d(q, x_j) / h)\, [y_j = c]}
+                           {\sum_j w_j K(d(q, x_j) / h)}.
+
+    A training set with a single class gives a classifier that always predicts
+    it.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sknw import NadarayaWatsonClassifier
+    >>> X = np.array([[0.0], [1.0], [2.0], [3.0]])
+    >>> y = np.array(["a", "a", "b", "b"])
+    >>> clf = NadarayaWatsonClassifier(bandwidth=0.5).fit(X, y)
+    >>> clf.classes_
+    array(['a', 'b'], dtype='<U1')
+    >>> clf.predict_proba([[0.5], [1.5], [2.9]]).round(3)
+    array([[0.993, 0.007],
+           [0.5  , 0.5  ],
+           [0.003, 0.997]])
+    >>> clf.predict([[0.5], [2.9]])
+    array(['a', 'b'], dtype='<U1')
+    """
+
+    _parameter_constraints = {
+        **NadarayaWatsonBase._parameter_constraints,
+        "kernel": [StrOptions(CLASSIFIER_KERNELS), Kernel],
+    }
+
+    def __init__(
+        self,
+        *,
+        kernel="gaussian",
+        bandwidth="scott",
+        metric="euclidean",
+        metric_params=None,
+        empty_window="nearest",
+    ):
+        super().__init__(
+            kernel=kernel,
+            bandwidth=bandwidth,
+            metric=metric,
+            metric_params=metric_params,
+            empty_window=empty_window,
+        )
+
+    def _resolve_kernel(self):
+        kernel = super()._resolve_kernel()
+        if not kernel.nonnegative:
+            raise ValueError(
+                f"NadarayaWatsonClassifier needs a non-negative kernel; {kernel!r} "
+                "takes negative values, which would give negative probabilities."
+            )
+        return kernel
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, sample_weight=None):
+        """Store the training data and resolve kernel, bandwidth and metric.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training inputs.
+        y : array-like of shape (n_samples,)
+            Class labels (strings, integers, booleans, …).
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative weights of the training points (frequency weights).
+
+        Returns
+        -------
+        self : NadarayaWatsonClassifier
+            The fitted estimator.
+        """
+        X, y = validate_data(self, X, y, dtype=[np.float64, np.float32])
+        y = column_or_1d(y, warn=True)
+        check_classification_targets(y)
+        self.classes_, self.y_fit_ = np.unique(y, return_inverse=True)
+        self._fit_common(X, sample_weight)
+        return self
+
+    def predict_proba(self, X):
+        """Kernel-weighted class frequencies at each query.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_queries, n_features)
+            Queries.
+
+        Returns
+        -------
+        ndarray of shape (n_queries, n_classes)
+            Probabilities, columns in the order of ``classes_``; rows sum to 1.
+        """
+        check_is_fitted(self)
+        onehot = np.zeros((self.y_fit_.shape[0], self.classes_.shape[0]))
+        onehot[np.arange(self.y_fit_.shape[0]), self.y_fit_] = 1.0
+        proba = self._weighted_average(X, onehot)
+        # Rounding can leave a probability a few ulps outside [0, 1].
+        return np.clip(proba, 0.0, 1.0)
+
+    def predict(self, X):
+        """Most probable class at each query.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_queries, n_features)
+            Queries.
+
+        Returns
+        -------
+        ndarray of shape (n_queries,)
+            Predicted labels, of the type of ``classes_``. Ties go to the class
+            that comes first in ``classes_``.
+        """
+        proba = self.predict_proba(X)
+        if np.isnan(proba).any():
+            raise ValueError(
+                "Some queries have NaN probabilities (empty_window='nan'); "
+                "predict has no class for them. Use another empty_window policy."
+            )
+        return self.classes_[np.argmax(proba, axis=1)]

@@ -1,0 +1,39 @@
+"""scikit-learn's estimator checks over every public estimator."""
+
+import pytest
+from sklearn.utils.estimator_checks import (
+    check_param_validation,
+    parametrize_with_checks,
+)
+
+from sknw import NadarayaWatsonClassifier, NadarayaWatsonRegressor
+from sknw.kernels import Triangular
+
+CONFIGS = [
+    {},
+    # Compact kernel whose windows are empty for many of the checks' queries.
+    {"kernel": "epanechnikov", "bandwidth": 0.05},
+    {"kernel": Triangular(), "bandwidth": 3.0, "empty_window": "mean"},
+    {"bandwidth": "silverman", "metric": "cityblock"},
+    # Rules give per-feature bandwidths (a fixed array cannot fit every check).
+    {"metric": "minkowski", "metric_params": {"p": 3}},
+    {"metric": "mahalanobis", "kernel": "laplacian"},
+]
+
+ESTIMATORS = [
+    cls(**params)
+    for cls in (NadarayaWatsonRegressor, NadarayaWatsonClassifier)
+    for params in CONFIGS
+]
+
+
+@parametrize_with_checks(ESTIMATORS)
+def test_sklearn_compatible_estimator(estimator, check):
+    check(estimator)
+
+
+@pytest.mark.parametrize(
+    "estimator", [NadarayaWatsonRegressor(), NadarayaWatsonClassifier()]
+)
+def test_param_validation(estimator):
+    check_param_validation(type(estimator).__name__, estimator)
