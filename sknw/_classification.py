@@ -91,9 +91,9 @@ class NadarayaWatsonClassifier(ClassifierMixin, NadarayaWatsonBase):
     >>> clf.classes_
     array(['a', 'b'], dtype='<U1')
     >>> clf.predict_proba([[0.5], [1.5], [2.9]]).round(3)
-    array([[0.993, 0.007],
+    array([[0.991, 0.009],
            [0.5  , 0.5  ],
-           [0.003, 0.997]])
+           [0.001, 0.999]])
     >>> clf.predict([[0.5], [2.9]])
     array(['a', 'b'], dtype='<U1')
     """

@@ -110,9 +110,9 @@ class NadarayaWatsonRegressor(RegressorMixin, NadarayaWatsonBase):
     >>> y = np.array([0.0, 1.0, 4.0, 9.0])
     >>> reg = NadarayaWatsonRegressor(bandwidth=0.5).fit(X, y)
     >>> reg.predict([[1.5]])
-    array([2.65...])
+    array([2.535...])
     >>> reg.attention_weights([[1.5]]).round(3)
-    array([[0.005, 0.495, 0.495, 0.005]])
+    array([[0.009, 0.491, 0.491, 0.009]])
     """
 
     def __init__(

@@ -91,8 +91,8 @@ class Kernel:
     array([1.   , 0.875, 0.   ])
     >>> k.get_params()
     {'p': 3.0}
-    >>> round(k.variance, 6)
-    0.25
+    >>> round(k.variance, 6)  # (1/6) / (3/4)
+    0.222222
     """
 
     support = np.inf
