@@ -1,10 +1,21 @@
 """Bandwidth rules of thumb, per feature, from the spread of the data."""
 
 import numpy as np
+from scipy.spatial.distance import cdist
 
 from .kernels import Gaussian
 
-__all__ = ["BANDWIDTH_RULES", "rule_bandwidth"]
+__all__ = ["BANDWIDTH_RULES", "COORDINATE_METRICS", "rule_bandwidth"]
+
+#: Metrics of coordinate differences: rules give one bandwidth per feature.
+COORDINATE_METRICS = frozenset(
+    {"euclidean", "sqeuclidean", "cityblock", "chebyshev", "minkowski"}
+)
+#: Metrics that standardise the features themselves (with their default
+#: parameters): rules give a scalar bandwidth in the metric's units.
+STANDARDISING_METRICS = frozenset({"mahalanobis", "seuclidean"})
+#: Largest number of rows whose pairwise distances set the scale of other metrics.
+_SCALE_SUBSAMPLE = 500
 
 
 def _weighted_spread(X, w):
@@ -34,6 +45,30 @@ def _silverman(std, iqr, n, d):
 #: Bandwidth rules by name: functions of (std, iqr, n, d) giving a per-feature
 #: bandwidth for the Gaussian kernel.
 BANDWIDTH_RULES = {"scott": _scott, "silverman": _silverman}
+#: The rules' constant for a scalar bandwidth on a unit scale.
+_SCALAR_FACTOR = {"scott": 1.0, "silverman": 0.9}
+
+
+def _median_distance(X, w, metric, metric_params):
+    """Weighted median distance between distinct training rows (a subsample).
+
+    Pairs are weighted by ``w_i w_j``, so integer weights act as repeated rows
+    (a row repeated ``k`` times adds ``k (k - 1) / 2`` pairs at distance 0).
+    """
+    n = X.shape[0]
+    if n > _SCALE_SUBSAMPLE:
+        idx = np.linspace(0, n - 1, _SCALE_SUBSAMPLE).astype(np.intp)
+        X, w = X[idx], w[idx]
+    D = cdist(X, X, metric, **(metric_params or {}))
+    iu = np.triu_indices(X.shape[0], k=1)
+    dist = np.concatenate([D[iu], np.zeros(X.shape[0])])
+    pair_w = np.concatenate([w[iu[0]] * w[iu[1]], np.maximum(w * (w - 1) / 2, 0)])
+    if not np.any(pair_w > 0) or not np.any(dist > 0):
+        return 1.0
+    median = np.quantile(dist, 0.5, weights=pair_w, method="inverted_cdf")
+    if not median > 0:
+        median = np.average(dist, weights=pair_w)
+    return float(median) if np.isfinite(median) and median > 0 else 1.0
 
 
 def kernel_factor(kernel):
@@ -46,38 +81,55 @@ def kernel_factor(kernel):
     return float(ratio) if np.isfinite(ratio) and ratio > 0 else 1.0
 
 
-def rule_bandwidth(X, rule, kernel, sample_weight=None):
-    """Per-feature bandwidth from a rule of thumb.
+def rule_bandwidth(
+    X, rule, kernel, sample_weight=None, metric="euclidean", metric_params=None
+):
+    """Bandwidth from a rule of thumb, per feature for coordinate metrics.
 
     Parameters
     ----------
     X : ndarray of shape (n_samples, n_features)
     rule : {"scott", "silverman"}
-        ``"scott"``: ``h_j = s_j n**(-1/(d+4))`` (Scott, 1992), with ``s_j`` the
-        standard deviation of feature ``j``. ``"silverman"``:
+        For coordinate metrics (euclidean, sqeuclidean, cityblock, chebyshev,
+        minkowski) one bandwidth per feature: ``"scott"``:
+        ``h_j = s_j n**(-1/(d+4))`` (Scott, 1992), with ``s_j`` the standard
+        deviation of feature ``j``; ``"silverman"``:
         ``h_j = 0.9 min(s_j, IQR_j/1.349) n**(-1/(d+4))`` (Silverman, 1986).
-        Both are then multiplied by the ratio of canonical scales of ``kernel``
-        and the Gaussian, so that every kernel smooths about as much.
+        For metrics that standardise the features (mahalanobis, seuclidean) a
+        scalar ``c n**(-1/(d+4))`` with ``c`` = 1 (scott) or 0.9 (silverman);
+        for every other metric the same times the weighted median distance
+        between training points. All are then multiplied by the ratio of the
+        canonical scales of ``kernel`` and the Gaussian, so that every kernel
+        smooths about as much.
     kernel : Kernel
     sample_weight : ndarray of shape (n_samples,) or None
         Frequency weights: ``n`` is their sum and the spreads are weighted.
+    metric, metric_params
+        The estimator's metric and its resolved parameters.
 
     Returns
     -------
-    ndarray of shape (n_features,)
+    ndarray of shape (n_features,) or float
         Positive bandwidths. A feature without spread gets scale 1 (or its
-        absolute value's largest magnitude when that is positive) before the
-        rule, so its bandwidth is never zero.
+        largest absolute value when that is positive) before the rule, so its
+        bandwidth is never zero.
     """
     n_samples, d = X.shape
     w = np.ones(n_samples) if sample_weight is None else sample_weight
+    factor = kernel_factor(kernel)
+    tiny, huge = np.finfo(np.float64).tiny, np.finfo(np.float64).max
+    if metric not in COORDINATE_METRICS:
+        scale = 1.0
+        if metric not in STANDARDISING_METRICS:
+            scale = _median_distance(X, w, metric, metric_params)
+        h = _SCALAR_FACTOR[rule] * scale * w.sum() ** (-1.0 / (d + 4)) * factor
+        return float(np.clip(h, tiny, huge))
     std, iqr = _weighted_spread(X, w)
     magnitude = np.max(np.abs(X), axis=0)
     fallback = np.where(magnitude > 0, magnitude, 1.0)
     flat = ~(std > 0)
     std = np.where(flat, fallback, std)
     iqr = np.where(flat, 0.0, iqr)
-    h = BANDWIDTH_RULES[rule](std, iqr, w.sum(), d) * kernel_factor(kernel)
+    h = BANDWIDTH_RULES[rule](std, iqr, w.sum(), d) * factor
     # A spread at the very edge of the float range may still round to 0 or inf.
-    tiny = np.finfo(np.float64).tiny
-    return np.clip(h, tiny, np.finfo(np.float64).max)
+    return np.clip(h, tiny, huge)

@@ -120,7 +120,9 @@ class NadarayaWatsonBase(BaseEstimator):
             w = sample_weight
             Xp = X if w is None else X[w > 0]
             wp = None if w is None else w[w > 0]
-            return rule_bandwidth(Xp, bw, self.kernel_, wp)
+            return rule_bandwidth(
+                Xp, bw, self.kernel_, wp, self.metric, self.metric_params_
+            )
         arr = np.asarray(bw, dtype=np.float64)
         if arr.ndim == 0:
             value = float(arr)
@@ -138,13 +140,17 @@ class NadarayaWatsonBase(BaseEstimator):
             )
         return arr
 
-    def _resolve_metric_params(self, Xs, sample_weight):
-        """Metric parameters with data-dependent defaults fixed at fit time."""
+    def _resolve_metric_params(self, X, sample_weight):
+        """Metric parameters with data-dependent defaults fixed at fit time.
+
+        The defaults of ``"mahalanobis"`` (``VI``) and ``"seuclidean"`` (``V``)
+        come from the weighted (ddof=0) covariance of the unscaled training data.
+        """
         params = dict(self.metric_params or {})
         metric = self.metric
         if metric in ("mahalanobis", "seuclidean"):
-            w = np.ones(Xs.shape[0]) if sample_weight is None else sample_weight
-            centred = Xs - (w @ Xs) / w.sum()
+            w = np.ones(X.shape[0]) if sample_weight is None else sample_weight
+            centred = X - (w @ X) / w.sum()
             if metric == "mahalanobis" and "VI" not in params:
                 cov = (centred * w[:, None]).T @ centred / w.sum()
                 params["VI"] = np.linalg.pinv(cov, hermitian=True)
@@ -152,7 +158,7 @@ class NadarayaWatsonBase(BaseEstimator):
                 var = w @ centred**2 / w.sum()
                 params["V"] = np.where(var > 0, var, 1.0)
         try:
-            cdist(Xs[:1], Xs[:1], metric, **params)
+            cdist(X[:1], X[:1], metric, **params)
         except (TypeError, ValueError) as exc:
             raise ValueError(
                 f"metric_params {self.metric_params!r} do not fit metric "
@@ -164,12 +170,10 @@ class NadarayaWatsonBase(BaseEstimator):
         """Resolve kernel, bandwidth and metric; store the training inputs."""
         self.kernel_ = self._resolve_kernel()
         sample_weight = check_sample_weight(sample_weight, X.shape[0])
+        self.metric_params_ = self._resolve_metric_params(X, sample_weight)
         self.bandwidth_ = self._resolve_bandwidth(X, sample_weight)
         self.X_fit_ = X
         self.sample_weight_ = sample_weight
-        self.metric_params_ = self._resolve_metric_params(
-            self._scaled(X), sample_weight
-        )
         return sample_weight
 
     # -- the weighted average ----------------------------------------------------
