@@ -1,8 +1,8 @@
 """Nadaraya--Watson kernel regression and classification for scikit-learn."""
 
 from . import datasets, kernels
-from ._classification import NadarayaWatsonClassifier
-from ._regression import NadarayaWatsonRegressor
+from ._classification import NadarayaWatsonClassifier, NadarayaWatsonClassifierCV
+from ._regression import NadarayaWatsonRegressor, NadarayaWatsonRegressorCV
 from .exceptions import EmptyWindowWarning
 
 __version__ = "0.1.0.dev0"
@@ -10,7 +10,9 @@ __version__ = "0.1.0.dev0"
 __all__ = [
     "EmptyWindowWarning",
     "NadarayaWatsonClassifier",
+    "NadarayaWatsonClassifierCV",
     "NadarayaWatsonRegressor",
+    "NadarayaWatsonRegressorCV",
     "__version__",
     "datasets",
     "kernels",

@@ -5,15 +5,14 @@ from numbers import Real
 
 import numpy as np
 from scipy.spatial.distance import cdist
-from sklearn import get_config
 from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._bandwidth import BANDWIDTH_RULES, rule_bandwidth
 from ._weights import (
-    TILE_ELEMENTS,
     Head,
+    default_tile_elements,
     kernel_sums,
     log_weight_rows,
     nearest_mask,
@@ -22,6 +21,9 @@ from ._weights import (
 )
 from .exceptions import EmptyWindowWarning
 from .kernels import KERNELS, Kernel, get_kernel
+
+#: Tile size used by the estimators (see :func:`default_tile_elements`).
+_tile_elements = default_tile_elements
 
 #: Metric names accepted by :func:`scipy.spatial.distance.cdist`.
 CDIST_METRICS = (
@@ -47,12 +49,6 @@ CDIST_METRICS = (
 )
 
 EMPTY_WINDOW_POLICIES = ("nearest", "mean", "nan", "raise")
-
-
-def _tile_elements():
-    """Tile size within scikit-learn's ``working_memory`` (in MiB)."""
-    budget = int(get_config()["working_memory"] * 2**20 / 8 / 4)
-    return max(1, min(TILE_ELEMENTS, budget))
 
 
 def check_sample_weight(sample_weight, n_samples):
@@ -112,7 +108,11 @@ class NadarayaWatsonBase(BaseEstimator):
     # -- fitting ---------------------------------------------------------------
 
     def _resolve_kernel(self):
-        return get_kernel(self.kernel)
+        return self._check_kernel(get_kernel(self.kernel))
+
+    def _check_kernel(self, kernel):
+        """Hook for estimators that accept only some kernels."""
+        return kernel
 
     def _resolve_bandwidth(self, X, sample_weight):
         bw = self.bandwidth

@@ -1,12 +1,16 @@
 """Nadaraya--Watson kernel classification."""
 
+from numbers import Integral
+
 import numpy as np
 from sklearn.base import ClassifierMixin, _fit_context
-from sklearn.utils._param_validation import StrOptions
+from sklearn.metrics import get_scorer_names
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
-from ._base import NadarayaWatsonBase
+from ._base import NadarayaWatsonBase, check_sample_weight
+from ._selection import CVSelectionMixin
 from .kernels import KERNELS, Kernel
 
 #: Kernel names the classifier accepts: those of non-negative kernels.
@@ -120,8 +124,7 @@ class NadarayaWatsonClassifier(ClassifierMixin, NadarayaWatsonBase):
             empty_window=empty_window,
         )
 
-    def _resolve_kernel(self):
-        kernel = super()._resolve_kernel()
+    def _check_kernel(self, kernel):
         if not kernel.nonnegative:
             raise ValueError(
                 f"NadarayaWatsonClassifier needs a non-negative kernel; {kernel!r} "
@@ -147,12 +150,22 @@ class NadarayaWatsonClassifier(ClassifierMixin, NadarayaWatsonBase):
         self : NadarayaWatsonClassifier
             The fitted estimator.
         """
+        X, y = self._validate_labels(X, y)
+        self._fit_common(X, sample_weight)
+        return self
+
+    def _validate_labels(self, X, y):
+        """Validate ``X`` and ``y``; set ``classes_`` and the encoded ``y_fit_``."""
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32])
         y = column_or_1d(y, warn=True)
         check_classification_targets(y)
         self.classes_, self.y_fit_ = np.unique(y, return_inverse=True)
-        self._fit_common(X, sample_weight)
-        return self
+        return X, y
+
+    def _onehot(self):
+        onehot = np.zeros((self.y_fit_.shape[0], self.classes_.shape[0]))
+        onehot[np.arange(self.y_fit_.shape[0]), self.y_fit_] = 1.0
+        return onehot
 
     def predict_proba(self, X):
         """Kernel-weighted class frequencies at each query.
@@ -168,9 +181,7 @@ class NadarayaWatsonClassifier(ClassifierMixin, NadarayaWatsonBase):
             Probabilities, columns in the order of ``classes_``; rows sum to 1.
         """
         check_is_fitted(self)
-        onehot = np.zeros((self.y_fit_.shape[0], self.classes_.shape[0]))
-        onehot[np.arange(self.y_fit_.shape[0]), self.y_fit_] = 1.0
-        proba = self._weighted_average(X, onehot)
+        proba = self._weighted_average(X, self._onehot())
         # Rounding can leave a probability a few ulps outside [0, 1].
         return np.clip(proba, 0.0, 1.0)
 
@@ -195,3 +206,142 @@ class NadarayaWatsonClassifier(ClassifierMixin, NadarayaWatsonBase):
                 "predict has no class for them. Use another empty_window policy."
             )
         return self.classes_[np.argmax(proba, axis=1)]
+
+
+class NadarayaWatsonClassifierCV(CVSelectionMixin, NadarayaWatsonClassifier):
+    r"""Nadaraya--Watson classifier with kernel and bandwidth chosen by CV.
+
+    By default, exact leave-one-out cross-validation of the log-loss over a
+    log-spaced grid of bandwidths around the rule of thumb, computed in one
+    pass over the pairwise distances; then it predicts like
+    :class:`NadarayaWatsonClassifier` with the best kernel and bandwidth.
+
+    Parameters
+    ----------
+    kernels : str, Kernel or sequence of them, default=("gaussian",)
+        Non-negative kernels to try, by name or as
+        :class:`~sknw.kernels.Kernel` instances.
+    bandwidths : int, array-like or None, default=None
+        As in :class:`NadarayaWatsonRegressorCV`.
+    cv : int, cross-validation generator, iterable or None, default=None
+        ``None``: exact, efficient leave-one-out; otherwise (stratified) K-fold
+        as in :func:`sklearn.model_selection.check_cv`.
+    scoring : str, callable or None, default=None
+        ``None``: negative log-loss over all classes (probabilities clipped at
+        machine epsilon). A string names any scikit-learn scorer computable
+        from probabilities or labels (``"accuracy"``, ``"neg_brier_score"``,
+        …); a callable ``scorer(estimator, X, y)`` gets an estimator whose
+        ``predict_proba`` returns ``X``, the out-of-sample probabilities.
+    metric : str or callable, default="euclidean"
+        Any metric of :func:`scipy.spatial.distance.cdist`.
+    metric_params : dict, default=None
+        Keyword arguments of the metric.
+    empty_window : {"nearest", "mean", "nan", "raise"}, default="nearest"
+        As in :class:`NadarayaWatsonRegressorCV`.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        Class labels.
+    kernel_ : Kernel
+        The selected kernel.
+    bandwidth_ : float or ndarray of shape (n_features,)
+        The selected bandwidth.
+    best_score_ : float
+        Cross-validated score of the selected candidate.
+    best_index_ : int
+        Index of the selected candidate in ``cv_results_``.
+    cv_results_ : dict of ndarrays
+        As in :class:`NadarayaWatsonRegressorCV`.
+    metric_params_ : dict
+        Metric parameters used, including data-dependent defaults.
+    X_fit_ : ndarray of shape (n_samples, n_features)
+        Training inputs.
+    y_fit_ : ndarray of shape (n_samples,)
+        Training labels encoded as indices into ``classes_``.
+    sample_weight_ : ndarray of shape (n_samples,) or None
+        Training sample weights.
+    n_features_in_ : int
+        Number of features seen during fit.
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Names of features seen during fit; only defined when ``X`` has feature
+        names that are all strings.
+
+    See Also
+    --------
+    NadarayaWatsonClassifier : The classifier with a fixed kernel and bandwidth.
+    NadarayaWatsonRegressorCV : The same selection for regression.
+
+    Notes
+    -----
+    The leave-one-out probabilities drop each point's own term (one unit of
+    its frequency weight) from the weighted class counts; see
+    :class:`NadarayaWatsonRegressorCV`.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from sknw import NadarayaWatsonClassifierCV
+    >>> X, y = load_iris(return_X_y=True)
+    >>> clf = NadarayaWatsonClassifierCV(bandwidths=10).fit(X, y)
+    >>> clf.kernel_, clf.bandwidth_.shape
+    (Gaussian(), (4,))
+    >>> clf.best_score_ > -0.2
+    True
+    """
+
+    _parameter_constraints = {
+        **{
+            k: v
+            for k, v in NadarayaWatsonClassifier._parameter_constraints.items()
+            if k not in ("kernel", "bandwidth")
+        },
+        "kernels": ["array-like", StrOptions(CLASSIFIER_KERNELS), Kernel],
+        "bandwidths": [None, Interval(Integral, 1, None, closed="left"), "array-like"],
+        "cv": ["cv_object"],
+        "scoring": [StrOptions(set(get_scorer_names())), callable, None],
+    }
+
+    def __init__(
+        self,
+        *,
+        kernels=("gaussian",),
+        bandwidths=None,
+        cv=None,
+        scoring=None,
+        metric="euclidean",
+        metric_params=None,
+        empty_window="nearest",
+    ):
+        self.kernels = kernels
+        self.bandwidths = bandwidths
+        self.cv = cv
+        self.scoring = scoring
+        self.metric = metric
+        self.metric_params = metric_params
+        self.empty_window = empty_window
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, sample_weight=None):
+        """Select kernel and bandwidth by cross-validation, then fit.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training inputs.
+        y : array-like of shape (n_samples,)
+            Class labels.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative frequency weights.
+
+        Returns
+        -------
+        self : NadarayaWatsonClassifierCV
+            The fitted estimator.
+        """
+        X, y = self._validate_labels(X, y)
+        w = check_sample_weight(sample_weight, X.shape[0])
+        self.metric_params_ = self._resolve_metric_params(X, w)
+        self._select(X, self._onehot(), self.y_fit_, w, "classification", self.classes_)
+        self.X_fit_, self.sample_weight_ = X, w
+        return self

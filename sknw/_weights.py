@@ -26,9 +26,19 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.spatial.distance import cdist
+from sklearn import get_config
 
 #: Default number of float64 elements in one (query x train) tile: 2 MiB.
 TILE_ELEMENTS = 1 << 18
+
+
+def default_tile_elements():
+    """Tile size: :data:`TILE_ELEMENTS`, within scikit-learn's ``working_memory``.
+
+    ``working_memory`` (MiB) bounds the few tile-sized buffers alive at once.
+    """
+    budget = int(get_config()["working_memory"] * 2**20 / 8 / 4)
+    return max(1, min(TILE_ELEMENTS, budget))
 
 
 @dataclass(frozen=True)
@@ -113,6 +123,7 @@ def kernel_sums(
     metric_params=None,
     log_w=None,
     exclude_self=False,
+    self_log_w=None,
     tile_elements=TILE_ELEMENTS,
 ):
     """Shifted kernel-weighted sums of ``V`` for every query and head.
@@ -133,6 +144,10 @@ def kernel_sums(
     exclude_self : bool
         ``Q`` is ``X`` itself; leave each point out of its own sums (the exact
         leave-one-out estimate).
+    self_log_w : ndarray of shape (n,) or None
+        With ``exclude_self``, the log weight each point keeps in its own sums
+        (frequency weights: leaving out one unit of a weight-3 point keeps
+        weight 2); None (the default) leaves it out entirely.
     tile_elements : int
         Number of elements in one (query x train) tile.
 
@@ -168,7 +183,15 @@ def kernel_sums(
                 if user[h]:
                     _check_user_kernel(L, head)
                 if exclude_self and diag.size:
-                    L[diag - q0, diag - x0] = -np.inf
+                    r, c = diag - q0, diag - x0
+                    if self_log_w is None:
+                        L[r, c] = -np.inf
+                    else:
+                        keep = self_log_w[diag]
+                        own = 0.0 if lw is None else lw[c]
+                        with np.errstate(invalid="ignore"):
+                            kept_term = L[r, c] - own + keep
+                        L[r, c] = np.where(np.isneginf(keep), -np.inf, kept_term)
                 acc, M = out[h]
                 _accumulate(acc[q0:q1], M[q0:q1], L, Vx[x0:x1], D, head, squared)
     return [(acc[:, :k], acc[:, k].copy(), M) for acc, M in out]
@@ -224,13 +247,24 @@ def nearest_mask(D, sample_weight=None):
 
 
 def nearest_sums(
-    Q, X, V, *, metric, metric_params, log_w=None, tile_elements=TILE_ELEMENTS
+    Q,
+    X,
+    V,
+    *,
+    metric,
+    metric_params,
+    log_w=None,
+    exclude_self=False,
+    self_w=None,
+    tile_elements=TILE_ELEMENTS,
 ):
     """Sums of ``w * V`` over the nearest training points of each query.
 
     All training points at the minimum distance (ties) count, each with its
     sample weight; points of weight zero are never nearest. This is the limit of
-    the Gaussian estimate as the bandwidth tends to zero.
+    the Gaussian estimate as the bandwidth tends to zero. With
+    ``exclude_self=True`` (``Q`` is ``X``) each point's own row is left out, or
+    keeps weight ``self_w[i]`` where that is positive (frequency weights).
 
     Returns
     -------
@@ -254,6 +288,11 @@ def nearest_sums(
             D = pairwise_distances(Q[q0:q1], X[x0:x1], metric, metric_params)
             if log_w is not None:
                 D[:, w[x0:x1] == 0] = np.inf
+            if exclude_self:
+                diag = np.arange(max(q0, x0), min(q1, x1))
+                if self_w is not None:
+                    diag = diag[self_w[diag] <= 0]
+                D[diag - q0, diag - x0] = np.inf
             tmin = D.min(axis=1)
             b = best[q0:q1]
             closer = tmin < b
@@ -261,4 +300,11 @@ def nearest_sums(
             b[closer] = tmin[closer]
             ties = (D == b[:, None]) & np.isfinite(b)[:, None]
             acc[q0:q1] += ties.astype(np.float64) @ Vx[x0:x1]
+    if exclude_self and self_w is not None:
+        # A point that keeps weight is at distance 0, among its own nearest:
+        # remove the unit of weight that was left out.
+        keep = self_w > 0
+        removed = (w - self_w)[keep]
+        acc[keep, :k] -= removed[:, None] * V[keep]
+        acc[keep, k] -= removed
     return acc[:, :k], acc[:, k].copy()

@@ -6,7 +6,12 @@ from sklearn.utils.estimator_checks import (
     parametrize_with_checks,
 )
 
-from sknw import NadarayaWatsonClassifier, NadarayaWatsonRegressor
+from sknw import (
+    NadarayaWatsonClassifier,
+    NadarayaWatsonClassifierCV,
+    NadarayaWatsonRegressor,
+    NadarayaWatsonRegressorCV,
+)
 from sknw.kernels import Triangular
 
 CONFIGS = [
@@ -20,10 +25,20 @@ CONFIGS = [
     {"metric": "mahalanobis", "kernel": "laplacian"},
 ]
 
+CV_CONFIGS = [
+    {},
+    {"kernels": ["gaussian", "epanechnikov"], "bandwidths": 5, "cv": 3},
+    {"kernels": "triangular", "bandwidths": [0.1, 1.0], "empty_window": "mean"},
+]
+
 ESTIMATORS = [
     cls(**params)
     for cls in (NadarayaWatsonRegressor, NadarayaWatsonClassifier)
     for params in CONFIGS
+] + [
+    cls(**params)
+    for cls in (NadarayaWatsonRegressorCV, NadarayaWatsonClassifierCV)
+    for params in CV_CONFIGS
 ]
 
 
@@ -33,7 +48,14 @@ def test_sklearn_compatible_estimator(estimator, check):
 
 
 @pytest.mark.parametrize(
-    "estimator", [NadarayaWatsonRegressor(), NadarayaWatsonClassifier()]
+    "estimator",
+    [
+        NadarayaWatsonRegressor(),
+        NadarayaWatsonClassifier(),
+        NadarayaWatsonRegressorCV(),
+        NadarayaWatsonClassifierCV(),
+    ],
+    ids=type,
 )
 def test_param_validation(estimator):
     check_param_validation(type(estimator).__name__, estimator)

@@ -1,0 +1,412 @@
+"""Cross-validated choice of kernel and bandwidth, exact leave-one-out in one pass.
+
+The leave-one-out estimate of Nadaraya--Watson regression has a closed form: a
+point's own term is dropped from the numerator and the denominator. The core
+(:func:`sknw._weights.kernel_sums` with ``exclude_self=True``) masks that term
+before the per-query shift, so the estimate stays exact however small the
+bandwidth. Candidates are grouped by the scaling of the features they need; each
+group costs one pass over the pairwise distances, shared by all its kernels and
+bandwidths.
+"""
+
+from numbers import Integral
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.metrics import get_scorer
+from sklearn.model_selection import check_cv
+
+from ._bandwidth import rule_bandwidth
+from ._weights import Head, default_tile_elements, kernel_sums, nearest_sums
+from .kernels import Kernel, get_kernel
+
+#: Metrics for which ``d(x / (c b), q / (c b)) = d(x / b, q / b) / c**p``.
+_HOMOGENEOUS_DEGREE = {
+    "euclidean": 1,
+    "cityblock": 1,
+    "chebyshev": 1,
+    "minkowski": 1,
+    "sqeuclidean": 2,
+}
+
+#: Multipliers of the rule-of-thumb bandwidth in the default grid.
+DEFAULT_GRID_RANGE = (0.05, 5.0)
+
+
+class _Predictions(BaseEstimator):
+    """Stand-in estimator whose predictions are its input, for scorers."""
+
+    def __init__(self, classes=None):
+        self.classes = classes
+
+    def fit(self, X, y=None):  # pragma: no cover - never called
+        return self
+
+    def predict(self, X):
+        if self.classes is None:
+            return X
+        return self.classes[np.argmax(X, axis=1)]
+
+    def predict_proba(self, X):
+        return X
+
+
+class _RegressionPredictions(RegressorMixin, _Predictions):
+    pass
+
+
+class _ClassificationPredictions(ClassifierMixin, _Predictions):
+    @property
+    def classes_(self):
+        return self.classes
+
+
+def candidate_grid(X, w, kernels, bandwidths, metric, metric_params):
+    """List the (kernel, bandwidth) candidates, kernels outer, bandwidths inner.
+
+    ``bandwidths`` is an int (the number of multipliers of the rule-of-thumb
+    bandwidth of each kernel, log-spaced over :data:`DEFAULT_GRID_RANGE`) or a
+    sequence of bandwidths (floats or per-feature arrays).
+
+    Returns a list of dicts with keys ``kernel`` (resolved object), ``bandwidth``
+    (float or array) and ``multiplier`` (of the rule bandwidth, or NaN).
+    """
+    if isinstance(bandwidths, Integral):
+        multipliers = np.geomspace(*DEFAULT_GRID_RANGE, int(bandwidths))
+        cands = []
+        for kernel in kernels:
+            ref = rule_bandwidth(X, "scott", kernel, w, metric, metric_params)
+            for c in multipliers:
+                cands.append({"kernel": kernel, "bandwidth": c * ref, "multiplier": c})
+        return cands
+    return [
+        {"kernel": kernel, "bandwidth": bw, "multiplier": np.nan}
+        for kernel in kernels
+        for bw in bandwidths
+    ]
+
+
+def group_candidates(cands, metric):
+    """Group candidates that can share one pass over the distances.
+
+    A per-feature bandwidth ``b`` is split into a shape ``b / g`` and a size
+    ``g`` (its geometric mean): for metrics homogeneous of degree ``p``,
+    ``d(x / b, q / b) = d(x / (b / g), q / (b / g)) / g**p``, so candidates
+    with the same shape share their distances.
+
+    Returns a list of ``(scale, [(candidate index, Head), ...])``: the features
+    are divided by ``scale`` (None: unscaled) and each head's divisor completes
+    its candidate's bandwidth.
+    """
+    degree = _HOMOGENEOUS_DEGREE.get(metric)
+    groups = {}
+    for i, cand in enumerate(cands):
+        bw = cand["bandwidth"]
+        if np.ndim(bw) == 0:
+            key, scale, divisor = None, None, float(bw)
+        elif degree is not None:
+            size = float(np.exp(np.mean(np.log(bw))))
+            scale = bw / size
+            key = tuple(f"{v:.12e}" for v in scale)
+            divisor = size**degree
+        else:
+            key, scale, divisor = ("array", *map(float, bw)), bw, 1.0
+        group = groups.setdefault(key, (scale, []))
+        group[1].append((i, Head(cand["kernel"], divisor)))
+    return list(groups.values())
+
+
+def cv_predictions(
+    X,
+    V,
+    w,
+    cands,
+    groups,
+    *,
+    folds,
+    metric,
+    metric_params,
+    empty_window,
+    tile_elements,
+):
+    """Out-of-sample weighted averages of ``V`` for every candidate.
+
+    ``folds`` is None for exact leave-one-out, else a list of (train, test)
+    index arrays. Returns ``preds`` of shape (n_candidates, n_samples, k) (each
+    sample predicted from the fold that holds it out) and the number of empty
+    windows per candidate. Empty windows follow ``empty_window``; under
+    ``"nan"`` and ``"raise"`` their predictions are NaN.
+    """
+    n, k = V.shape
+    preds = np.full((len(cands), n, k), np.nan)
+    n_empty = np.zeros(len(cands), dtype=np.intp)
+    log_w = None if w is None else _log(w)
+    # Frequency weights: leaving a point out removes one unit of its weight.
+    kept = None if w is None else w - np.minimum(w, 1.0)
+    splits = [(None, None)] if folds is None else folds
+    for scale, members in groups:
+        Xs = X if scale is None else X / scale
+        heads = [head for _, head in members]
+        for train, test in splits:
+            if train is None:
+                Xq, Xt, Vt, lw = Xs, Xs, V, log_w
+                rows = slice(None)
+            else:
+                Xq, Xt, Vt = Xs[test], Xs[train], V[train]
+                lw = None if log_w is None else log_w[train]
+                rows = test
+            results = kernel_sums(
+                Xq,
+                Xt,
+                Vt,
+                heads,
+                metric=metric,
+                metric_params=metric_params,
+                log_w=lw,
+                exclude_self=train is None,
+                self_log_w=None if kept is None else _log(kept),
+                tile_elements=tile_elements,
+            )
+            fallback = None
+            for (i, _), (S, den, _) in zip(members, results, strict=True):
+                empty = ~(den != 0)
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    out = S / den[:, None]
+                if empty.any():
+                    n_empty[i] += int(empty.sum())
+                    if empty_window in ("nearest", "mean"):
+                        if fallback is None:
+                            fallback = _fallback(
+                                Xq, Xt, Vt, lw, kept if train is None else None,
+                                empty_window, train is None,
+                                metric, metric_params, tile_elements,
+                            )  # fmt: skip
+                        out[empty] = fallback[empty]
+                    else:
+                        out[empty] = np.nan
+                preds[i][rows] = out
+    return preds, n_empty
+
+
+def _log(w):
+    with np.errstate(divide="ignore"):
+        return np.log(w)
+
+
+def _fallback(Xq, Xt, Vt, lw, kept, policy, loo, metric, metric_params, tile_elements):
+    """Empty-window estimates for every query of one fold (computed once).
+
+    ``kept`` is the weight each point keeps in its own leave-one-out sums.
+    """
+    if policy == "nearest":
+        S, den = nearest_sums(
+            Xq,
+            Xt,
+            Vt,
+            metric=metric,
+            metric_params=metric_params,
+            log_w=lw,
+            exclude_self=loo,
+            self_w=kept,
+            tile_elements=tile_elements,
+        )
+    else:
+        wt = np.ones(Xt.shape[0]) if lw is None else np.exp(lw)
+        total_S, total = wt @ Vt, wt.sum()
+        if loo:
+            removed = wt if kept is None else wt - kept
+            S = total_S - removed[:, None] * Vt
+            den = total - removed
+        else:
+            S = np.broadcast_to(total_S, (Xq.shape[0], Vt.shape[1]))
+            den = np.full(Xq.shape[0], total)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = S / den[:, None]
+    out[~(den > 0)] = np.nan
+    return out
+
+
+def score_candidates(preds, y, w, folds, scorer, classes=None):
+    """Score every candidate's out-of-sample predictions.
+
+    Returns ``(mean, splits)``: the score (mean over folds for K-fold) and the
+    per-fold scores (None for leave-one-out). A candidate with any NaN
+    prediction scores NaN.
+    """
+    splits = [(None, slice(None))] if folds is None else folds
+    scores = np.full((preds.shape[0], len(splits)), np.nan)
+    for i, pred in enumerate(preds):
+        for f, (_, test) in enumerate(splits):
+            p = pred[test]
+            if np.isnan(p).any():
+                continue
+            wf = None if w is None else w[test]
+            scores[i, f] = scorer(p, y[test], wf)
+    mean = scores.mean(axis=1)
+    return mean, (None if folds is None else scores)
+
+
+def _neg_log_loss(proba, y_index, sample_weight):
+    """Negative mean log-loss of probabilities given true class indices."""
+    eps = np.finfo(np.float64).eps
+    p = np.clip(proba[np.arange(len(y_index)), y_index], eps, 1.0)
+    return float(np.average(np.log(p), weights=sample_weight))
+
+
+def make_scorer(scoring, kind, classes=None):
+    """Turn ``scoring`` into ``f(pred, y_true, sample_weight) -> float``.
+
+    For ``kind="regression"``, ``pred`` has shape (n, k) and ``y_true`` is the
+    target. For ``kind="classification"``, ``pred`` holds probabilities and
+    ``y_true`` the class indices into ``classes``. ``None`` means negative mean
+    squared error (regression) or negative log-loss over all classes
+    (classification); a string names any scikit-learn scorer and a callable is
+    a scorer ``scorer(estimator, X, y)``: either is called on a stand-in
+    estimator whose predictions (and probabilities) are ``X``.
+    """
+    if kind == "classification" and scoring is None:
+        return _neg_log_loss
+    if kind == "regression":
+        stand_in = _RegressionPredictions()
+        scoring = "neg_mean_squared_error" if scoring is None else scoring
+    else:
+        stand_in = _ClassificationPredictions(classes)
+    scorer = get_scorer(scoring) if isinstance(scoring, str) else scoring
+
+    def score(pred, y_true, sample_weight):
+        if kind == "regression":
+            if pred.shape[1] == 1 and np.ndim(y_true) == 1:
+                pred = pred[:, 0]
+        else:
+            y_true = classes[y_true]
+        kwargs = {} if sample_weight is None else {"sample_weight": sample_weight}
+        return float(scorer(stand_in, pred, y_true, **kwargs))
+
+    return score
+
+
+def select(mean_scores):
+    """Index of the best candidate: highest score, first on ties; NaN last."""
+    if np.all(np.isnan(mean_scores)):
+        raise ValueError(
+            "Every candidate scored NaN: no kernel and bandwidth could be "
+            "evaluated (empty windows under empty_window='nan' or 'raise', or "
+            "a scorer that returned NaN). Widen the bandwidth grid or use "
+            "empty_window='nearest'."
+        )
+    return int(np.nanargmax(mean_scores))
+
+
+def ranks(mean_scores):
+    """Ranks as in GridSearchCV: 1 is best, ties share the lower rank, NaN last."""
+    filled = np.where(np.isnan(mean_scores), -np.inf, mean_scores)
+    order = np.argsort(-filled, kind="stable")
+    rank = np.empty(len(filled), dtype=np.int32)
+    sorted_scores = filled[order]
+    current = 1
+    for pos, idx in enumerate(order):
+        if pos > 0 and sorted_scores[pos] != sorted_scores[pos - 1]:
+            current = pos + 1
+        rank[idx] = current
+    return rank
+
+
+def _check_bandwidth_grid(bandwidths, n_features):
+    """Validate a user bandwidth grid: positive floats or per-feature arrays."""
+    grid = []
+    for bw in bandwidths:
+        arr = np.asarray(bw, dtype=np.float64)
+        if arr.ndim == 0:
+            value = float(arr)
+        elif arr.ndim == 1 and arr.shape[0] == n_features:
+            value = arr
+        else:
+            raise ValueError(
+                "Each bandwidth must be a float or an array of shape "
+                f"(n_features,) = ({n_features},); got shape {arr.shape}."
+            )
+        if not np.all(np.isfinite(arr) & (arr > 0)):
+            raise ValueError(f"Bandwidths must be positive and finite, got {bw!r}.")
+        grid.append(value)
+    if not grid:
+        raise ValueError("bandwidths is empty: give at least one bandwidth.")
+    return grid
+
+
+class CVSelectionMixin:
+    """Selects kernel and bandwidth by cross-validation, then fits (not public).
+
+    Used by the ``*CV`` estimators: ``kernels``, ``bandwidths``, ``cv`` and
+    ``scoring`` parameters; the resolved choice is stored as ``kernel_`` and
+    ``bandwidth_``, then the estimator predicts like the plain one.
+    """
+
+    def _select(self, X, V, y_score, w, kind, classes=None):
+        kernels = self.kernels
+        if isinstance(kernels, (str, Kernel)):
+            kernels = [kernels]
+        kernels = list(kernels)
+        if not kernels:
+            raise ValueError("kernels is empty: give at least one kernel.")
+        resolved = [self._check_kernel(get_kernel(k)) for k in kernels]
+        if self.bandwidths is None or isinstance(self.bandwidths, Integral):
+            n_bw = 30 if self.bandwidths is None else int(self.bandwidths)
+            grid = n_bw
+        else:
+            grid = _check_bandwidth_grid(self.bandwidths, X.shape[1])
+            n_bw = len(grid)
+        n_positive = int(np.sum(w > 0)) if w is not None else X.shape[0]
+        if self.cv is None:
+            folds = None
+            if n_positive < 2:
+                raise ValueError(
+                    "Leave-one-out cross-validation needs at least 2 samples "
+                    f"with positive weight; got {n_positive} sample."
+                )
+        else:
+            splitter = check_cv(self.cv, y_score, classifier=kind == "classification")
+            folds = list(splitter.split(X, y_score))
+        cands = candidate_grid(X, w, resolved, grid, self.metric, self.metric_params_)
+        preds, n_empty = cv_predictions(
+            X,
+            V,
+            w,
+            cands,
+            group_candidates(cands, self.metric),
+            folds=folds,
+            metric=self.metric,
+            metric_params=self.metric_params_,
+            empty_window=self.empty_window,
+            tile_elements=default_tile_elements(),
+        )
+        scorer = make_scorer(self.scoring, kind, classes)
+        mean, splits = score_candidates(preds, y_score, w, folds, scorer)
+        best = select(mean)
+        params = [
+            {"kernel": kernels[i // n_bw], "bandwidth": cand["bandwidth"]}
+            for i, cand in enumerate(cands)
+        ]
+        results = {
+            "param_kernel": _object_array([p["kernel"] for p in params]),
+            "param_bandwidth": _object_array([p["bandwidth"] for p in params]),
+            "bandwidth_multiplier": np.array([c["multiplier"] for c in cands]),
+            "params": params,
+            "mean_test_score": mean,
+            "rank_test_score": ranks(mean),
+            "n_empty_windows": n_empty,
+        }
+        if splits is not None:
+            results["std_test_score"] = np.nanstd(splits, axis=1)
+            for f in range(splits.shape[1]):
+                results[f"split{f}_test_score"] = splits[:, f]
+        self.cv_results_ = results
+        self.best_index_ = best
+        self.best_score_ = float(mean[best])
+        self.kernel_ = cands[best]["kernel"]
+        self.bandwidth_ = cands[best]["bandwidth"]
+
+
+def _object_array(values):
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    return out
