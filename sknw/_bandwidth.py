@@ -18,18 +18,43 @@ STANDARDISING_METRICS = frozenset({"mahalanobis", "seuclidean"})
 _SCALE_SUBSAMPLE = 500
 
 
+def _weighted_quantile(x, w, q):
+    """Quantile ``q`` of ``x`` with frequency weights ``w``, linear interpolation.
+
+    For unit weights this is :func:`numpy.quantile`'s default (``"linear"``);
+    integer weights give the quantile of the data with rows repeated.
+    """
+    order = np.argsort(x, kind="stable")
+    xs, cum = x[order], np.cumsum(w[order])
+    t = max(q * (cum[-1] - 1.0), 0.0)
+    k = np.floor(t)
+    idx = np.searchsorted(cum, [k, k + 1.0], side="right")
+    lo, hi = xs[np.minimum(idx, len(xs) - 1)]
+    return lo + (t - k) * (hi - lo)
+
+
 def _weighted_spread(X, w):
     """Per-feature weighted standard deviation (ddof=0) and interquartile range.
 
     Weights act as frequencies: integer weights give the spread of the data
-    with rows repeated.
+    with rows repeated. Features are scaled by a power of two near their largest
+    magnitude first, so
+    spreads near the ends of the float range neither overflow nor underflow.
     """
+    # Powers of two: the scaling is exact.
+    _, exponent = np.frexp(np.max(np.abs(X), axis=0))
+    magnitude = np.ldexp(1.0, exponent)
+    Xn = X / magnitude
     total = w.sum()
-    mean = (w @ X) / total
-    var = (w @ (X - mean) ** 2) / total
-    std = np.sqrt(np.maximum(var, 0.0))
-    q = np.quantile(X, [0.25, 0.75], axis=0, weights=w, method="inverted_cdf")
-    iqr = q[1] - q[0]
+    mean = (w @ Xn) / total
+    var = (w @ (Xn - mean) ** 2) / total
+    std = np.sqrt(np.maximum(var, 0.0)) * magnitude
+    iqr = np.array(
+        [
+            _weighted_quantile(col, w, 0.75) - _weighted_quantile(col, w, 0.25)
+            for col in X.T
+        ]
+    )
     return std, iqr
 
 
@@ -127,7 +152,7 @@ def rule_bandwidth(
     std, iqr = _weighted_spread(X, w)
     magnitude = np.max(np.abs(X), axis=0)
     fallback = np.where(magnitude > 0, magnitude, 1.0)
-    flat = ~(std > 0)
+    flat = (np.ptp(X, axis=0) == 0) | ~(std > 0)
     std = np.where(flat, fallback, std)
     iqr = np.where(flat, 0.0, iqr)
     h = BANDWIDTH_RULES[rule](std, iqr, w.sum(), d) * factor

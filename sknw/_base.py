@@ -157,6 +157,13 @@ class NadarayaWatsonBase(BaseEstimator):
             if metric == "seuclidean" and "V" not in params:
                 var = w @ centred**2 / w.sum()
                 params["V"] = np.where(var > 0, var, 1.0)
+        d = X.shape[1]
+        for name, shape in (("VI", (d, d)), ("V", (d,))):
+            if name in params and np.shape(params[name]) != shape:
+                raise ValueError(
+                    f"metric_params[{name!r}] must have shape {shape} for "
+                    f"{d} features, got shape {np.shape(params[name])}."
+                )
         try:
             cdist(X[:1], X[:1], metric, **params)
         except (TypeError, ValueError) as exc:
@@ -231,19 +238,26 @@ class NadarayaWatsonBase(BaseEstimator):
         )
 
     def _empty_values(self, Qe, Xs, V, log_w, empty):
-        """Estimates (or, with ``V=None``, weight rows) for empty-window queries."""
+        """Estimates (or, with ``V=None``, weight rows) for empty-window queries.
+
+        A kernel with unbounded support has an all-zero row only when the scaled
+        distances overflow at an extreme bandwidth; those queries get the limit
+        of a vanishing bandwidth, their nearest training points, silently.
+        """
         policy = self.empty_window
-        message = self._empty_message(empty)
-        if policy == "raise":
+        if not np.isfinite(self.kernel_.support):
+            policy = "nearest"
+        elif policy == "raise":
             raise ValueError(
-                f"{message}. Use a larger bandwidth, a kernel with unbounded "
-                "support, or empty_window='nearest', 'mean' or 'nan'."
+                f"{self._empty_message(empty)}. Use a larger bandwidth, a kernel "
+                "with unbounded support, or empty_window='nearest', 'mean' or 'nan'."
             )
-        warnings.warn(
-            f"{message}; they use empty_window={policy!r}.",
-            EmptyWindowWarning,
-            stacklevel=4,
-        )
+        else:
+            warnings.warn(
+                f"{self._empty_message(empty)}; they use empty_window={policy!r}.",
+                EmptyWindowWarning,
+                stacklevel=4,
+            )
         if policy == "nan":
             return np.nan
         w = self.sample_weight_

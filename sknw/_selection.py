@@ -167,21 +167,27 @@ def cv_predictions(
                 self_log_w=None if kept is None else _log(kept),
                 tile_elements=tile_elements,
             )
-            fallback = None
-            for (i, _), (S, den, _) in zip(members, results, strict=True):
+            fallbacks = {}
+            for (i, head), (S, den, _) in zip(members, results, strict=True):
                 empty = ~(den != 0)
                 with np.errstate(invalid="ignore", divide="ignore"):
                     out = S / den[:, None]
                 if empty.any():
-                    n_empty[i] += int(empty.sum())
-                    if empty_window in ("nearest", "mean"):
-                        if fallback is None:
-                            fallback = _fallback(
+                    # Unbounded support: only overflow empties a window; use the
+                    # limit of a vanishing bandwidth, the nearest points.
+                    policy = empty_window
+                    if np.isfinite(head.kernel.support):
+                        n_empty[i] += int(empty.sum())
+                    else:
+                        policy = "nearest"
+                    if policy in ("nearest", "mean"):
+                        if policy not in fallbacks:
+                            fallbacks[policy] = _fallback(
                                 Xq, Xt, Vt, lw, kept if train is None else None,
-                                empty_window, train is None,
+                                policy, train is None,
                                 metric, metric_params, tile_elements,
                             )  # fmt: skip
-                        out[empty] = fallback[empty]
+                        out[empty] = fallbacks[policy][empty]
                     else:
                         out[empty] = np.nan
                 preds[i][rows] = out

@@ -55,6 +55,11 @@ def _tile_shape(m, n, tile_elements):
     return bq, bn
 
 
+def _as_float64(A):
+    """Distances and weights are computed in float64 (a copy for float32)."""
+    return np.asarray(A, dtype=np.float64)
+
+
 def pairwise_distances(Q, X, metric, metric_params, *, squared=False):
     """Distances between the rows of ``Q`` and ``X`` with :func:`cdist`.
 
@@ -78,10 +83,15 @@ def _use_squared(metric, heads):
 def _log_weights(D, head, squared, log_w):
     """Log kernel weights of one tile of distances for one head."""
     kernel = head.kernel
-    if squared:
-        L = kernel.log_value_sq(D * (1.0 / head.divisor) ** 2)
-    else:
-        L = kernel.log_value(D * (1.0 / head.divisor))
+    inv = 1.0 / head.divisor
+    with np.errstate(over="ignore"):
+        if squared:
+            inv2 = inv * inv
+            # (1/h)**2 overflows for h < 1e-154: scale twice so 0 stays 0.
+            u2 = D * inv2 if np.isfinite(inv2) else (D * inv) * inv
+            L = kernel.log_value_sq(u2)
+        else:
+            L = kernel.log_value(D * inv)
     L = np.asarray(L, dtype=np.float64)
     if L.shape != D.shape:
         raise ValueError(
@@ -156,6 +166,7 @@ def kernel_sums(
     list of (S, den, M)
         For every head: ``S`` of shape (m, k), ``den`` and ``M`` of shape (m,).
     """
+    Q, X = _as_float64(Q), _as_float64(X)
     m, n = Q.shape[0], X.shape[0]
     k = V.shape[1]
     squared = _use_squared(metric, heads)
@@ -216,6 +227,7 @@ def _accumulate(acc, M, L, Vc, D, head, squared):
 
 def log_weight_rows(Q, X, head, *, metric, metric_params, log_w, tile_elements):
     """Yield ``(rows, L)``: full rows of log weights, ``tile_elements`` at a time."""
+    Q, X = _as_float64(Q), _as_float64(X)
     m, n = Q.shape[0], X.shape[0]
     squared = _use_squared(metric, [head])
     user = not type(head.kernel).__module__.startswith("sknw.")
@@ -272,6 +284,7 @@ def nearest_sums(
     den : ndarray of shape (m,)
         Sum of the weights of the nearest points.
     """
+    Q, X = _as_float64(Q), _as_float64(X)
     m, n = Q.shape[0], X.shape[0]
     k = V.shape[1]
     w = np.ones(n) if log_w is None else np.exp(log_w)

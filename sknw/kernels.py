@@ -154,7 +154,7 @@ class Kernel:
         upper = self.support
 
         def f(u):
-            return u**k * float(self(np.array([u]))[0]) ** power
+            return u**k * _evaluate_one(self, u) ** power
 
         total = 0.0
         # Split at 1 so that kernels with a kink or jump there integrate well.
@@ -267,6 +267,17 @@ class Kernel:
 
     def __hash__(self):
         return hash((type(self).__name__, tuple(map(repr, self.get_params().items()))))
+
+
+def _evaluate_one(kernel, u):
+    """``K(u)`` at one point, checking that the kernel works elementwise."""
+    value = np.asarray(kernel(np.array([u], dtype=np.float64)))
+    if value.shape != (1,):
+        raise ValueError(
+            f"Kernel {kernel!r} returned an array of shape {value.shape} for input "
+            "of shape (1,); a kernel must be evaluated elementwise."
+        )
+    return float(value[0])
 
 
 def _where_inside(u, inside_values, closed=True):
@@ -389,7 +400,8 @@ class Epanechnikov(Kernel):
 
     def __call__(self, u):
         u = _asfloat(u)
-        return _where_inside(u, 1.0 - u * u)
+        c = np.minimum(u, 1.0)
+        return _where_inside(u, 1.0 - c * c)
 
     def log_value(self, u):
         u = _asfloat(u)
@@ -420,7 +432,7 @@ class Triangular(Kernel):
 
     def __call__(self, u):
         u = _asfloat(u)
-        return _where_inside(u, 1.0 - u)
+        return _where_inside(u, 1.0 - np.minimum(u, 1.0))
 
     def log_value(self, u):
         u = _asfloat(u)
@@ -449,7 +461,8 @@ class Biweight(Kernel):
 
     def __call__(self, u):
         u = _asfloat(u)
-        return _where_inside(u, (1.0 - u * u) ** self._power)
+        c = np.minimum(u, 1.0)
+        return _where_inside(u, (1.0 - c * c) ** self._power)
 
     def log_value(self, u):
         u = _asfloat(u)
@@ -498,7 +511,7 @@ class Tricube(Kernel):
 
     def __call__(self, u):
         u = _asfloat(u)
-        return _where_inside(u, (1.0 - u**3) ** 3)
+        return _where_inside(u, (1.0 - np.minimum(u, 1.0) ** 3) ** 3)
 
     def log_value(self, u):
         u = _asfloat(u)
@@ -622,18 +635,18 @@ class Cauchy(Kernel):
 
     variance = np.inf
     roughness = 0.5 / math.pi
-    _native_sq = True
 
     def __call__(self, u):
-        u = _asfloat(u)
-        return 1.0 / (1.0 + u * u)
+        return np.exp(self.log_value(u))
 
     def log_value(self, u):
         u = _asfloat(u)
-        return self.log_value_sq(u * u)
-
-    def log_value_sq(self, u2):
-        return -np.log1p(_asfloat(u2))
+        # -log(1 + u**2) without overflow of u**2 for large u.
+        big = u > 1.0
+        safe = np.where(big, u, 1.0)
+        with np.errstate(divide="ignore"):
+            tail = -2.0 * np.log(safe) - np.log1p(1.0 / (safe * safe))
+        return np.where(big, tail, -np.log1p(np.minimum(u, 1.0) ** 2))
 
 
 class Silverman(Kernel):
@@ -664,8 +677,9 @@ class Silverman(Kernel):
     def log_value(self, u):
         u = _asfloat(u)
         s = u / math.sqrt(2.0)
-        with np.errstate(divide="ignore"):
-            return math.log(0.5) - s + np.log(np.abs(np.sin(s + 0.25 * np.pi)))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out = math.log(0.5) - s + np.log(np.abs(np.sin(s + 0.25 * np.pi)))
+        return np.where(np.isinf(s), -np.inf, out)
 
     def sign(self, u):
         s = _asfloat(u) / math.sqrt(2.0)
