@@ -1,0 +1,432 @@
+"""The tiled, log-domain core against brute-force kernel sums."""
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose, assert_array_equal
+from scipy.spatial.distance import cdist
+
+from sknw._weights import (
+    TILE_ELEMENTS,
+    Head,
+    kernel_sums,
+    nearest_mask,
+    nearest_sums,
+    pairwise_distances,
+)
+from sknw.kernels import (
+    Boxcar,
+    Epanechnikov,
+    Gaussian,
+    Laplacian,
+    Silverman,
+    Triangular,
+)
+
+RTOL = 1e-12
+TILES = [1, 7, 64, TILE_ELEMENTS]
+# More training rows than one training tile holds (4096), so that the shift is
+# carried across training tiles.
+N_LARGE = 4096 + 300
+
+
+def brute_sums(Q, X, V, head, metric="euclidean", metric_params=None, w=None):
+    """``S``, ``den`` and ``M`` of the core from their definitions."""
+    D = cdist(Q, X, metric, **(metric_params or {}))
+    K = np.asarray(head.kernel(D / head.divisor), dtype=np.float64)
+    w = np.ones(X.shape[0]) if w is None else w
+    KW = K * w
+    with np.errstate(divide="ignore"):
+        L = np.log(np.abs(K)) + np.log(w)
+    M = L.max(axis=1)
+    scale = np.where(np.isfinite(M), np.exp(-np.where(np.isfinite(M), M, 0.0)), 0.0)
+    S = (KW * scale[:, None]) @ V
+    den = (KW * scale[:, None]).sum(axis=1)
+    return S, den, M
+
+
+def log_weights(w):
+    with np.errstate(divide="ignore"):
+        return np.log(w)
+
+
+def make_data(seed, m, n, d, k=2):
+    rng = np.random.default_rng(seed)
+    Q = rng.normal(size=(m, d))
+    X = rng.normal(size=(n, d))
+    V = rng.normal(size=(n, k)) + 3.0
+    w = rng.uniform(0.2, 2.0, size=n)
+    return Q, X, V, w
+
+
+HEADS = [
+    Head(Gaussian(), 0.7),
+    Head(Epanechnikov(), 1.5),
+    Head(Laplacian(), 0.4),
+    Head(Silverman(), 0.6),
+    Head(Triangular(), 2.0),
+    Head(Boxcar(), 1.8),
+]
+
+
+def assert_sums_close(result, reference):
+    S, den, M = result
+    S_ref, den_ref, M_ref = reference
+    assert_allclose(M, M_ref, rtol=RTOL, atol=1e-13)
+    assert_allclose(den, den_ref, rtol=RTOL)
+    assert_allclose(S, S_ref, rtol=RTOL, atol=1e-13)
+
+
+@pytest.mark.parametrize("d", [1, 3])
+@pytest.mark.parametrize("head", HEADS, ids=lambda h: type(h.kernel).__name__)
+def test_kernel_sums_match_brute_force(head, d):
+    Q, X, V, w = make_data(0, 23, 41, d)
+    result = kernel_sums(Q, X, V, [head], log_w=np.log(w))
+    assert len(result) == 1
+    assert_sums_close(result[0], brute_sums(Q, X, V, head, w=w))
+
+
+@pytest.mark.parametrize(
+    "metric, params",
+    [
+        ("cityblock", None),
+        ("chebyshev", None),
+        ("minkowski", {"p": 3}),
+        ("seuclidean", {"V": np.array([0.5, 2.0, 1.0])}),
+    ],
+)
+def test_kernel_sums_other_metrics(metric, params):
+    Q, X, V, w = make_data(1, 17, 30, 3)
+    head = Head(Gaussian(), 1.1)
+    ((S, den, M),) = kernel_sums(
+        Q, X, V, [head], metric=metric, metric_params=params, log_w=np.log(w)
+    )
+    assert_sums_close((S, den, M), brute_sums(Q, X, V, head, metric, params, w))
+
+
+@pytest.mark.parametrize("d", [1, 3])
+def test_several_heads_equal_separate_calls(d):
+    Q, X, V, w = make_data(2, 19, 37, d)
+    log_w = np.log(w)
+    together = kernel_sums(Q, X, V, HEADS, log_w=log_w)
+    assert len(together) == len(HEADS)
+    for head, (S, den, M) in zip(HEADS, together, strict=True):
+        ((S1, den1, M1),) = kernel_sums(Q, X, V, [head], log_w=log_w)
+        assert_allclose(M, M1, rtol=RTOL, atol=1e-13)
+        assert_allclose(den, den1, rtol=RTOL)
+        assert_allclose(S, S1, rtol=RTOL, atol=1e-13)
+        assert_sums_close((S, den, M), brute_sums(Q, X, V, head, w=w))
+
+
+def test_several_gaussian_heads_share_the_squared_path():
+    Q, X, V, w = make_data(3, 11, 29, 3)
+    heads = [Head(Gaussian(), h) for h in (0.2, 0.5, 3.0)]
+    for head, result in zip(heads, kernel_sums(Q, X, V, heads), strict=True):
+        assert_sums_close(result, brute_sums(Q, X, V, head))
+
+
+@pytest.mark.parametrize("tile_elements", TILES)
+@pytest.mark.parametrize("d", [1, 3])
+def test_kernel_sums_independent_of_tiles(tile_elements, d):
+    Q, X, V, w = make_data(4, 13, N_LARGE, d)
+    log_w = np.log(w)
+    heads = [Head(Gaussian(), 0.3), Head(Epanechnikov(), 0.5), Head(Silverman(), 0.4)]
+    default = kernel_sums(Q, X, V, heads, log_w=log_w)
+    tiled = kernel_sums(Q, X, V, heads, log_w=log_w, tile_elements=tile_elements)
+    for head, a, b in zip(heads, default, tiled, strict=True):
+        assert_sums_close(b, a)
+        assert_sums_close(b, brute_sums(Q, X, V, head, w=w))
+
+
+def test_shift_is_max_log_weight_across_training_tiles():
+    # The largest log weight of query 0 is in the second training tile.
+    Q, X, V, w = make_data(5, 3, N_LARGE, 2)
+    X[:4096] += 50.0
+    head = Head(Gaussian(), 1.0)
+    ((S, den, M),) = kernel_sums(Q, X, V, [head], log_w=np.log(w), tile_elements=8)
+    D = cdist(Q, X)
+    assert_allclose(M, np.max(-0.5 * D**2 + np.log(w), axis=1), rtol=RTOL)
+    assert_sums_close((S, den, M), brute_sums(Q, X, V, head, w=w))
+
+
+def brute_exclude_self(X, V, head, w, rows):
+    """Sums for each row ``i`` with row ``i`` removed from the training set."""
+    out_S, out_den, out_M = [], [], []
+    for i in rows:
+        keep = np.arange(X.shape[0]) != i
+        S, den, M = brute_sums(X[i : i + 1], X[keep], V[keep], head, w=w[keep])
+        out_S.append(S[0])
+        out_den.append(den[0])
+        out_M.append(M[0])
+    return np.array(out_S), np.array(out_den), np.array(out_M)
+
+
+@pytest.mark.parametrize("tile_elements", TILES)
+@pytest.mark.parametrize("head", HEADS[:4], ids=lambda h: type(h.kernel).__name__)
+def test_exclude_self_is_leave_one_out(head, tile_elements):
+    _, X, V, w = make_data(6, 1, 45, 2)
+    ((S, den, M),) = kernel_sums(
+        X,
+        X,
+        V,
+        [head],
+        log_w=np.log(w),
+        exclude_self=True,
+        tile_elements=tile_elements,
+    )
+    rows = np.arange(X.shape[0])
+    assert_sums_close((S, den, M), brute_exclude_self(X, V, head, w, rows))
+
+
+@pytest.mark.parametrize("tile_elements", [1, 3 * 4096, 5 * 4096])
+def test_exclude_self_at_tile_boundaries(tile_elements):
+    # Query tiles of 1, 3 or 5 rows; training tiles of 4096 rows: rows around
+    # 4096 have their own point at the edge of (or across) a tile.
+    _, X, V, w = make_data(7, 1, N_LARGE, 1)
+    head = Head(Gaussian(), 0.05)
+    ((S, den, M),) = kernel_sums(
+        X,
+        X,
+        V,
+        [head],
+        log_w=np.log(w),
+        exclude_self=True,
+        tile_elements=tile_elements,
+    )
+    rows = np.r_[0, 1, 2, 4093:4100, N_LARGE - 2, N_LARGE - 1]
+    assert_sums_close(
+        (S[rows], den[rows], M[rows]), brute_exclude_self(X, V, head, w, rows)
+    )
+
+
+def test_exclude_self_removes_exact_duplicate_only_once():
+    X = np.array([[0.0], [0.0], [3.0]])
+    V = np.array([[1.0], [5.0], [7.0]])
+    head = Head(Boxcar(), 1.0)
+    ((S, den, M),) = kernel_sums(X, X, V, [head], exclude_self=True)
+    # Row 0 sees row 1 only, row 1 sees row 0 only, row 2 sees nothing.
+    assert_array_equal(den, [1.0, 1.0, 0.0])
+    assert_array_equal(S[:, 0], [5.0, 1.0, 0.0])
+    assert_array_equal(M, [0.0, 0.0, -np.inf])
+
+
+@pytest.mark.parametrize("tile_elements", [1, 7, TILE_ELEMENTS])
+def test_zero_weights_are_left_out(tile_elements):
+    Q, X, V, w = make_data(8, 15, 40, 3)
+    w[::3] = 0.0
+    head = Head(Laplacian(), 0.8)
+    ((S, den, M),) = kernel_sums(
+        Q, X, V, [head], log_w=log_weights(w), tile_elements=tile_elements
+    )
+    keep = w > 0
+    ((S_k, den_k, M_k),) = kernel_sums(
+        Q, X[keep], V[keep], [head], log_w=np.log(w[keep])
+    )
+    assert_allclose(M, M_k, rtol=RTOL)
+    assert_allclose(den, den_k, rtol=RTOL)
+    assert_allclose(S, S_k, rtol=RTOL)
+    assert_sums_close((S, den, M), brute_sums(Q, X, V, head, w=w))
+
+
+def test_shift_equals_max_log_weight():
+    Q, X, V, w = make_data(9, 10, 30, 3)
+    for head in HEADS:
+        ((_, _, M),) = kernel_sums(Q, X, V, [head], log_w=np.log(w))
+        K = np.abs(head.kernel(cdist(Q, X) / head.divisor))
+        with np.errstate(divide="ignore"):
+            expected = np.max(np.log(K) + np.log(w), axis=1)
+        assert_allclose(M, expected, rtol=RTOL, atol=1e-13)
+
+
+def test_largest_shifted_term_is_one_at_tiny_bandwidth():
+    # Unshifted weights underflow to 0; the shifted ones keep the nearest point.
+    Q = np.array([[0.1], [2.7]])
+    X = np.array([[0.0], [1.0], [3.0]])
+    V = np.array([[1.0], [2.0], [3.0]])
+    ((S, den, M),) = kernel_sums(Q, X, V, [Head(Gaussian(), 1e-3)])
+    assert_allclose(den, [1.0, 1.0], rtol=RTOL)
+    assert_allclose(S[:, 0] / den, [1.0, 3.0], rtol=RTOL)
+    assert_allclose(M, [-0.5 * (0.1 / 1e-3) ** 2, -0.5 * (0.3 / 1e-3) ** 2], rtol=1e-9)
+
+
+@pytest.mark.parametrize("tile_elements", [1, TILE_ELEMENTS])
+@pytest.mark.parametrize("kernel", [Epanechnikov(), Boxcar(), Triangular()])
+def test_empty_query_has_no_shift_and_zero_sums(kernel, tile_elements):
+    Q = np.array([[0.5], [100.0], [1.2]])
+    X = np.array([[0.0], [1.0], [2.0]])
+    V = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+    ((S, den, M),) = kernel_sums(
+        Q, X, V, [Head(kernel, 1.0)], tile_elements=tile_elements
+    )
+    assert M[1] == -np.inf
+    assert den[1] == 0.0
+    assert_array_equal(S[1], [0.0, 0.0])
+    assert np.all(np.isfinite(M[[0, 2]]))
+    assert np.all(den[[0, 2]] > 0)
+    assert not np.isnan(S).any()
+
+
+def test_query_with_only_zero_weight_points_in_window_is_empty():
+    Q = np.array([[0.0], [5.0]])
+    X = np.array([[0.1], [5.1], [5.2]])
+    V = np.ones((3, 1))
+    w = np.array([0.0, 1.0, 1.0])
+    ((S, den, M),) = kernel_sums(Q, X, V, [Head(Boxcar(), 1.0)], log_w=log_weights(w))
+    assert M[0] == -np.inf and den[0] == 0.0 and S[0, 0] == 0.0
+    assert den[1] == 2.0
+
+
+# -- nearest points -------------------------------------------------------------
+
+
+def brute_nearest(Q, X, V, w=None, metric="euclidean", metric_params=None):
+    D = cdist(Q, X, metric, **(metric_params or {}))
+    w = np.ones(X.shape[0]) if w is None else w
+    D[:, w == 0] = np.inf
+    mask = (D == D.min(axis=1, keepdims=True)) * w
+    return mask @ V, mask.sum(axis=1), mask
+
+
+def tie_data():
+    """Training points on a grid, queries exactly halfway between some of them."""
+    X = np.array([[0.0], [1.0], [2.0], [3.0], [3.0], [5.0]])
+    V = np.array([[1.0, -1.0], [2.0, 0.5], [4.0, 8.0], [8.0, 1.0], [16.0, 2.0]])
+    V = np.vstack([V, [[32.0, 4.0]]])
+    w = np.array([1.0, 2.0, 0.5, 3.0, 1.0, 4.0])
+    Q = np.array([[0.5], [2.5], [4.0], [-7.0], [1.25], [3.0]])
+    return Q, X, V, w
+
+
+@pytest.mark.parametrize("tile_elements", [1, 2, 7, TILE_ELEMENTS])
+def test_nearest_sums_with_ties(tile_elements):
+    Q, X, V, w = tie_data()
+    S, den = nearest_sums(
+        Q,
+        X,
+        V,
+        metric="euclidean",
+        metric_params=None,
+        log_w=np.log(w),
+        tile_elements=tile_elements,
+    )
+    # 0.5: points 0 and 1; 2.5: points 2, 3 and 4; 4.0: points 3, 4 and 5;
+    # -7: point 0; 1.25: point 1; 3.0: points 3 and 4 (duplicates).
+    expected_den = [1 + 2, 0.5 + 3 + 1, 3 + 1 + 4, 1, 2, 3 + 1]
+    assert_allclose(den, expected_den, rtol=RTOL)
+    expected_S = [
+        1 * V[0] + 2 * V[1],
+        0.5 * V[2] + 3 * V[3] + 1 * V[4],
+        3 * V[3] + 1 * V[4] + 4 * V[5],
+        V[0],
+        2 * V[1],
+        3 * V[3] + 1 * V[4],
+    ]
+    assert_allclose(S, expected_S, rtol=RTOL)
+    S_ref, den_ref, _ = brute_nearest(Q, X, V, w)
+    assert_allclose(S, S_ref, rtol=RTOL)
+    assert_allclose(den, den_ref, rtol=RTOL)
+
+
+def test_nearest_sums_without_weights():
+    Q, X, V, _ = tie_data()
+    S, den = nearest_sums(Q, X, V, metric="euclidean", metric_params=None)
+    assert_array_equal(den, [2, 3, 3, 1, 1, 2])
+    S_ref, _, _ = brute_nearest(Q, X, V)
+    assert_allclose(S, S_ref, rtol=RTOL)
+
+
+def test_nearest_sums_skip_zero_weights():
+    Q, X, V, w = tie_data()
+    w[1] = 0.0  # the only nearest point of query 1.25, one of two of query 0.5
+    w[5] = 0.0
+    S, den = nearest_sums(
+        Q, X, V, metric="euclidean", metric_params=None, log_w=log_weights(w)
+    )
+    S_ref, den_ref, _ = brute_nearest(Q, X, V, w)
+    assert_allclose(S, S_ref, rtol=RTOL)
+    assert_allclose(den, den_ref, rtol=RTOL)
+    # 1.25 falls back to point 2 (distance 0.75 < 1.25 to point 0).
+    assert_allclose(S[4], 0.5 * V[2], rtol=RTOL)
+    assert den[4] == 0.5
+    assert_allclose(S[0], V[0], rtol=RTOL)
+
+
+@pytest.mark.parametrize("tile_elements", [1, 5, TILE_ELEMENTS])
+def test_nearest_sums_ties_across_training_tiles(tile_elements):
+    rng = np.random.default_rng(10)
+    X = rng.uniform(10.0, 20.0, size=(N_LARGE, 2))
+    X[17] = [1.0, 0.0]
+    X[4200] = [-1.0, 0.0]
+    X[4300] = [0.0, 1.0]
+    X[4301] = [0.0, 3.0]  # farther, after the ties
+    V = rng.normal(size=(N_LARGE, 3))
+    w = rng.uniform(0.5, 2.0, size=N_LARGE)
+    Q = np.array([[0.0, 0.0], [0.0, 2.9], [1.0, 0.1]])
+    S, den = nearest_sums(
+        Q,
+        X,
+        V,
+        metric="euclidean",
+        metric_params=None,
+        log_w=np.log(w),
+        tile_elements=tile_elements,
+    )
+    assert_allclose(den[0], w[17] + w[4200] + w[4300], rtol=RTOL)
+    assert_allclose(
+        S[0], w[17] * V[17] + w[4200] * V[4200] + w[4300] * V[4300], rtol=RTOL
+    )
+    assert_allclose(S[1] / den[1], V[4301], rtol=RTOL)
+    assert_allclose(S[2] / den[2], V[17], rtol=RTOL)
+
+
+def test_nearest_sums_other_metric():
+    Q, X, V, w = make_data(11, 20, 50, 3)
+    S, den = nearest_sums(
+        Q, X, V, metric="chebyshev", metric_params=None, log_w=np.log(w)
+    )
+    S_ref, den_ref, _ = brute_nearest(Q, X, V, w, metric="chebyshev")
+    assert_allclose(S, S_ref, rtol=RTOL)
+    assert_allclose(den, den_ref, rtol=RTOL)
+
+
+def test_nearest_mask_with_ties_and_weights():
+    Q, X, _, w = tie_data()
+    D = cdist(Q, X)
+    mask = nearest_mask(D, w)
+    _, _, expected = brute_nearest(Q, X, np.eye(X.shape[0]), w)
+    assert_array_equal(mask, expected)
+    assert_array_equal(mask[1], [0, 0, 0.5, 3, 1, 0])
+    assert_array_equal(nearest_mask(D)[1], [0, 0, 1, 1, 1, 0])
+
+
+def test_nearest_mask_skips_zero_weights_and_keeps_distances():
+    Q, X, _, w = tie_data()
+    w[[3, 4]] = 0.0
+    D = cdist(Q, X)
+    D_before = D.copy()
+    mask = nearest_mask(D, w)
+    assert_array_equal(D, D_before)
+    # Query 3.0 sits on two zero-weight points: its nearest are 2 and 5.
+    assert_array_equal(mask[5], [0, 0, 0.5, 0, 0, 0])
+    assert np.all(mask[:, w == 0] == 0)
+    assert np.all(mask.sum(axis=1) > 0)
+
+
+# -- distances ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("d", [1, 3])
+def test_squared_euclidean_fast_path(d):
+    Q, X, _, _ = make_data(12, 31, 57, d)
+    X[3] = Q[4]  # a zero distance
+    D2 = pairwise_distances(Q, X, "euclidean", None, squared=True)
+    assert D2.shape == (31, 57)
+    assert_allclose(D2, cdist(Q, X, "euclidean") ** 2, rtol=RTOL, atol=1e-15)
+    assert_allclose(D2, cdist(Q, X, "sqeuclidean"), rtol=RTOL)
+    assert D2[4, 3] == 0.0
+    assert np.all(D2 >= 0)
+
+
+@pytest.mark.parametrize("metric", ["euclidean", "cityblock", "cosine"])
+def test_pairwise_distances_are_cdist(metric):
+    Q, X, _, _ = make_data(13, 7, 9, 3)
+    assert_array_equal(pairwise_distances(Q, X, metric, None), cdist(Q, X, metric))
