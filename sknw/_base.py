@@ -193,13 +193,6 @@ class NadarayaWatsonBase(BaseEstimator):
         bw = self.bandwidth_
         return Head(self.kernel_, 1.0 if np.ndim(bw) else float(bw))
 
-    def _log_w(self):
-        w = self.sample_weight_
-        if w is None:
-            return None
-        with np.errstate(divide="ignore"):
-            return np.log(w)
-
     def _validate_queries(self, X):
         check_is_fitted(self)
         return validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
@@ -211,7 +204,6 @@ class NadarayaWatsonBase(BaseEstimator):
         """
         Q = self._scaled(self._validate_queries(X))
         Xs = self._scaled(self.X_fit_)
-        log_w = self._log_w()
         ((S, den, _),) = kernel_sums(
             Q,
             Xs,
@@ -219,14 +211,14 @@ class NadarayaWatsonBase(BaseEstimator):
             [self._head()],
             metric=self.metric,
             metric_params=self.metric_params_,
-            log_w=log_w,
+            sample_weight=self.sample_weight_,
             tile_elements=_tile_elements(),
         )
         empty = ~(den != 0)
         with np.errstate(invalid="ignore", divide="ignore"):
             avg = S / den[:, None]
         if empty.any():
-            avg[empty] = self._empty_values(Q[empty], Xs, V, log_w, empty)
+            avg[empty] = self._empty_values(Q[empty], Xs, V, empty)
         return avg
 
     def _empty_message(self, empty):
@@ -237,7 +229,7 @@ class NadarayaWatsonBase(BaseEstimator):
             f"{self.bandwidth_!r})"
         )
 
-    def _empty_values(self, Qe, Xs, V, log_w, empty):
+    def _empty_values(self, Qe, Xs, V, empty):
         """Estimates (or, with ``V=None``, weight rows) for empty-window queries.
 
         A kernel with unbounded support has an all-zero row only when the scaled
@@ -269,7 +261,7 @@ class NadarayaWatsonBase(BaseEstimator):
             mask = nearest_mask(pairwise_distances(Qe, Xs, **params), w)
             return mask / mask.sum(axis=1, keepdims=True)
         S, den = nearest_sums(
-            Qe, Xs, V, log_w=log_w, tile_elements=_tile_elements(), **params
+            Qe, Xs, V, sample_weight=w, tile_elements=_tile_elements(), **params
         )
         return S / den[:, None]
 
@@ -293,29 +285,23 @@ class NadarayaWatsonBase(BaseEstimator):
         """
         Q = self._scaled(self._validate_queries(X))
         Xs = self._scaled(self.X_fit_)
-        log_w = self._log_w()
         out = np.empty((Q.shape[0], Xs.shape[0]))
-        for rows, L, sign in log_weight_rows(
+        for rows, W in log_weight_rows(
             Q,
             Xs,
             self._head(),
             metric=self.metric,
             metric_params=self.metric_params_,
-            log_w=log_w,
+            sample_weight=self.sample_weight_,
             tile_elements=_tile_elements(),
         ):
-            M = L.max(axis=1, keepdims=True)
-            M[~np.isfinite(M)] = 0.0
-            W = np.exp(L - M)
-            if sign is not None:
-                W *= sign
             out[rows] = W
         den = out.sum(axis=1)
         empty = ~(den != 0)
         with np.errstate(invalid="ignore", divide="ignore"):
             out /= den[:, None]
         if empty.any():
-            out[empty] = self._empty_values(Q[empty], Xs, None, log_w, empty)
+            out[empty] = self._empty_values(Q[empty], Xs, None, empty)
         return out
 
     def __sklearn_tags__(self):

@@ -140,7 +140,6 @@ def cv_predictions(
     n, k = V.shape
     preds = np.full((len(cands), n, k), np.nan)
     n_empty = np.zeros(len(cands), dtype=np.intp)
-    log_w = None if w is None else _log(w)
     # Frequency weights: leaving a point out removes one unit of its weight.
     kept = None if w is None else w - np.minimum(w, 1.0)
     splits = [(None, None)] if folds is None else folds
@@ -149,11 +148,11 @@ def cv_predictions(
         heads = [head for _, head in members]
         for train, test in splits:
             if train is None:
-                Xq, Xt, Vt, lw = Xs, Xs, V, log_w
+                Xq, Xt, Vt, wt = Xs, Xs, V, w
                 rows = slice(None)
             else:
                 Xq, Xt, Vt = Xs[test], Xs[train], V[train]
-                lw = None if log_w is None else log_w[train]
+                wt = None if w is None else w[train]
                 rows = test
             results = kernel_sums(
                 Xq,
@@ -162,9 +161,9 @@ def cv_predictions(
                 heads,
                 metric=metric,
                 metric_params=metric_params,
-                log_w=lw,
+                sample_weight=wt,
                 exclude_self=train is None,
-                self_log_w=None if kept is None else _log(kept),
+                self_weight=kept,
                 tile_elements=tile_elements,
             )
             fallbacks = {}
@@ -183,7 +182,7 @@ def cv_predictions(
                     if policy in ("nearest", "mean"):
                         if policy not in fallbacks:
                             fallbacks[policy] = _fallback(
-                                Xq, Xt, Vt, lw, kept if train is None else None,
+                                Xq, Xt, Vt, wt, kept if train is None else None,
                                 policy, train is None,
                                 metric, metric_params, tile_elements,
                             )  # fmt: skip
@@ -194,12 +193,7 @@ def cv_predictions(
     return preds, n_empty
 
 
-def _log(w):
-    with np.errstate(divide="ignore"):
-        return np.log(w)
-
-
-def _fallback(Xq, Xt, Vt, lw, kept, policy, loo, metric, metric_params, tile_elements):
+def _fallback(Xq, Xt, Vt, wt, kept, policy, loo, metric, metric_params, tile_elements):
     """Empty-window estimates for every query of one fold (computed once).
 
     ``kept`` is the weight each point keeps in its own leave-one-out sums.
@@ -211,13 +205,13 @@ def _fallback(Xq, Xt, Vt, lw, kept, policy, loo, metric, metric_params, tile_ele
             Vt,
             metric=metric,
             metric_params=metric_params,
-            log_w=lw,
+            sample_weight=wt,
             exclude_self=loo,
-            self_w=kept,
+            self_weight=kept,
             tile_elements=tile_elements,
         )
     else:
-        wt = np.ones(Xt.shape[0]) if lw is None else np.exp(lw)
+        wt = np.ones(Xt.shape[0]) if wt is None else wt
         total_S, total = wt @ Vt, wt.sum()
         if loo:
             removed = wt if kept is None else wt - kept

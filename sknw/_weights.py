@@ -2,24 +2,27 @@
 
 Every estimator in sknw computes its predictions, attention weights and
 leave-one-out scores here. For queries ``Q`` (m x d), training points ``X``
-(n x d) with log sample weights ``log_w`` and values ``V`` (n x k), a *head*
-(a kernel and a bandwidth divisor) defines log weights
+(n x d) with sample weights ``w`` and values ``V`` (n x k), a *head* (a kernel
+and a bandwidth divisor) defines log kernel values
 
-    L[i, j] = log |K(dist(Q[i], X[j]) / h)| + log_w[j]
+    L[i, j] = log |K(dist(Q[i], X[j]) / h)|
 
-and the core returns, for every query, the shift ``M[i] = max_j L[i, j]`` and the
-shifted sums ``S[i] = sum_j s_ij exp(L[i, j] - M[i]) V[j]`` and
-``den[i] = sum_j s_ij exp(L[i, j] - M[i])`` (``s_ij`` the kernel's sign, 1 for
-non-negative kernels). The ratio ``S / den`` is the Nadaraya--Watson average;
-since the largest term is exactly 1 it never underflows to 0/0, however small
-the bandwidth. A query whose weights are all zero (an empty window of a compact
-kernel) has ``M = -inf`` and ``den = 0``.
+and the core returns, for every query, the shift ``M[i] = max L[i, j]`` over the
+training points of positive weight, and the shifted sums
+``S[i] = sum_j s_ij exp(L[i, j] - M[i]) w[j] V[j]`` and
+``den[i] = sum_j s_ij exp(L[i, j] - M[i]) w[j]`` (``s_ij`` the kernel's sign, 1
+for non-negative kernels). The ratio ``S / den`` is the Nadaraya--Watson
+average; since the nearest term is exactly ``w[j] > 0`` it never underflows to
+0/0, however small the bandwidth. A query whose weights are all zero (an empty
+window of a compact kernel) has ``M = -inf`` and ``den = 0``.
 
 The work is split into tiles over query rows *and* training rows so that the
 extra memory is a few tiles of ``tile_elements`` doubles, whatever ``m`` and
 ``n``; the shift is carried across training tiles as in an online softmax.
 Several heads share each tile of distances, which makes a grid of kernels and
-bandwidths cost one distance computation.
+bandwidths cost one distance computation. Kernels whose logarithm is linear in
+the (squared) distance, the Gaussian and the Laplacian, take a fused path: the
+shift comes from the smallest distance and the tile is exponentiated in place.
 """
 
 from dataclasses import dataclass
@@ -28,8 +31,8 @@ import numpy as np
 from scipy.spatial.distance import cdist
 from sklearn import get_config
 
-#: Default number of float64 elements in one (query x train) tile: 2 MiB.
-TILE_ELEMENTS = 1 << 18
+#: Default number of float64 elements in one (query x train) tile: 256 KiB.
+TILE_ELEMENTS = 1 << 15
 
 
 def default_tile_elements():
@@ -60,46 +63,51 @@ def _as_float64(A):
     return np.asarray(A, dtype=np.float64)
 
 
-def pairwise_distances(Q, X, metric, metric_params, *, squared=False):
+def pairwise_distances(Q, X, metric, metric_params, *, squared=False, out=None):
     """Distances between the rows of ``Q`` and ``X`` with :func:`cdist`.
 
     With ``squared=True`` (euclidean metric only) returns squared euclidean
-    distances, computed without a square root.
+    distances, computed without a square root. ``out`` is an optional
+    float64 buffer of shape (len(Q), len(X)).
     """
     params = metric_params or {}
     if squared:
         if Q.shape[1] == 1:
-            D = np.subtract(Q, X.reshape(1, -1))
-            np.multiply(D, D, out=D)
-            return D
-        return cdist(Q, X, "sqeuclidean")
-    return cdist(Q, X, metric, **params)
+            D = np.subtract(Q, X.reshape(1, -1), out=out)
+            return np.multiply(D, D, out=D)
+        return cdist(Q, X, "sqeuclidean", out=out)
+    if callable(metric):
+        return cdist(Q, X, metric, **params)
+    return cdist(Q, X, metric, out=out, **params)
 
 
 def _use_squared(metric, heads):
     return metric == "euclidean" and all(h.kernel._native_sq for h in heads)
 
 
-def _log_weights(D, head, squared, log_w):
-    """Log kernel weights of one tile of distances for one head."""
-    kernel = head.kernel
+def _scaled_arg(D, head, squared):
+    """The kernel's argument: ``u**2`` on the squared path, else ``u``."""
     inv = 1.0 / head.divisor
     with np.errstate(over="ignore"):
         if squared:
             inv2 = inv * inv
             # (1/h)**2 overflows for h < 1e-154: scale twice so 0 stays 0.
-            u2 = D * inv2 if np.isfinite(inv2) else (D * inv) * inv
-            L = kernel.log_value_sq(u2)
-        else:
-            L = kernel.log_value(D * inv)
+            return D * inv2 if np.isfinite(inv2) else (D * inv) * inv
+        return D * inv
+
+
+def _log_weights(D, head, squared):
+    """Log kernel values of one tile of distances for one head."""
+    kernel = head.kernel
+    arg = _scaled_arg(D, head, squared)
+    with np.errstate(over="ignore"):
+        L = kernel.log_value_sq(arg) if squared else kernel.log_value(arg)
     L = np.asarray(L, dtype=np.float64)
     if L.shape != D.shape:
         raise ValueError(
             f"Kernel {kernel!r} returned an array of shape {L.shape} for input "
             f"of shape {D.shape}; a kernel must be evaluated elementwise."
         )
-    if log_w is not None:
-        L += log_w
     return L
 
 
@@ -123,6 +131,36 @@ def _check_user_kernel(L, head):
         )
 
 
+def _is_user(kernel):
+    return not type(kernel).__module__.startswith("sknw.")
+
+
+def _log_linear_coef(head, squared):
+    """``c`` with ``log K = c * D`` on this path, or None (no fused path).
+
+    Only for kernels that declare ``log K(u) = a u**p`` with ``a < 0``, when the
+    distances ``D`` are ``u**p`` up to the bandwidth.
+    """
+    form = getattr(head.kernel, "_log_linear", None)
+    if form is None or _is_user(head.kernel):
+        return None
+    a, p = form
+    if (p == 2) != squared:
+        return None
+    with np.errstate(over="ignore", divide="ignore", under="ignore"):
+        c = a / np.float64(head.divisor) ** p
+    # Extreme bandwidths (c = -inf or -0) take the general path.
+    return float(c) if np.isfinite(c) and c < 0 else None
+
+
+class _Accumulator:
+    """Running shifted sums of one head: ``acc`` (m, k+1) and shift ``M`` (m,)."""
+
+    def __init__(self, m, k):
+        self.acc = np.zeros((m, k + 1))
+        self.M = np.full(m, -np.inf)
+
+
 def kernel_sums(
     Q,
     X,
@@ -131,9 +169,9 @@ def kernel_sums(
     *,
     metric="euclidean",
     metric_params=None,
-    log_w=None,
+    sample_weight=None,
     exclude_self=False,
-    self_log_w=None,
+    self_weight=None,
     tile_elements=TILE_ELEMENTS,
 ):
     """Shifted kernel-weighted sums of ``V`` for every query and head.
@@ -149,13 +187,13 @@ def kernel_sums(
     heads : list of Head
     metric, metric_params
         Passed to :func:`scipy.spatial.distance.cdist`.
-    log_w : ndarray of shape (n,) or None
-        Logarithm of the sample weights (``-inf`` for weight 0).
+    sample_weight : ndarray of shape (n,) or None
+        Non-negative weights of the training points.
     exclude_self : bool
         ``Q`` is ``X`` itself; leave each point out of its own sums (the exact
         leave-one-out estimate).
-    self_log_w : ndarray of shape (n,) or None
-        With ``exclude_self``, the log weight each point keeps in its own sums
+    self_weight : ndarray of shape (n,) or None
+        With ``exclude_self``, the weight each point keeps in its own sums
         (frequency weights: leaving out one unit of a weight-3 point keeps
         weight 2); None (the default) leaves it out entirely.
     tile_elements : int
@@ -169,79 +207,139 @@ def kernel_sums(
     Q, X = _as_float64(Q), _as_float64(X)
     m, n = Q.shape[0], X.shape[0]
     k = V.shape[1]
+    w = None if sample_weight is None else _as_float64(sample_weight)
     squared = _use_squared(metric, heads)
-    user = [not type(h.kernel).__module__.startswith("sknw.") for h in heads]
-    # One GEMM gives the sums of the values and of the weights.
+    # One GEMM gives the weighted sums of the values and of the weights.
     Vx = np.empty((n, k + 1), dtype=np.float64)
-    Vx[:, :k] = V
-    Vx[:, k] = 1.0
-    out = [
-        (np.zeros((m, k + 1)), np.full(m, -np.inf)) for _ in heads
-    ]  # accumulators and shifts
+    Vx[:, :k] = V if w is None else V * w[:, None]
+    Vx[:, k] = 1.0 if w is None else w
+    zero = None if w is None else np.flatnonzero(w == 0)
+    keep_ratio = None
+    if exclude_self and self_weight is not None:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            base = np.ones(n) if w is None else w
+            keep_ratio = np.where(base > 0, self_weight / base, 0.0)
+    coefs = [_log_linear_coef(h, squared) for h in heads]
+    out = [_Accumulator(m, k) for _ in heads]
     bq, bn = _tile_shape(m, n, tile_elements)
+    dbuf = np.empty(bq * bn)
+    ebuf = np.empty(bq * bn) if len(heads) > 1 else None
     for q0 in range(0, m, bq):
         q1 = min(q0 + bq, m)
-        Qc = Q[q0:q1]
+        rows = slice(q0, q1)
         for x0 in range(0, n, bn):
             x1 = min(x0 + bn, n)
-            D = pairwise_distances(Qc, X[x0:x1], metric, metric_params, squared=squared)
-            lw = None if log_w is None else log_w[x0:x1]
+            shape = (q1 - q0, x1 - x0)
+            D = pairwise_distances(
+                Q[rows],
+                X[x0:x1],
+                metric,
+                metric_params,
+                squared=squared,
+                out=dbuf[: shape[0] * shape[1]].reshape(shape),
+            )
+            # Points of weight zero never set the shift; self-exclusion.
+            masked = []
+            if zero is not None and zero.size:
+                cols = zero[(zero >= x0) & (zero < x1)] - x0
+                if cols.size:
+                    masked.append((slice(None), cols))
+            diag = r = c = None
             if exclude_self:
-                lo, hi = max(q0, x0), min(q1, x1)
-                diag = np.arange(lo, hi)
-            for h, head in enumerate(heads):
-                L = _log_weights(D, head, squared, lw)
-                if user[h]:
-                    _check_user_kernel(L, head)
-                if exclude_self and diag.size:
-                    r, c = diag - q0, diag - x0
-                    if self_log_w is None:
-                        L[r, c] = -np.inf
-                    else:
-                        keep = self_log_w[diag]
-                        own = 0.0 if lw is None else lw[c]
-                        with np.errstate(invalid="ignore"):
-                            kept_term = L[r, c] - own + keep
-                        L[r, c] = np.where(np.isneginf(keep), -np.inf, kept_term)
-                acc, M = out[h]
-                _accumulate(acc[q0:q1], M[q0:q1], L, Vx[x0:x1], D, head, squared)
-    return [(acc[:, :k], acc[:, k].copy(), M) for acc, M in out]
+                diag = np.arange(max(q0, x0), min(q1, x1))
+                r, c = diag - q0, diag - x0
+                if keep_ratio is None:
+                    masked.append((r, c))
+                else:
+                    gone = keep_ratio[diag] == 0
+                    masked.append((r[gone], c[gone]))
+            for acc, head, coef in zip(out, heads, coefs, strict=True):
+                target = ebuf[: D.size].reshape(shape) if ebuf is not None else D
+                if coef is not None:
+                    E, tile_max = _fused_tile(D, coef, masked, target, acc, rows)
+                else:
+                    L = _log_weights(D, head, squared)
+                    if _is_user(head.kernel):
+                        _check_user_kernel(L, head)
+                    for ix in masked:
+                        L[ix] = -np.inf
+                    tile_max = L.max(axis=1)
+                    E = _shifted_exp(L, acc, rows, tile_max)
+                    if not head.kernel.nonnegative:
+                        E *= _signs(D, head, squared)
+                        for ix in masked:
+                            E[ix] = 0.0
+                if keep_ratio is not None and diag.size:
+                    E[r, c] *= keep_ratio[diag]
+                acc.acc[rows] += E @ Vx[x0:x1]
+    return [(a.acc[:, :k], a.acc[:, k].copy(), a.M) for a in out]
 
 
-def _accumulate(acc, M, L, Vc, D, head, squared):
-    """Online-softmax update of one tile into ``acc`` and ``M`` (in place)."""
-    tile_max = L.max(axis=1)
+def _rescale(acc, rows, tile_max):
+    """Move the shift of ``rows`` to include ``tile_max``; return the new shift."""
+    M = acc.M[rows]
     new_M = np.maximum(M, tile_max)
     finite = np.isfinite(new_M)
-    safe_M = np.where(finite, new_M, 0.0)
+    safe = np.where(finite, new_M, 0.0)
     with np.errstate(invalid="ignore"):
-        rescale = np.where(finite, np.exp(M - safe_M), 0.0)
-    L -= safe_M[:, None]
-    E = np.exp(L, out=L)
-    if not head.kernel.nonnegative:
-        E *= _signs(D, head, squared)
-    acc *= rescale[:, None]
-    acc += E @ Vc
-    M[:] = new_M
+        rescale = np.where(finite, np.exp(M - safe), 0.0)
+    acc.acc[rows] *= rescale[:, None]
+    acc.M[rows] = new_M
+    return safe
 
 
-def log_weight_rows(Q, X, head, *, metric, metric_params, log_w, tile_elements):
-    """Yield ``(rows, L)``: full rows of log weights, ``tile_elements`` at a time."""
+def _shifted_exp(L, acc, rows, tile_max):
+    """``exp(L - shift)`` in place, after moving the shift."""
+    safe = _rescale(acc, rows, tile_max)
+    L -= safe[:, None]
+    return np.exp(L, out=L)
+
+
+def _fused_tile(D, coef, masked, target, acc, rows):
+    """``exp(coef * D - shift)`` for a log-linear kernel, into ``target``.
+
+    The largest log value of a row is ``coef`` times its smallest distance among
+    the unmasked points, so no log values are stored.
+    """
+    if masked:
+        for ix in masked:
+            D[ix] = np.inf
+    tile_max = coef * D.min(axis=1)
+    safe = _rescale(acc, rows, tile_max)
+    with np.errstate(over="ignore", invalid="ignore"):
+        np.multiply(D, coef, out=target)
+        target -= safe[:, None]
+    np.exp(target, out=target)
+    return target, tile_max
+
+
+def log_weight_rows(Q, X, head, *, metric, metric_params, sample_weight, tile_elements):
+    """Yield ``(rows, W)``: full rows of shifted weights ``exp(L - M) * w``.
+
+    ``W`` is signed for kernels that are not non-negative; rows with no
+    positive weight are all zero.
+    """
     Q, X = _as_float64(Q), _as_float64(X)
     m, n = Q.shape[0], X.shape[0]
     squared = _use_squared(metric, [head])
-    user = not type(head.kernel).__module__.startswith("sknw.")
+    w = None if sample_weight is None else _as_float64(sample_weight)
     bq = int(max(1, min(m, tile_elements // max(n, 1))))
     for q0 in range(0, m, bq):
         q1 = min(q0 + bq, m)
         D = pairwise_distances(Q[q0:q1], X, metric, metric_params, squared=squared)
-        L = _log_weights(D, head, squared, log_w)
-        if user:
+        L = _log_weights(D, head, squared)
+        if _is_user(head.kernel):
             _check_user_kernel(L, head)
+        if w is not None:
+            L[:, w == 0] = -np.inf
+        M = L.max(axis=1, keepdims=True)
+        M[~np.isfinite(M)] = 0.0
+        W = np.exp(L - M)
         if not head.kernel.nonnegative:
-            yield slice(q0, q1), L, _signs(D, head, squared)
-        else:
-            yield slice(q0, q1), L, None
+            W *= _signs(D, head, squared)
+        if w is not None:
+            W *= w
+        yield slice(q0, q1), W
 
 
 def nearest_mask(D, sample_weight=None):
@@ -265,9 +363,9 @@ def nearest_sums(
     *,
     metric,
     metric_params,
-    log_w=None,
+    sample_weight=None,
     exclude_self=False,
-    self_w=None,
+    self_weight=None,
     tile_elements=TILE_ELEMENTS,
 ):
     """Sums of ``w * V`` over the nearest training points of each query.
@@ -276,7 +374,7 @@ def nearest_sums(
     sample weight; points of weight zero are never nearest. This is the limit of
     the Gaussian estimate as the bandwidth tends to zero. With
     ``exclude_self=True`` (``Q`` is ``X``) each point's own row is left out, or
-    keeps weight ``self_w[i]`` where that is positive (frequency weights).
+    keeps weight ``self_weight[i]`` where that is positive (frequency weights).
 
     Returns
     -------
@@ -287,7 +385,7 @@ def nearest_sums(
     Q, X = _as_float64(Q), _as_float64(X)
     m, n = Q.shape[0], X.shape[0]
     k = V.shape[1]
-    w = np.ones(n) if log_w is None else np.exp(log_w)
+    w = np.ones(n) if sample_weight is None else _as_float64(sample_weight)
     Vx = np.empty((n, k + 1))
     Vx[:, :k] = V * w[:, None]
     Vx[:, k] = w
@@ -299,12 +397,12 @@ def nearest_sums(
         for x0 in range(0, n, bn):
             x1 = min(x0 + bn, n)
             D = pairwise_distances(Q[q0:q1], X[x0:x1], metric, metric_params)
-            if log_w is not None:
+            if sample_weight is not None:
                 D[:, w[x0:x1] == 0] = np.inf
             if exclude_self:
                 diag = np.arange(max(q0, x0), min(q1, x1))
-                if self_w is not None:
-                    diag = diag[self_w[diag] <= 0]
+                if self_weight is not None:
+                    diag = diag[self_weight[diag] <= 0]
                 D[diag - q0, diag - x0] = np.inf
             tmin = D.min(axis=1)
             b = best[q0:q1]
@@ -313,11 +411,11 @@ def nearest_sums(
             b[closer] = tmin[closer]
             ties = (D == b[:, None]) & np.isfinite(b)[:, None]
             acc[q0:q1] += ties.astype(np.float64) @ Vx[x0:x1]
-    if exclude_self and self_w is not None:
+    if exclude_self and self_weight is not None:
         # A point that keeps weight is at distance 0, among its own nearest:
         # remove the unit of weight that was left out.
-        keep = self_w > 0
-        removed = (w - self_w)[keep]
+        keep = self_weight > 0
+        removed = (w - self_weight)[keep]
         acc[keep, :k] -= removed[:, None] * V[keep]
         acc[keep, k] -= removed
     return acc[:, :k], acc[:, k].copy()

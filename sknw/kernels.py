@@ -142,6 +142,8 @@ class Kernel:
 
     #: Whether :meth:`log_value_sq` is a native evaluation (no square root).
     _native_sq = False
+    #: ``(a, p)`` when ``log K(u) = a * u**p`` exactly (a fused fast path).
+    _log_linear = None
 
     def sign(self, u):
         """Sign of ``K(u)``; only used for kernels that are not non-negative."""
@@ -310,6 +312,7 @@ class Gaussian(Kernel):
     variance = 1.0
     roughness = 1.0 / (2.0 * math.sqrt(math.pi))
     _native_sq = True
+    _log_linear = (-0.5, 2)
 
     def __call__(self, u):
         u = _asfloat(u)
@@ -562,6 +565,7 @@ class Laplacian(Kernel):
 
     variance = 2.0
     roughness = 0.25
+    _log_linear = (-1.0, 1)
 
     def __call__(self, u):
         return np.exp(-_asfloat(u))

@@ -30,23 +30,22 @@ N_LARGE = 4096 + 300
 
 
 def brute_sums(Q, X, V, head, metric="euclidean", metric_params=None, w=None):
-    """``S``, ``den`` and ``M`` of the core from their definitions."""
+    """``S``, ``den`` and ``M`` of the core from their definitions.
+
+    ``M`` is the largest log kernel value over the points of positive weight.
+    """
     D = cdist(Q, X, metric, **(metric_params or {}))
     K = np.asarray(head.kernel(D / head.divisor), dtype=np.float64)
     w = np.ones(X.shape[0]) if w is None else w
     KW = K * w
     with np.errstate(divide="ignore"):
-        L = np.log(np.abs(K)) + np.log(w)
+        L = np.log(np.abs(K))
+    L[:, w == 0] = -np.inf
     M = L.max(axis=1)
     scale = np.where(np.isfinite(M), np.exp(-np.where(np.isfinite(M), M, 0.0)), 0.0)
     S = (KW * scale[:, None]) @ V
     den = (KW * scale[:, None]).sum(axis=1)
     return S, den, M
-
-
-def log_weights(w):
-    with np.errstate(divide="ignore"):
-        return np.log(w)
 
 
 def make_data(seed, m, n, d, k=2):
@@ -80,7 +79,7 @@ def assert_sums_close(result, reference):
 @pytest.mark.parametrize("head", HEADS, ids=lambda h: type(h.kernel).__name__)
 def test_kernel_sums_match_brute_force(head, d):
     Q, X, V, w = make_data(0, 23, 41, d)
-    result = kernel_sums(Q, X, V, [head], log_w=np.log(w))
+    result = kernel_sums(Q, X, V, [head], sample_weight=w)
     assert len(result) == 1
     assert_sums_close(result[0], brute_sums(Q, X, V, head, w=w))
 
@@ -98,7 +97,7 @@ def test_kernel_sums_other_metrics(metric, params):
     Q, X, V, w = make_data(1, 17, 30, 3)
     head = Head(Gaussian(), 1.1)
     ((S, den, M),) = kernel_sums(
-        Q, X, V, [head], metric=metric, metric_params=params, log_w=np.log(w)
+        Q, X, V, [head], metric=metric, metric_params=params, sample_weight=w
     )
     assert_sums_close((S, den, M), brute_sums(Q, X, V, head, metric, params, w))
 
@@ -106,11 +105,10 @@ def test_kernel_sums_other_metrics(metric, params):
 @pytest.mark.parametrize("d", [1, 3])
 def test_several_heads_equal_separate_calls(d):
     Q, X, V, w = make_data(2, 19, 37, d)
-    log_w = np.log(w)
-    together = kernel_sums(Q, X, V, HEADS, log_w=log_w)
+    together = kernel_sums(Q, X, V, HEADS, sample_weight=w)
     assert len(together) == len(HEADS)
     for head, (S, den, M) in zip(HEADS, together, strict=True):
-        ((S1, den1, M1),) = kernel_sums(Q, X, V, [head], log_w=log_w)
+        ((S1, den1, M1),) = kernel_sums(Q, X, V, [head], sample_weight=w)
         assert_allclose(M, M1, rtol=RTOL, atol=1e-13)
         assert_allclose(den, den1, rtol=RTOL)
         assert_allclose(S, S1, rtol=RTOL, atol=1e-13)
@@ -128,23 +126,22 @@ def test_several_gaussian_heads_share_the_squared_path():
 @pytest.mark.parametrize("d", [1, 3])
 def test_kernel_sums_independent_of_tiles(tile_elements, d):
     Q, X, V, w = make_data(4, 13, N_LARGE, d)
-    log_w = np.log(w)
     heads = [Head(Gaussian(), 0.3), Head(Epanechnikov(), 0.5), Head(Silverman(), 0.4)]
-    default = kernel_sums(Q, X, V, heads, log_w=log_w)
-    tiled = kernel_sums(Q, X, V, heads, log_w=log_w, tile_elements=tile_elements)
+    default = kernel_sums(Q, X, V, heads, sample_weight=w)
+    tiled = kernel_sums(Q, X, V, heads, sample_weight=w, tile_elements=tile_elements)
     for head, a, b in zip(heads, default, tiled, strict=True):
         assert_sums_close(b, a)
         assert_sums_close(b, brute_sums(Q, X, V, head, w=w))
 
 
-def test_shift_is_max_log_weight_across_training_tiles():
+def test_shift_is_max_log_kernel_across_training_tiles():
     # The largest log weight of query 0 is in the second training tile.
     Q, X, V, w = make_data(5, 3, N_LARGE, 2)
     X[:4096] += 50.0
     head = Head(Gaussian(), 1.0)
-    ((S, den, M),) = kernel_sums(Q, X, V, [head], log_w=np.log(w), tile_elements=8)
+    ((S, den, M),) = kernel_sums(Q, X, V, [head], sample_weight=w, tile_elements=8)
     D = cdist(Q, X)
-    assert_allclose(M, np.max(-0.5 * D**2 + np.log(w), axis=1), rtol=RTOL)
+    assert_allclose(M, np.max(-0.5 * D**2, axis=1), rtol=RTOL)
     assert_sums_close((S, den, M), brute_sums(Q, X, V, head, w=w))
 
 
@@ -169,7 +166,7 @@ def test_exclude_self_is_leave_one_out(head, tile_elements):
         X,
         V,
         [head],
-        log_w=np.log(w),
+        sample_weight=w,
         exclude_self=True,
         tile_elements=tile_elements,
     )
@@ -188,7 +185,7 @@ def test_exclude_self_at_tile_boundaries(tile_elements):
         X,
         V,
         [head],
-        log_w=np.log(w),
+        sample_weight=w,
         exclude_self=True,
         tile_elements=tile_elements,
     )
@@ -215,11 +212,11 @@ def test_zero_weights_are_left_out(tile_elements):
     w[::3] = 0.0
     head = Head(Laplacian(), 0.8)
     ((S, den, M),) = kernel_sums(
-        Q, X, V, [head], log_w=log_weights(w), tile_elements=tile_elements
+        Q, X, V, [head], sample_weight=w, tile_elements=tile_elements
     )
     keep = w > 0
     ((S_k, den_k, M_k),) = kernel_sums(
-        Q, X[keep], V[keep], [head], log_w=np.log(w[keep])
+        Q, X[keep], V[keep], [head], sample_weight=w[keep]
     )
     assert_allclose(M, M_k, rtol=RTOL)
     assert_allclose(den, den_k, rtol=RTOL)
@@ -227,13 +224,13 @@ def test_zero_weights_are_left_out(tile_elements):
     assert_sums_close((S, den, M), brute_sums(Q, X, V, head, w=w))
 
 
-def test_shift_equals_max_log_weight():
+def test_shift_equals_max_log_kernel():
     Q, X, V, w = make_data(9, 10, 30, 3)
     for head in HEADS:
-        ((_, _, M),) = kernel_sums(Q, X, V, [head], log_w=np.log(w))
+        ((_, _, M),) = kernel_sums(Q, X, V, [head], sample_weight=w)
         K = np.abs(head.kernel(cdist(Q, X) / head.divisor))
         with np.errstate(divide="ignore"):
-            expected = np.max(np.log(K) + np.log(w), axis=1)
+            expected = np.max(np.log(K), axis=1)
         assert_allclose(M, expected, rtol=RTOL, atol=1e-13)
 
 
@@ -270,7 +267,7 @@ def test_query_with_only_zero_weight_points_in_window_is_empty():
     X = np.array([[0.1], [5.1], [5.2]])
     V = np.ones((3, 1))
     w = np.array([0.0, 1.0, 1.0])
-    ((S, den, M),) = kernel_sums(Q, X, V, [Head(Boxcar(), 1.0)], log_w=log_weights(w))
+    ((S, den, M),) = kernel_sums(Q, X, V, [Head(Boxcar(), 1.0)], sample_weight=w)
     assert M[0] == -np.inf and den[0] == 0.0 and S[0, 0] == 0.0
     assert den[1] == 2.0
 
@@ -305,7 +302,7 @@ def test_nearest_sums_with_ties(tile_elements):
         V,
         metric="euclidean",
         metric_params=None,
-        log_w=np.log(w),
+        sample_weight=w,
         tile_elements=tile_elements,
     )
     # 0.5: points 0 and 1; 2.5: points 2, 3 and 4; 4.0: points 3, 4 and 5;
@@ -339,7 +336,7 @@ def test_nearest_sums_skip_zero_weights():
     w[1] = 0.0  # the only nearest point of query 1.25, one of two of query 0.5
     w[5] = 0.0
     S, den = nearest_sums(
-        Q, X, V, metric="euclidean", metric_params=None, log_w=log_weights(w)
+        Q, X, V, metric="euclidean", metric_params=None, sample_weight=w
     )
     S_ref, den_ref, _ = brute_nearest(Q, X, V, w)
     assert_allclose(S, S_ref, rtol=RTOL)
@@ -367,7 +364,7 @@ def test_nearest_sums_ties_across_training_tiles(tile_elements):
         V,
         metric="euclidean",
         metric_params=None,
-        log_w=np.log(w),
+        sample_weight=w,
         tile_elements=tile_elements,
     )
     assert_allclose(den[0], w[17] + w[4200] + w[4300], rtol=RTOL)
@@ -381,7 +378,7 @@ def test_nearest_sums_ties_across_training_tiles(tile_elements):
 def test_nearest_sums_other_metric():
     Q, X, V, w = make_data(11, 20, 50, 3)
     S, den = nearest_sums(
-        Q, X, V, metric="chebyshev", metric_params=None, log_w=np.log(w)
+        Q, X, V, metric="chebyshev", metric_params=None, sample_weight=w
     )
     S_ref, den_ref, _ = brute_nearest(Q, X, V, w, metric="chebyshev")
     assert_allclose(S, S_ref, rtol=RTOL)
