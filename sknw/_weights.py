@@ -31,8 +31,10 @@ import numpy as np
 from scipy.spatial.distance import cdist
 from sklearn import get_config
 
-#: Default number of float64 elements in one (query x train) tile: 256 KiB.
-TILE_ELEMENTS = 1 << 15
+#: Default number of float64 elements in one (query x train) tile: 1 MiB.
+TILE_ELEMENTS = 1 << 17
+#: Largest error in squared scaled distances allowed on the GEMM path.
+GEMM_U2_TOLERANCE = 1e-11
 
 
 def default_tile_elements():
@@ -79,6 +81,43 @@ def pairwise_distances(Q, X, metric, metric_params, *, squared=False, out=None):
     if callable(metric):
         return cdist(Q, X, metric, **params)
     return cdist(Q, X, metric, out=out, **params)
+
+
+class _GemmSquared:
+    """Squared euclidean distances by a centred GEMM, ``|q|^2 + |x|^2 - 2 q.x``.
+
+    Both sets are centred on the mean of ``X`` first. The result differs from
+    :func:`cdist` by rounding of order ``eps (|q|^2 + |x|^2)``; :meth:`usable`
+    allows the path only when that error, in units of the smallest bandwidth,
+    stays below :data:`GEMM_U2_TOLERANCE`.
+    """
+
+    def __init__(self, Q, X):
+        centre = X.mean(axis=0)
+        self.Qc = Q - centre
+        Xc = X - centre
+        self.qn = np.einsum("ij,ij->i", self.Qc, self.Qc)
+        self.xn = np.einsum("ij,ij->i", Xc, Xc)
+        self.XT = -2.0 * Xc.T
+
+    @staticmethod
+    def usable(Q, X, heads):
+        if Q.shape[1] < 2 or not all(
+            h.kernel._continuous and not _is_user(h.kernel) for h in heads
+        ):
+            return False
+        centre = X.mean(axis=0)
+        radius2 = np.max(np.sum((Q - centre) ** 2, axis=1), initial=0.0)
+        radius2 += np.max(np.sum((X - centre) ** 2, axis=1), initial=0.0)
+        h_min = min(float(h.divisor) for h in heads)
+        error = 8.0 * np.finfo(np.float64).eps * radius2
+        return bool(error <= GEMM_U2_TOLERANCE * h_min * h_min)
+
+    def tile(self, rows, x0, x1, out):
+        D = np.matmul(self.Qc[rows], self.XT[:, x0:x1], out=out)
+        D += self.qn[rows, None]
+        D += self.xn[None, x0:x1]
+        return np.maximum(D, 0.0, out=D)
 
 
 def _use_squared(metric, heads):
@@ -219,7 +258,13 @@ def kernel_sums(
         with np.errstate(invalid="ignore", divide="ignore"):
             base = np.ones(n) if w is None else w
             keep_ratio = np.where(base > 0, self_weight / base, 0.0)
+    gemm_ok = squared and _GemmSquared.usable(Q, X, heads)
     coefs = [_log_linear_coef(h, squared) for h in heads]
+    single = None
+    if len(heads) == 1 and squared and coefs[0] is not None:
+        single = _SingleGaussian(Q, X, coefs[0], gemm_ok)
+    fast_single = single is not None and single.mode is not None
+    gemm = _GemmSquared(Q, X) if gemm_ok and not fast_single else None
     out = [_Accumulator(m, k) for _ in heads]
     bq, bn = _tile_shape(m, n, tile_elements)
     dbuf = np.empty(bq * bn)
@@ -230,29 +275,19 @@ def kernel_sums(
         for x0 in range(0, n, bn):
             x1 = min(x0 + bn, n)
             shape = (q1 - q0, x1 - x0)
-            D = pairwise_distances(
-                Q[rows],
-                X[x0:x1],
-                metric,
-                metric_params,
-                squared=squared,
-                out=dbuf[: shape[0] * shape[1]].reshape(shape),
-            )
-            # Points of weight zero never set the shift; self-exclusion.
-            masked = []
-            if zero is not None and zero.size:
-                cols = zero[(zero >= x0) & (zero < x1)] - x0
-                if cols.size:
-                    masked.append((slice(None), cols))
-            diag = r = c = None
-            if exclude_self:
-                diag = np.arange(max(q0, x0), min(q1, x1))
-                r, c = diag - q0, diag - x0
-                if keep_ratio is None:
-                    masked.append((r, c))
-                else:
-                    gone = keep_ratio[diag] == 0
-                    masked.append((r[gone], c[gone]))
+            buf = dbuf[: shape[0] * shape[1]].reshape(shape)
+            masked = _masks(zero, x0, x1, exclude_self, q0, q1, keep_ratio)
+            if fast_single:
+                E = single.tile(rows, x0, x1, buf, masked, out[0])
+                _adjust_kept(E, keep_ratio, exclude_self, q0, q1, x0, x1)
+                out[0].acc[rows] += E @ Vx[x0:x1]
+                continue
+            if gemm is not None:
+                D = gemm.tile(rows, x0, x1, buf)
+            else:
+                D = pairwise_distances(
+                    Q[rows], X[x0:x1], metric, metric_params, squared=squared, out=buf
+                )
             for acc, head, coef in zip(out, heads, coefs, strict=True):
                 target = ebuf[: D.size].reshape(shape) if ebuf is not None else D
                 if coef is not None:
@@ -269,10 +304,76 @@ def kernel_sums(
                         E *= _signs(D, head, squared)
                         for ix in masked:
                             E[ix] = 0.0
-                if keep_ratio is not None and diag.size:
-                    E[r, c] *= keep_ratio[diag]
+                _adjust_kept(E, keep_ratio, exclude_self, q0, q1, x0, x1)
                 acc.acc[rows] += E @ Vx[x0:x1]
+    if fast_single:
+        single.finish(out[0])
     return [(a.acc[:, :k], a.acc[:, k].copy(), a.M) for a in out]
+
+
+def _masks(zero, x0, x1, exclude_self, q0, q1, keep_ratio):
+    """Index pairs of a tile whose terms are left out (weight 0, or self)."""
+    masked = []
+    if zero is not None and zero.size:
+        cols = zero[(zero >= x0) & (zero < x1)] - x0
+        if cols.size:
+            masked.append((slice(None), cols))
+    if exclude_self:
+        diag = np.arange(max(q0, x0), min(q1, x1))
+        if keep_ratio is not None:
+            diag = diag[keep_ratio[diag] == 0]
+        masked.append((diag - q0, diag - x0))
+    return masked
+
+
+def _adjust_kept(E, keep_ratio, exclude_self, q0, q1, x0, x1):
+    """Scale each point's own term by the fraction of weight it keeps."""
+    if exclude_self and keep_ratio is not None:
+        diag = np.arange(max(q0, x0), min(q1, x1))
+        E[diag - q0, diag - x0] *= keep_ratio[diag]
+
+
+class _SingleGaussian:
+    """One head with ``log K = coef * d**2``: the bandwidth folded into the data.
+
+    ``"d1"``: one feature; the scaled squared difference is the negative log
+    weight. ``"gemm"``: log weights up to a per-query constant from one GEMM,
+    ``[q, 1] . [-2 coef x, coef |x|^2]`` (centred); the constant cancels in the
+    shift and is added back to the returned shift at the end.
+    """
+
+    def __init__(self, Q, X, coef, gemm_ok):
+        self.mode = None
+        if Q.shape[1] == 1:
+            scale = np.sqrt(-coef)
+            self.Qs, self.Xs = Q * scale, (X * scale).reshape(1, -1)
+            self.mode = "d1"
+        elif gemm_ok:
+            centre = X.mean(axis=0)
+            Qc, Xc = Q - centre, X - centre
+            self.Qa = np.hstack([Qc, np.ones((Q.shape[0], 1))])
+            self.B = np.vstack([-2.0 * coef * Xc.T, coef * np.sum(Xc * Xc, axis=1)])
+            self.row_const = coef * np.sum(Qc * Qc, axis=1)
+            self.mode = "gemm"
+
+    def tile(self, rows, x0, x1, buf, masked, acc):
+        if self.mode == "d1":
+            D = np.subtract(self.Qs[rows], self.Xs[:, x0:x1], out=buf)
+            np.multiply(D, D, out=D)
+            for ix in masked:
+                D[ix] = np.inf
+            safe = _rescale(acc, rows, -D.min(axis=1))
+            # exp(L - shift) with L = -D.
+            np.subtract(-safe[:, None], D, out=D)
+            return np.exp(D, out=D)
+        L = np.matmul(self.Qa[rows], self.B[:, x0:x1], out=buf)
+        for ix in masked:
+            L[ix] = -np.inf
+        return _shifted_exp(L, acc, rows, L.max(axis=1))
+
+    def finish(self, acc):
+        if self.mode == "gemm":
+            acc.M += self.row_const
 
 
 def _rescale(acc, rows, tile_max):

@@ -144,6 +144,8 @@ class Kernel:
     _native_sq = False
     #: ``(a, p)`` when ``log K(u) = a * u**p`` exactly (a fused fast path).
     _log_linear = None
+    #: Whether K is continuous: rounding of distances cannot flip a weight.
+    _continuous = True
 
     def sign(self, u):
         """Sign of ``K(u)``; only used for kernels that are not non-negative."""
@@ -343,6 +345,7 @@ class Boxcar(Kernel):
     variance = 1.0 / 3.0
     roughness = 0.5
     _native_sq = True
+    _continuous = False
 
     def __call__(self, u):
         return _where_inside(_asfloat(u), 1.0, closed=False)
