@@ -185,9 +185,10 @@ class NadarayaWatsonBase(BaseEstimator):
 
     # -- the weighted average ----------------------------------------------------
 
-    def _scaled(self, X):
+    def _scale(self):
+        """Per-feature bandwidth that divides the features, or None."""
         bw = self.bandwidth_
-        return X / bw if np.ndim(bw) else X
+        return np.asarray(bw, dtype=np.float64) if np.ndim(bw) else None
 
     def _head(self):
         bw = self.bandwidth_
@@ -202,15 +203,15 @@ class NadarayaWatsonBase(BaseEstimator):
 
         Queries with an empty window are handled by the ``empty_window`` policy.
         """
-        Q = self._scaled(self._validate_queries(X))
-        Xs = self._scaled(self.X_fit_)
+        Q = self._validate_queries(X)
         ((S, den, _),) = kernel_sums(
             Q,
-            Xs,
+            self.X_fit_,
             V,
             [self._head()],
             metric=self.metric,
             metric_params=self.metric_params_,
+            scale=self._scale(),
             sample_weight=self.sample_weight_,
             tile_elements=_tile_elements(),
         )
@@ -218,7 +219,7 @@ class NadarayaWatsonBase(BaseEstimator):
         with np.errstate(invalid="ignore", divide="ignore"):
             avg = S / den[:, None]
         if empty.any():
-            avg[empty] = self._empty_values(Q[empty], Xs, V, empty)
+            avg[empty] = self._empty_values(Q[empty], V, empty)
         return avg
 
     def _empty_message(self, empty):
@@ -229,7 +230,7 @@ class NadarayaWatsonBase(BaseEstimator):
             f"{self.bandwidth_!r})"
         )
 
-    def _empty_values(self, Qe, Xs, V, empty):
+    def _empty_values(self, Qe, V, empty):
         """Estimates (or, with ``V=None``, weight rows) for empty-window queries.
 
         A kernel with unbounded support has an all-zero row only when the scaled
@@ -254,14 +255,24 @@ class NadarayaWatsonBase(BaseEstimator):
             return np.nan
         w = self.sample_weight_
         if policy == "mean":
-            w = np.ones(Xs.shape[0]) if w is None else w
+            w = np.ones(self.X_fit_.shape[0]) if w is None else w
             return w / w.sum() if V is None else (w @ V) / w.sum()
         params = {"metric": self.metric, "metric_params": self.metric_params_}
+        scale = self._scale()
         if V is None:
-            mask = nearest_mask(pairwise_distances(Qe, Xs, **params), w)
+            Qs, Xs = Qe, self.X_fit_
+            if scale is not None:
+                Qs, Xs = Qs / scale, Xs / scale
+            mask = nearest_mask(pairwise_distances(Qs, Xs, **params), w)
             return mask / mask.sum(axis=1, keepdims=True)
         S, den = nearest_sums(
-            Qe, Xs, V, sample_weight=w, tile_elements=_tile_elements(), **params
+            Qe,
+            self.X_fit_,
+            V,
+            scale=scale,
+            sample_weight=w,
+            tile_elements=_tile_elements(),
+            **params,
         )
         return S / den[:, None]
 
@@ -283,15 +294,15 @@ class NadarayaWatsonBase(BaseEstimator):
         ndarray of shape (n_queries, n_train)
             Columns in the order of the training rows, ``X_fit_``.
         """
-        Q = self._scaled(self._validate_queries(X))
-        Xs = self._scaled(self.X_fit_)
-        out = np.empty((Q.shape[0], Xs.shape[0]))
+        Q = self._validate_queries(X)
+        out = np.empty((Q.shape[0], self.X_fit_.shape[0]))
         for rows, W in log_weight_rows(
             Q,
-            Xs,
+            self.X_fit_,
             self._head(),
             metric=self.metric,
             metric_params=self.metric_params_,
+            scale=self._scale(),
             sample_weight=self.sample_weight_,
             tile_elements=_tile_elements(),
         ):
@@ -301,7 +312,7 @@ class NadarayaWatsonBase(BaseEstimator):
         with np.errstate(invalid="ignore", divide="ignore"):
             out /= den[:, None]
         if empty.any():
-            out[empty] = self._empty_values(Q[empty], Xs, None, empty)
+            out[empty] = self._empty_values(Q[empty], None, empty)
         return out
 
     def __sklearn_tags__(self):

@@ -144,14 +144,13 @@ def cv_predictions(
     kept = None if w is None else w - np.minimum(w, 1.0)
     splits = [(None, None)] if folds is None else folds
     for scale, members in groups:
-        Xs = X if scale is None else X / scale
         heads = [head for _, head in members]
         for train, test in splits:
             if train is None:
-                Xq, Xt, Vt, wt = Xs, Xs, V, w
+                Xq, Xt, Vt, wt = X, X, V, w
                 rows = slice(None)
             else:
-                Xq, Xt, Vt = Xs[test], Xs[train], V[train]
+                Xq, Xt, Vt = X[test], X[train], V[train]
                 wt = None if w is None else w[train]
                 rows = test
             results = kernel_sums(
@@ -161,6 +160,7 @@ def cv_predictions(
                 heads,
                 metric=metric,
                 metric_params=metric_params,
+                scale=scale,
                 sample_weight=wt,
                 exclude_self=train is None,
                 self_weight=kept,
@@ -183,7 +183,7 @@ def cv_predictions(
                         if policy not in fallbacks:
                             fallbacks[policy] = _fallback(
                                 Xq, Xt, Vt, wt, kept if train is None else None,
-                                policy, train is None,
+                                policy, train is None, scale,
                                 metric, metric_params, tile_elements,
                             )  # fmt: skip
                         out[empty] = fallbacks[policy][empty]
@@ -193,7 +193,9 @@ def cv_predictions(
     return preds, n_empty
 
 
-def _fallback(Xq, Xt, Vt, wt, kept, policy, loo, metric, metric_params, tile_elements):
+def _fallback(
+    Xq, Xt, Vt, wt, kept, policy, loo, scale, metric, metric_params, tile_elements
+):
     """Empty-window estimates for every query of one fold (computed once).
 
     ``kept`` is the weight each point keeps in its own leave-one-out sums.
@@ -205,6 +207,7 @@ def _fallback(Xq, Xt, Vt, wt, kept, policy, loo, metric, metric_params, tile_ele
             Vt,
             metric=metric,
             metric_params=metric_params,
+            scale=scale,
             sample_weight=wt,
             exclude_self=loo,
             self_weight=kept,

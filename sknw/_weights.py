@@ -83,41 +83,44 @@ def pairwise_distances(Q, X, metric, metric_params, *, squared=False, out=None):
     return cdist(Q, X, metric, out=out, **params)
 
 
-class _GemmSquared:
-    """Squared euclidean distances by a centred GEMM, ``|q|^2 + |x|^2 - 2 q.x``.
+def _scaled_rows(A, lo, hi, scale):
+    """Rows ``lo:hi`` of ``A`` in float64, divided by ``scale`` (None: as is)."""
+    block = np.asarray(A[lo:hi], dtype=np.float64)
+    return block if scale is None else block / scale
 
-    Both sets are centred on the mean of ``X`` first. The result differs from
-    :func:`cdist` by rounding of order ``eps (|q|^2 + |x|^2)``; :meth:`usable`
-    allows the path only when that error, in units of the smallest bandwidth,
-    stays below :data:`GEMM_U2_TOLERANCE`.
+
+def _max_sq_radius(A, centre, scale, chunk=1 << 16):
+    """Largest squared distance of the (scaled) rows of ``A`` from ``centre``."""
+    best = 0.0
+    for lo in range(0, A.shape[0], chunk):
+        block = _scaled_rows(A, lo, lo + chunk, scale) - centre
+        best = max(best, float(np.max(np.einsum("ij,ij->i", block, block))))
+    return best
+
+
+def _scaled_mean(A, scale, chunk=1 << 16):
+    total = np.zeros(A.shape[1])
+    for lo in range(0, A.shape[0], chunk):
+        total += _scaled_rows(A, lo, lo + chunk, scale).sum(axis=0)
+    return total / max(A.shape[0], 1)
+
+
+def _gemm_usable(Q, X, heads, scale, centre):
+    """Whether centred-GEMM squared distances are accurate enough here.
+
+    They differ from :func:`cdist` by rounding of order
+    ``eps (|q - c|^2 + |x - c|^2)``; allowed when that error, in units of the
+    smallest bandwidth, stays below :data:`GEMM_U2_TOLERANCE`, for continuous
+    built-in kernels only (rounding cannot flip a boxcar weight).
     """
-
-    def __init__(self, Q, X):
-        centre = X.mean(axis=0)
-        self.Qc = Q - centre
-        Xc = X - centre
-        self.qn = np.einsum("ij,ij->i", self.Qc, self.Qc)
-        self.xn = np.einsum("ij,ij->i", Xc, Xc)
-        self.XT = -2.0 * Xc.T
-
-    @staticmethod
-    def usable(Q, X, heads):
-        if Q.shape[1] < 2 or not all(
-            h.kernel._continuous and not _is_user(h.kernel) for h in heads
-        ):
-            return False
-        centre = X.mean(axis=0)
-        radius2 = np.max(np.sum((Q - centre) ** 2, axis=1), initial=0.0)
-        radius2 += np.max(np.sum((X - centre) ** 2, axis=1), initial=0.0)
-        h_min = min(float(h.divisor) for h in heads)
-        error = 8.0 * np.finfo(np.float64).eps * radius2
-        return bool(error <= GEMM_U2_TOLERANCE * h_min * h_min)
-
-    def tile(self, rows, x0, x1, out):
-        D = np.matmul(self.Qc[rows], self.XT[:, x0:x1], out=out)
-        D += self.qn[rows, None]
-        D += self.xn[None, x0:x1]
-        return np.maximum(D, 0.0, out=D)
+    if Q.shape[1] < 2 or not all(
+        h.kernel._continuous and not _is_user(h.kernel) for h in heads
+    ):
+        return False
+    radius2 = _max_sq_radius(Q, centre, scale) + _max_sq_radius(X, centre, scale)
+    h_min = min(float(h.divisor) for h in heads)
+    error = 8.0 * np.finfo(np.float64).eps * radius2
+    return bool(error <= GEMM_U2_TOLERANCE * h_min * h_min)
 
 
 def _use_squared(metric, heads):
@@ -208,6 +211,7 @@ def kernel_sums(
     *,
     metric="euclidean",
     metric_params=None,
+    scale=None,
     sample_weight=None,
     exclude_self=False,
     self_weight=None,
@@ -218,14 +222,17 @@ def kernel_sums(
     Parameters
     ----------
     Q : ndarray of shape (m, d)
-        Queries, already divided by any per-feature bandwidth.
+        Queries.
     X : ndarray of shape (n, d)
-        Training points, scaled like ``Q``.
+        Training points.
     V : ndarray of shape (n, k)
         Values to average.
     heads : list of Head
     metric, metric_params
         Passed to :func:`scipy.spatial.distance.cdist`.
+    scale : ndarray of shape (d,) or None
+        Per-feature bandwidth: both ``Q`` and ``X`` are divided by it, one tile
+        at a time (no scaled copy of the data is made).
     sample_weight : ndarray of shape (n,) or None
         Non-negative weights of the training points.
     exclude_self : bool
@@ -242,51 +249,57 @@ def kernel_sums(
     -------
     list of (S, den, M)
         For every head: ``S`` of shape (m, k), ``den`` and ``M`` of shape (m,).
+
+    Notes
+    -----
+    The loop runs over training tiles outside and query tiles inside; each
+    side is prepared (scaled, centred, cast to float64) one tile at a time, so
+    the extra memory is a few tiles plus the (m, k + 1) accumulators.
     """
-    Q, X = _as_float64(Q), _as_float64(X)
     m, n = Q.shape[0], X.shape[0]
     k = V.shape[1]
-    w = None if sample_weight is None else _as_float64(sample_weight)
+    w = None if sample_weight is None else np.asarray(sample_weight, np.float64)
     squared = _use_squared(metric, heads)
-    # One GEMM gives the weighted sums of the values and of the weights.
-    Vx = np.empty((n, k + 1), dtype=np.float64)
-    Vx[:, :k] = V if w is None else V * w[:, None]
-    Vx[:, k] = 1.0 if w is None else w
-    zero = None if w is None else np.flatnonzero(w == 0)
     keep_ratio = None
     if exclude_self and self_weight is not None:
         with np.errstate(invalid="ignore", divide="ignore"):
             base = np.ones(n) if w is None else w
             keep_ratio = np.where(base > 0, self_weight / base, 0.0)
-    gemm_ok = squared and _GemmSquared.usable(Q, X, heads)
     coefs = [_log_linear_coef(h, squared) for h in heads]
+    centre = _scaled_mean(X, scale) if squared and Q.shape[1] >= 2 else None
+    gemm = centre is not None and _gemm_usable(Q, X, heads, scale, centre)
     single = None
-    if len(heads) == 1 and squared and coefs[0] is not None:
-        single = _SingleGaussian(Q, X, coefs[0], gemm_ok)
-    fast_single = single is not None and single.mode is not None
-    gemm = _GemmSquared(Q, X) if gemm_ok and not fast_single else None
+    if (
+        len(heads) == 1
+        and squared
+        and coefs[0] is not None
+        and (gemm or Q.shape[1] == 1)
+    ):
+        single = coefs[0]
     out = [_Accumulator(m, k) for _ in heads]
     bq, bn = _tile_shape(m, n, tile_elements)
     dbuf = np.empty(bq * bn)
     ebuf = np.empty(bq * bn) if len(heads) > 1 else None
-    for q0 in range(0, m, bq):
-        q1 = min(q0 + bq, m)
-        rows = slice(q0, q1)
-        for x0 in range(0, n, bn):
-            x1 = min(x0 + bn, n)
+    for x0 in range(0, n, bn):
+        x1 = min(x0 + bn, n)
+        train = _TrainTile(X, V, w, x0, x1, scale, centre, gemm, single)
+        for q0 in range(0, m, bq):
+            q1 = min(q0 + bq, m)
+            rows = slice(q0, q1)
             shape = (q1 - q0, x1 - x0)
             buf = dbuf[: shape[0] * shape[1]].reshape(shape)
-            masked = _masks(zero, x0, x1, exclude_self, q0, q1, keep_ratio)
-            if fast_single:
-                E = single.tile(rows, x0, x1, buf, masked, out[0])
+            masked = _masks(train.zero, x0, x1, exclude_self, q0, q1, keep_ratio)
+            Qt = _scaled_rows(Q, q0, q1, scale)
+            if single is not None:
+                E = train.single_exp(Qt, buf, masked, out[0], rows)
                 _adjust_kept(E, keep_ratio, exclude_self, q0, q1, x0, x1)
-                out[0].acc[rows] += E @ Vx[x0:x1]
+                out[0].acc[rows] += E @ train.Vx
                 continue
-            if gemm is not None:
-                D = gemm.tile(rows, x0, x1, buf)
+            if gemm:
+                D = train.gemm_sq(Qt - centre, buf)
             else:
                 D = pairwise_distances(
-                    Q[rows], X[x0:x1], metric, metric_params, squared=squared, out=buf
+                    Qt, train.X, metric, metric_params, squared=squared, out=buf
                 )
             for acc, head, coef in zip(out, heads, coefs, strict=True):
                 target = ebuf[: D.size].reshape(shape) if ebuf is not None else D
@@ -305,10 +318,74 @@ def kernel_sums(
                         for ix in masked:
                             E[ix] = 0.0
                 _adjust_kept(E, keep_ratio, exclude_self, q0, q1, x0, x1)
-                acc.acc[rows] += E @ Vx[x0:x1]
-    if fast_single:
-        single.finish(out[0])
+                acc.acc[rows] += E @ train.Vx
+    if single is not None and gemm:
+        # The single-head GEMM path drops the per-query constant coef |q - c|^2.
+        for q0 in range(0, m, bq):
+            Qc = _scaled_rows(Q, q0, q0 + bq, scale) - centre
+            out[0].M[q0 : q0 + bq] += single * np.einsum("ij,ij->i", Qc, Qc)
     return [(a.acc[:, :k], a.acc[:, k].copy(), a.M) for a in out]
+
+
+class _TrainTile:
+    """One tile of training rows, prepared once for all query tiles.
+
+    ``X``: scaled float64 rows; ``Vx``: ``[w V, w]`` for the GEMM that sums
+    values and weights; ``zero``: indices of zero-weight rows. For the GEMM
+    paths, the centred rows as ``-2 (x - c)`` with ``|x - c|^2``; for a single
+    log-linear head (``log K = coef d**2``) the bandwidth is folded in.
+    """
+
+    def __init__(self, X, V, w, x0, x1, scale, centre, gemm, single):
+        self.X = _scaled_rows(X, x0, x1, scale)
+        k = V.shape[1]
+        self.Vx = np.empty((x1 - x0, k + 1))
+        if w is None:
+            self.Vx[:, :k] = V[x0:x1]
+            self.Vx[:, k] = 1.0
+            self.zero = None
+        else:
+            wt = w[x0:x1]
+            self.Vx[:, :k] = V[x0:x1] * wt[:, None]
+            self.Vx[:, k] = wt
+            self.zero = np.flatnonzero(wt == 0) + x0
+        self.single = single
+        self.centre = centre
+        if gemm:
+            Xc = self.X - centre
+            xn = np.einsum("ij,ij->i", Xc, Xc)
+            if single is None:
+                self.XT, self.xn = -2.0 * Xc.T, xn
+            else:
+                # [q - c, 1] . B = coef (|x - c|^2 - 2 (q - c).(x - c)).
+                self.B = np.vstack([-2.0 * single * Xc.T, single * xn])
+        elif single is not None:
+            self.xs = (self.X * np.sqrt(-single)).reshape(1, -1)
+        self.gemm = gemm
+
+    def gemm_sq(self, Qc, out):
+        """Squared distances of centred queries to this tile, clipped at 0."""
+        D = np.matmul(Qc, self.XT, out=out)
+        D += np.einsum("ij,ij->i", Qc, Qc)[:, None]
+        D += self.xn[None, :]
+        return np.maximum(D, 0.0, out=D)
+
+    def single_exp(self, Qt, buf, masked, acc, rows):
+        """``exp(L - shift)`` of the single log-linear head, in ``buf``."""
+        if not self.gemm:
+            # One feature: exp(-shift - (q s - x s)**2), s = sqrt(-coef).
+            D = np.subtract(Qt * np.sqrt(-self.single), self.xs, out=buf)
+            np.multiply(D, D, out=D)
+            for ix in masked:
+                D[ix] = np.inf
+            safe = _rescale(acc, rows, -D.min(axis=1))
+            np.subtract(-safe[:, None], D, out=D)
+            return np.exp(D, out=D)
+        Qc = Qt - self.centre
+        L = np.matmul(np.hstack([Qc, np.ones((Qc.shape[0], 1))]), self.B, out=buf)
+        for ix in masked:
+            L[ix] = -np.inf
+        return _shifted_exp(L, acc, rows, L.max(axis=1))
 
 
 def _masks(zero, x0, x1, exclude_self, q0, q1, keep_ratio):
@@ -331,49 +408,6 @@ def _adjust_kept(E, keep_ratio, exclude_self, q0, q1, x0, x1):
     if exclude_self and keep_ratio is not None:
         diag = np.arange(max(q0, x0), min(q1, x1))
         E[diag - q0, diag - x0] *= keep_ratio[diag]
-
-
-class _SingleGaussian:
-    """One head with ``log K = coef * d**2``: the bandwidth folded into the data.
-
-    ``"d1"``: one feature; the scaled squared difference is the negative log
-    weight. ``"gemm"``: log weights up to a per-query constant from one GEMM,
-    ``[q, 1] . [-2 coef x, coef |x|^2]`` (centred); the constant cancels in the
-    shift and is added back to the returned shift at the end.
-    """
-
-    def __init__(self, Q, X, coef, gemm_ok):
-        self.mode = None
-        if Q.shape[1] == 1:
-            scale = np.sqrt(-coef)
-            self.Qs, self.Xs = Q * scale, (X * scale).reshape(1, -1)
-            self.mode = "d1"
-        elif gemm_ok:
-            centre = X.mean(axis=0)
-            Qc, Xc = Q - centre, X - centre
-            self.Qa = np.hstack([Qc, np.ones((Q.shape[0], 1))])
-            self.B = np.vstack([-2.0 * coef * Xc.T, coef * np.sum(Xc * Xc, axis=1)])
-            self.row_const = coef * np.sum(Qc * Qc, axis=1)
-            self.mode = "gemm"
-
-    def tile(self, rows, x0, x1, buf, masked, acc):
-        if self.mode == "d1":
-            D = np.subtract(self.Qs[rows], self.Xs[:, x0:x1], out=buf)
-            np.multiply(D, D, out=D)
-            for ix in masked:
-                D[ix] = np.inf
-            safe = _rescale(acc, rows, -D.min(axis=1))
-            # exp(L - shift) with L = -D.
-            np.subtract(-safe[:, None], D, out=D)
-            return np.exp(D, out=D)
-        L = np.matmul(self.Qa[rows], self.B[:, x0:x1], out=buf)
-        for ix in masked:
-            L[ix] = -np.inf
-        return _shifted_exp(L, acc, rows, L.max(axis=1))
-
-    def finish(self, acc):
-        if self.mode == "gemm":
-            acc.M += self.row_const
 
 
 def _rescale(acc, rows, tile_max):
@@ -414,20 +448,23 @@ def _fused_tile(D, coef, masked, target, acc, rows):
     return target, tile_max
 
 
-def log_weight_rows(Q, X, head, *, metric, metric_params, sample_weight, tile_elements):
+def log_weight_rows(
+    Q, X, head, *, metric, metric_params, sample_weight, tile_elements, scale=None
+):
     """Yield ``(rows, W)``: full rows of shifted weights ``exp(L - M) * w``.
 
     ``W`` is signed for kernels that are not non-negative; rows with no
     positive weight are all zero.
     """
-    Q, X = _as_float64(Q), _as_float64(X)
     m, n = Q.shape[0], X.shape[0]
+    X = _scaled_rows(X, 0, n, scale)
     squared = _use_squared(metric, [head])
     w = None if sample_weight is None else _as_float64(sample_weight)
     bq = int(max(1, min(m, tile_elements // max(n, 1))))
     for q0 in range(0, m, bq):
         q1 = min(q0 + bq, m)
-        D = pairwise_distances(Q[q0:q1], X, metric, metric_params, squared=squared)
+        Qt = _scaled_rows(Q, q0, q1, scale)
+        D = pairwise_distances(Qt, X, metric, metric_params, squared=squared)
         L = _log_weights(D, head, squared)
         if _is_user(head.kernel):
             _check_user_kernel(L, head)
@@ -464,6 +501,7 @@ def nearest_sums(
     *,
     metric,
     metric_params,
+    scale=None,
     sample_weight=None,
     exclude_self=False,
     self_weight=None,
@@ -483,21 +521,22 @@ def nearest_sums(
     den : ndarray of shape (m,)
         Sum of the weights of the nearest points.
     """
-    Q, X = _as_float64(Q), _as_float64(X)
     m, n = Q.shape[0], X.shape[0]
     k = V.shape[1]
     w = np.ones(n) if sample_weight is None else _as_float64(sample_weight)
-    Vx = np.empty((n, k + 1))
-    Vx[:, :k] = V * w[:, None]
-    Vx[:, k] = w
     acc = np.zeros((m, k + 1))
     best = np.full(m, np.inf)
     bq, bn = _tile_shape(m, n, tile_elements)
-    for q0 in range(0, m, bq):
-        q1 = min(q0 + bq, m)
-        for x0 in range(0, n, bn):
-            x1 = min(x0 + bn, n)
-            D = pairwise_distances(Q[q0:q1], X[x0:x1], metric, metric_params)
+    for x0 in range(0, n, bn):
+        x1 = min(x0 + bn, n)
+        Xt = _scaled_rows(X, x0, x1, scale)
+        Vx = np.empty((x1 - x0, k + 1))
+        Vx[:, :k] = V[x0:x1] * w[x0:x1, None]
+        Vx[:, k] = w[x0:x1]
+        for q0 in range(0, m, bq):
+            q1 = min(q0 + bq, m)
+            Qt = _scaled_rows(Q, q0, q1, scale)
+            D = pairwise_distances(Qt, Xt, metric, metric_params)
             if sample_weight is not None:
                 D[:, w[x0:x1] == 0] = np.inf
             if exclude_self:
@@ -511,7 +550,7 @@ def nearest_sums(
             acc[q0:q1][closer] = 0.0
             b[closer] = tmin[closer]
             ties = (D == b[:, None]) & np.isfinite(b)[:, None]
-            acc[q0:q1] += ties.astype(np.float64) @ Vx[x0:x1]
+            acc[q0:q1] += ties.astype(np.float64) @ Vx
     if exclude_self and self_weight is not None:
         # A point that keeps weight is at distance 0, among its own nearest:
         # remove the unit of weight that was left out.

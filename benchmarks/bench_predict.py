@@ -1,0 +1,189 @@
+"""Dense predict: sknw vs primitives and peers, as ratios measured in one run.
+
+Run ``python benchmarks/bench_predict.py`` (``--quick`` for smaller sizes). Every
+figure is a ratio of two timings (or memory peaks) taken in the same run, so the
+table is meaningful on a shared, noisy machine. Single thread unless stated.
+"""
+
+import argparse
+import time
+import tracemalloc
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from sknw import NadarayaWatsonRegressor
+
+
+def best_time(fn, repeat=3):
+    """Best wall time of ``repeat`` calls (the least disturbed run)."""
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def peak_memory(fn):
+    """Peak of the memory allocated during ``fn`` (numpy reports to tracemalloc)."""
+    tracemalloc.start()
+    tracemalloc.reset_peak()
+    base = tracemalloc.get_traced_memory()[0]
+    fn()
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return peak - base
+
+
+def exp_time(n_elements, repeat=3):
+    """Bare ``np.exp`` over ``n_elements`` values in cache-sized chunks."""
+    chunk = np.linspace(-20.0, 0.0, 1 << 17)
+    out = np.empty_like(chunk)
+    reps = max(1, n_elements // chunk.size)
+
+    def run():
+        for _ in range(reps):
+            np.exp(chunk, out=out)
+
+    return best_time(run, repeat) * n_elements / (reps * chunk.size)
+
+
+def make_data(n, m, d, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    y = np.sin(X @ np.linspace(1.0, 0.2, d)) + 0.1 * rng.normal(size=n)
+    Q = rng.normal(size=(m, d))
+    return X, y, Q
+
+
+def d2l_predict(X, y, Q, h):
+    """The full-matrix code of the d2l chapter (Gaussian), in numpy."""
+    dists = np.sqrt(((Q[:, None, :] - X[None, :, :]) ** 2).sum(-1)) / h
+    k = np.exp(-(dists**2) / 2)
+    attention = k / k.sum(axis=1, keepdims=True)
+    return attention @ y
+
+
+def statsmodels_predict(X, y, Q, h):
+    from statsmodels.nonparametric.kernel_regression import KernelReg
+
+    d = X.shape[1]
+    model = KernelReg(y, X, var_type="c" * d, reg_type="lc", bw=np.full(d, h))
+    return model.fit(Q)[0]
+
+
+def radius_predict(X, y, Q, h):
+    from sklearn.neighbors import RadiusNeighborsRegressor
+
+    def epanechnikov(dist):
+        return [np.maximum(1.0 - (np.asarray(di) / h) ** 2, 0.0) for di in dist]
+
+    model = RadiusNeighborsRegressor(radius=h, weights=epanechnikov)
+    return model.fit(X, y).predict(Q)
+
+
+def rows(quick):
+    table = []
+    size = 5000 if quick else 20000
+    for d in (1, 8):
+        X, y, Q = make_data(size, size, d)
+        h = 0.5
+        model = NadarayaWatsonRegressor(bandwidth=h).fit(X, y)
+        t_sknw = best_time(lambda model=model, Q=Q: model.predict(Q), 2)
+        t_exp = exp_time(size * size)
+        mem = peak_memory(lambda model=model, Q=Q: model.predict(Q))
+        table.append(
+            (
+                f"gaussian predict n=m={size}, d={d}",
+                "np.exp over n*m",
+                t_sknw / t_exp,
+                f"{t_sknw / size**2 * 1e9:.2f} ns/pair; peak +{mem / 2**20:.1f} MiB",
+            )
+        )
+
+    for d in (1, 8):
+        n = 1000 if quick else 3000
+        X, y, Q = make_data(n, n, d, seed=1)
+        h = 0.5
+        model = NadarayaWatsonRegressor(bandwidth=np.full(d, h)).fit(X, y)
+        ours = model.predict(Q)
+        t_ours = best_time(lambda model=model, Q=Q: model.predict(Q))
+        t_sm = best_time(lambda: statsmodels_predict(X, y, Q, h), 1)
+        err = np.max(np.abs(statsmodels_predict(X, y, Q, h) - ours))
+        table.append(
+            (
+                f"statsmodels KernelReg lc, n=m={n}, d={d}",
+                "sknw",
+                t_sm / t_ours,
+                f"max |diff| {err:.1e}",
+            )
+        )
+
+    n = 2000 if quick else 10000
+    X, y, Q = make_data(n, n, 1, seed=2)
+    model = NadarayaWatsonRegressor(bandwidth=0.5).fit(X, y)
+    t_ours = best_time(lambda: model.predict(Q))
+    t_d2l = best_time(lambda: d2l_predict(X, y, Q, 0.5), 1)
+    m_ours = peak_memory(lambda: model.predict(Q))
+    m_d2l = peak_memory(lambda: d2l_predict(X, y, Q, 0.5))
+    err = np.max(np.abs(d2l_predict(X, y, Q, 0.5) - model.predict(Q)))
+    table.append(
+        (f"d2l full-matrix code, n=m={n}, d=1", "sknw time", t_d2l / t_ours, "")
+    )
+    table.append(
+        (
+            f"d2l full-matrix code, n=m={n}, d=1",
+            "sknw peak memory",
+            m_d2l / m_ours,
+            f"{m_d2l / 2**20:.0f} MiB vs {m_ours / 2**20:.1f} MiB; "
+            f"max |diff| {err:.1e}",
+        )
+    )
+
+    for d in (1, 3):
+        n = 3000 if quick else 10000
+        X, y, Q = make_data(n, n, d, seed=3)
+        h = 0.3
+        model = NadarayaWatsonRegressor(
+            kernel="epanechnikov", bandwidth=h, empty_window="nan"
+        ).fit(X, y)
+        t_ours = best_time(lambda model=model, Q=Q: model.predict(Q))
+        t_rn = best_time(lambda: radius_predict(X, y, Q, h), 1)
+        table.append(
+            (
+                f"RadiusNeighborsRegressor epanechnikov, n=m={n}, d={d}",
+                "sknw",
+                t_rn / t_ours,
+                "",
+            )
+        )
+
+    n_big = 200_000 if quick else 1_000_000
+    X, y, Q = make_data(n_big, 2000, 3, seed=4)
+    model = NadarayaWatsonRegressor(bandwidth=0.3).fit(X, y)
+    mem = peak_memory(lambda: model.predict(Q))
+    table.append(
+        (
+            f"extra peak memory, n_train={n_big}, d=3, 2000 queries",
+            "64 MiB",
+            mem / 2**26,
+            f"{mem / 2**20:.1f} MiB",
+        )
+    )
+    return table
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="smaller sizes")
+    args = parser.parse_args()
+    with threadpool_limits(1):
+        table = rows(args.quick)
+    print(f"{'measurement':<52}{'relative to':<20}{'ratio':>8}  notes")
+    for name, ref, ratio, note in table:
+        print(f"{name:<52}{ref:<20}{ratio:>8.2f}  {note}")
+
+
+if __name__ == "__main__":
+    main()
