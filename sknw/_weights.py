@@ -54,8 +54,13 @@ class Head:
     divisor: float = 1.0
 
 
+#: Training rows per tile: long rows keep numpy's inner loops long.
+TILE_TRAIN_ROWS = 8192
+
+
 def _tile_shape(m, n, tile_elements):
-    bn = int(min(n, 4096)) if n > 0 else 1
+    """(query rows, training rows) of a tile of about ``tile_elements``."""
+    bn = int(min(n, TILE_TRAIN_ROWS, max(64, tile_elements))) if n > 0 else 1
     bq = int(max(1, min(m, tile_elements // max(bn, 1))))
     return bq, bn
 

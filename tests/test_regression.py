@@ -178,8 +178,8 @@ def test_small_working_memory_gives_small_tiles():
     assert _tile_elements() > 10_000
 
 
-# More training rows than one training tile (4096), so that tiles split the
-# training points as well as the queries.
+# Under a tiny working memory, tiles split the training points as well as the
+# queries.
 @pytest.mark.parametrize("per_feature", [False, True], ids=["scalar", "per_feature"])
 @pytest.mark.parametrize(
     "kernel, metric",

@@ -5,6 +5,7 @@ import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 from scipy.spatial.distance import cdist
 
+from sknw import _weights
 from sknw._weights import (
     TILE_ELEMENTS,
     Head,
@@ -23,6 +24,14 @@ from sknw.kernels import (
 )
 
 RTOL = 1e-12
+
+
+@pytest.fixture(autouse=True)
+def _training_tiles_of_4096(monkeypatch):
+    """Training tiles of 4096 rows, the boundary the tests below straddle."""
+    monkeypatch.setattr(_weights, "TILE_TRAIN_ROWS", 4096)
+
+
 TILES = [1, 7, 64, TILE_ELEMENTS]
 # More training rows than one training tile holds (4096), so that the shift is
 # carried across training tiles.
@@ -427,3 +436,60 @@ def test_squared_euclidean_fast_path(d):
 def test_pairwise_distances_are_cdist(metric):
     Q, X, _, _ = make_data(13, 7, 9, 3)
     assert_array_equal(pairwise_distances(Q, X, metric, None), cdist(Q, X, metric))
+
+
+@pytest.mark.parametrize("d", [1, 2, 5])
+@pytest.mark.parametrize(
+    "heads",
+    [
+        [Head(Gaussian(), 0.7)],
+        [Head(Gaussian(), 0.4), Head(Epanechnikov(), 2.5), Head(Laplacian(), 1.0)],
+    ],
+    ids=["single-gaussian", "grid"],
+)
+def test_fast_paths_equal_cdist_path(monkeypatch, d, heads):
+    """GEMM distances and the folded single-head path agree with cdist."""
+    Q, X, V, w = make_data(11, 40, 300, d)
+    w[::7] = 0.0
+    scale = np.linspace(0.5, 2.0, d)
+    fast = kernel_sums(Q, X, V, heads, scale=scale, sample_weight=w)
+    loo_fast = kernel_sums(X, X, V, heads, sample_weight=w, exclude_self=True)
+    assert _weights._gemm_usable(Q, X, heads, None, X.mean(axis=0)) == (d >= 2)
+    monkeypatch.setattr(_weights, "_gemm_usable", lambda *args: False)
+    monkeypatch.setattr(_weights, "_log_linear_coef", lambda *args: None)
+    slow = kernel_sums(Q, X, V, heads, scale=scale, sample_weight=w)
+    loo_slow = kernel_sums(X, X, V, heads, sample_weight=w, exclude_self=True)
+    for a, b in zip(fast + loo_fast, slow + loo_slow, strict=True):
+        assert_allclose(a[0], b[0], rtol=1e-11)
+        assert_allclose(a[1], b[1], rtol=1e-11)
+        assert_allclose(a[2], b[2], rtol=1e-11, atol=1e-12)
+    for head, result in zip(heads, fast, strict=True):
+        ref = brute_sums(Q / scale, X / scale, V, head, w=w)
+        assert_allclose(result[0], ref[0], rtol=1e-11)
+        assert_allclose(result[1], ref[1], rtol=1e-11)
+
+
+def test_gemm_path_refused_where_rounding_could_matter():
+    rng = np.random.default_rng(12)
+    X = rng.normal(size=(50, 3))
+    centre = X.mean(axis=0)
+    usable = _weights._gemm_usable
+    assert usable(X, X, [Head(Gaussian(), 1.0)], None, centre)
+    # Far-away data relative to the bandwidth: error bound exceeded.
+    assert not usable(X + 1e4, X, [Head(Gaussian(), 1.0)], None, centre)
+    assert not usable(X, X, [Head(Gaussian(), 1e-4)], None, centre)
+    # A discontinuous kernel, and user kernels, always use cdist.
+    assert not usable(X, X, [Head(Boxcar(), 1.0)], None, centre)
+
+    class Mine(Gaussian):
+        pass
+
+    assert not usable(X, X, [Head(Mine(), 1.0)], None, centre)
+    assert not usable(X[:, :1], X[:, :1], [Head(Gaussian(), 1.0)], None, centre[:1])
+
+
+def test_tiles_respect_the_element_budget():
+    for m, n, budget in [(10, 100_000, 1), (1000, 50, 1 << 17), (7, 9000, 1 << 17)]:
+        bq, bn = _weights._tile_shape(m, n, budget)
+        assert 1 <= bq <= m and 1 <= bn <= n
+        assert bq * bn <= max(budget, 64)
