@@ -57,6 +57,8 @@ def check_sample_weight(sample_weight, n_samples):
         return None
     if np.isscalar(sample_weight):
         sample_weight = np.full(n_samples, sample_weight, dtype=np.float64)
+    if np.iscomplexobj(sample_weight):
+        raise ValueError("sample_weight must be real, got complex values.")
     try:
         w = np.asarray(sample_weight, dtype=np.float64)
     except (TypeError, ValueError) as exc:
