@@ -57,10 +57,11 @@ def check_sample_weight(sample_weight, n_samples):
         return None
     if np.isscalar(sample_weight):
         sample_weight = np.full(n_samples, sample_weight, dtype=np.float64)
-    if np.iscomplexobj(sample_weight):
+    w = np.asarray(sample_weight)
+    if w.dtype.kind == "c":
         raise ValueError("sample_weight must be real, got complex values.")
     try:
-        w = np.asarray(sample_weight, dtype=np.float64)
+        w = w.astype(np.float64, copy=False)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"sample_weight must be numeric: {exc}") from None
     if w.ndim != 1 or w.shape[0] != n_samples:
