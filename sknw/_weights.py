@@ -33,6 +33,11 @@ from sklearn import get_config
 
 #: Default number of float64 elements in one (query x train) tile: 1 MiB.
 TILE_ELEMENTS = 1 << 17
+#: For kernels of unbounded support, shifted log weights below this are raised
+#: to it before ``exp`` (which is many times slower where its result underflows)
+#: and their terms set to exactly 0 after: below ``e**-700`` times the row's
+#: largest term (exactly 1), a term cannot change a float64 sum.
+EXP_FLOOR = -700.0
 #: Largest error in squared scaled distances allowed on the GEMM path.
 GEMM_U2_TOLERANCE = 1e-11
 
@@ -317,7 +322,8 @@ def kernel_sums(
                     for ix in masked:
                         L[ix] = -np.inf
                     tile_max = L.max(axis=1)
-                    E = _shifted_exp(L, acc, rows, tile_max)
+                    unbounded = bool(np.isinf(head.kernel.support))
+                    E = _shifted_exp(L, acc, rows, tile_max, unbounded)
                     if not head.kernel.nonnegative:
                         E *= _signs(D, head, squared)
                         for ix in masked:
@@ -383,14 +389,15 @@ class _TrainTile:
             np.multiply(D, D, out=D)
             for ix in masked:
                 D[ix] = np.inf
-            safe = _rescale(acc, rows, -D.min(axis=1))
+            tile_max = -D.min(axis=1)
+            safe = _rescale(acc, rows, tile_max)
             np.subtract(-safe[:, None], D, out=D)
-            return np.exp(D, out=D)
+            return _exp(D, True)
         Qc = Qt - self.centre
         L = np.matmul(np.hstack([Qc, np.ones((Qc.shape[0], 1))]), self.B, out=buf)
         for ix in masked:
             L[ix] = -np.inf
-        return _shifted_exp(L, acc, rows, L.max(axis=1))
+        return _shifted_exp(L, acc, rows, L.max(axis=1), True)
 
 
 def _masks(zero, x0, x1, exclude_self, q0, q1, keep_ratio):
@@ -416,7 +423,10 @@ def _adjust_kept(E, keep_ratio, exclude_self, q0, q1, x0, x1):
 
 
 def _rescale(acc, rows, tile_max):
-    """Move the shift of ``rows`` to include ``tile_max``; return the new shift."""
+    """Move the shift of ``rows`` to include ``tile_max``; return the new shift.
+
+    Rows whose shift is still ``-inf`` (no non-zero term yet) get a shift of 0.
+    """
     M = acc.M[rows]
     new_M = np.maximum(M, tile_max)
     finite = np.isfinite(new_M)
@@ -428,11 +438,30 @@ def _rescale(acc, rows, tile_max):
     return safe
 
 
-def _shifted_exp(L, acc, rows, tile_max):
-    """``exp(L - shift)`` in place, after moving the shift."""
+def _shifted_exp(L, acc, rows, tile_max, floor=False):
+    """``exp(L - shift)`` in place, after moving the shift (see :func:`_exp`)."""
     safe = _rescale(acc, rows, tile_max)
     L -= safe[:, None]
-    return np.exp(L, out=L)
+    return _exp(L, floor)
+
+
+def _exp(T, floor):
+    """``exp`` in place; with ``floor``, fast where results underflow.
+
+    ``exp`` is many times slower where its result underflows (or is
+    subnormal). For kernels of unbounded support, arguments below
+    :data:`EXP_FLOOR` are raised to it before ``exp`` and their results set to
+    exactly 0 after, so the result equals plain ``exp`` to within the
+    subnormal range, with exact zeros where plain ``exp`` gives 0 at
+    arguments below the floor (masked terms, underflow).
+    """
+    if not floor or not T.size or not T.min() < EXP_FLOOR:
+        return np.exp(T, out=T)
+    tiny = T < EXP_FLOOR
+    np.maximum(T, EXP_FLOOR, out=T)
+    np.exp(T, out=T)
+    np.copyto(T, 0.0, where=tiny)
+    return T
 
 
 def _fused_tile(D, coef, masked, target, acc, rows):
@@ -449,8 +478,7 @@ def _fused_tile(D, coef, masked, target, acc, rows):
     with np.errstate(over="ignore", invalid="ignore"):
         np.multiply(D, coef, out=target)
         target -= safe[:, None]
-    np.exp(target, out=target)
-    return target, tile_max
+    return _exp(target, True), tile_max
 
 
 def log_weight_rows(
