@@ -287,6 +287,8 @@ def kernel_sums(
     ):
         single = coefs[0]
     out = [_Accumulator(m, k) for _ in heads]
+    fused = [h for h, coef in enumerate(coefs) if coef is not None]
+    general = [h for h, coef in enumerate(coefs) if coef is None]
     bq, bn = _tile_shape(m, n, tile_elements)
     dbuf = np.empty(bq * bn)
     ebuf = np.empty(bq * bn) if len(heads) > 1 else None
@@ -311,23 +313,35 @@ def kernel_sums(
                 D = pairwise_distances(
                     Qt, train.X, metric, metric_params, squared=squared, out=buf
                 )
-            for acc, head, coef in zip(out, heads, coefs, strict=True):
-                target = ebuf[: D.size].reshape(shape) if ebuf is not None else D
-                if coef is not None:
-                    E, tile_max = _fused_tile(D, coef, masked, target, acc, rows)
-                else:
-                    L = _log_weights(D, head, squared)
-                    if _is_user(head.kernel):
-                        _check_user_kernel(L, head)
+            target = ebuf[: D.size].reshape(shape) if ebuf is not None else D
+            # General heads first: the log-linear ones below mask D in place.
+            for h in general:
+                acc, head = out[h], heads[h]
+                L = _log_weights(D, head, squared)
+                if _is_user(head.kernel):
+                    _check_user_kernel(L, head)
+                for ix in masked:
+                    L[ix] = -np.inf
+                tile_max = L.max(axis=1)
+                unbounded = bool(np.isinf(head.kernel.support))
+                E = _shifted_exp(L, acc, rows, tile_max, unbounded)
+                if not head.kernel.nonnegative:
+                    E *= _signs(D, head, squared)
                     for ix in masked:
-                        L[ix] = -np.inf
-                    tile_max = L.max(axis=1)
-                    unbounded = bool(np.isinf(head.kernel.support))
-                    E = _shifted_exp(L, acc, rows, tile_max, unbounded)
-                    if not head.kernel.nonnegative:
-                        E *= _signs(D, head, squared)
-                        for ix in masked:
-                            E[ix] = 0.0
+                        E[ix] = 0.0
+                _adjust_kept(E, keep_ratio, exclude_self, q0, q1, x0, x1)
+                acc.acc[rows] += E @ train.Vx
+            if fused:
+                # Shared by every log-linear head: the largest log value of a
+                # row is coef times its smallest unmasked distance, the
+                # smallest is coef times its largest distance.
+                dmax = D.max(axis=1)
+                for ix in masked:
+                    D[ix] = np.inf
+                dmin = D.min(axis=1)
+            for h in fused:
+                acc = out[h]
+                E = _fused_tile(D, coefs[h], dmin, dmax, target, acc, rows)
                 _adjust_kept(E, keep_ratio, exclude_self, q0, q1, x0, x1)
                 acc.acc[rows] += E @ train.Vx
     if single is not None and gemm:
@@ -392,7 +406,7 @@ class _TrainTile:
             tile_max = -D.min(axis=1)
             safe = _rescale(acc, rows, tile_max)
             np.subtract(-safe[:, None], D, out=D)
-            return _exp(D, True)
+            return _exp(D, None)
         Qc = Qt - self.centre
         L = np.matmul(np.hstack([Qc, np.ones((Qc.shape[0], 1))]), self.B, out=buf)
         for ix in masked:
@@ -439,14 +453,21 @@ def _rescale(acc, rows, tile_max):
 
 
 def _shifted_exp(L, acc, rows, tile_max, floor=False):
-    """``exp(L - shift)`` in place, after moving the shift (see :func:`_exp`)."""
+    """``exp(L - shift)`` in place, after moving the shift (see :func:`_exp`).
+
+    ``floor`` False: plain ``exp`` (compact kernels keep exact zeros from
+    ``-inf``); True: floored where some argument is below the floor.
+    """
     safe = _rescale(acc, rows, tile_max)
     L -= safe[:, None]
-    return _exp(L, floor)
+    return _exp(L, None if floor else False)
 
 
 def _exp(T, floor):
     """``exp`` in place; with ``floor``, fast where results underflow.
+
+    ``floor`` is True (floor), False (plain ``exp``) or None (floor when some
+    argument is below :data:`EXP_FLOOR`).
 
     ``exp`` is many times slower where its result underflows (or is
     subnormal). For kernels of unbounded support, arguments below
@@ -455,7 +476,9 @@ def _exp(T, floor):
     subnormal range, with exact zeros where plain ``exp`` gives 0 at
     arguments below the floor (masked terms, underflow).
     """
-    if not floor or not T.size or not T.min() < EXP_FLOOR:
+    if floor is None:
+        floor = bool(T.size) and T.min() < EXP_FLOOR
+    if not floor:
         return np.exp(T, out=T)
     tiny = T < EXP_FLOOR
     np.maximum(T, EXP_FLOOR, out=T)
@@ -464,21 +487,22 @@ def _exp(T, floor):
     return T
 
 
-def _fused_tile(D, coef, masked, target, acc, rows):
+def _fused_tile(D, coef, dmin, dmax, target, acc, rows):
     """``exp(coef * D - shift)`` for a log-linear kernel, into ``target``.
 
-    The largest log value of a row is ``coef`` times its smallest distance among
-    the unmasked points, so no log values are stored.
+    ``D`` has its masked entries at ``inf``; ``dmin`` and ``dmax`` are the row
+    extremes of the unmasked distances (``dmax`` may include masked ones), so
+    the shift is ``coef * dmin`` and the floor of :func:`_exp` is needed only
+    when ``coef * dmax - shift`` falls below it.
     """
-    if masked:
-        for ix in masked:
-            D[ix] = np.inf
-    tile_max = coef * D.min(axis=1)
+    tile_max = coef * dmin
     safe = _rescale(acc, rows, tile_max)
     with np.errstate(over="ignore", invalid="ignore"):
         np.multiply(D, coef, out=target)
         target -= safe[:, None]
-    return _exp(target, True), tile_max
+        lowest = coef * dmax - safe
+    # Masked entries give exp(-inf) = 0 exactly without the floor.
+    return _exp(target, bool(np.any(lowest < EXP_FLOOR)))
 
 
 def log_weight_rows(
