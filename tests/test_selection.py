@@ -295,3 +295,60 @@ def test_grid_shares_distances_across_scales():
     cosine = candidate_grid(X, None, [Gaussian()], 4, "cosine", {})
     assert all(np.ndim(c["bandwidth"]) == 0 for c in cosine)
     assert group_candidates(cosine, "cosine")[0][0] is None
+
+
+@pytest.mark.filterwarnings("ignore::FutureWarning")  # raised inside statsmodels
+def test_refine_reaches_the_per_feature_optimum_of_statsmodels():
+    """Per-feature refinement: at least as good as statsmodels' cv_ls optimum."""
+    pytest.importorskip("statsmodels")
+    from statsmodels.nonparametric.kernel_regression import KernelReg
+
+    rng = np.random.default_rng(7)
+    X = rng.uniform(-2.0, 2.0, size=(80, 2))
+    y = np.sin(2.0 * X[:, 0]) + 0.3 * rng.normal(size=80)  # feature 1 is noise
+    grid = NadarayaWatsonRegressorCV().fit(X, y)
+    refined = NadarayaWatsonRegressorCV(refine=True).fit(X, y)
+    assert refined.best_score_ >= grid.best_score_
+    assert np.all(refined.bandwidth_ > 0)
+    # The noise feature gets a larger bandwidth than the relevant one.
+    assert refined.bandwidth_[1] > 5 * refined.bandwidth_[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        sm = KernelReg(y, X, var_type="cc", reg_type="lc", bw="cv_ls")
+    sm_score = NadarayaWatsonRegressorCV(bandwidths=[np.abs(sm.bw)]).fit(X, y)
+    assert refined.best_score_ >= sm_score.best_score_ - 1e-9 * abs(
+        sm_score.best_score_
+    )
+    # best_score_ is the exact LOO score of the refined bandwidth.
+    check = NadarayaWatsonRegressorCV(bandwidths=[refined.bandwidth_]).fit(X, y)
+    assert check.best_score_ == pytest.approx(refined.best_score_, rel=1e-12)
+
+
+def test_refine_scalar_bandwidth_and_classifier():
+    X, y, _ = _data(n=60, seed=8)
+    reg = NadarayaWatsonRegressorCV(bandwidths=[0.2, 0.5, 1.0], refine=True).fit(X, y)
+    grid = NadarayaWatsonRegressorCV(bandwidths=[0.2, 0.5, 1.0]).fit(X, y)
+    assert np.ndim(reg.bandwidth_) == 0 and reg.bandwidth_ > 0
+    assert reg.best_score_ >= grid.best_score_
+    check = NadarayaWatsonRegressorCV(bandwidths=[reg.bandwidth_]).fit(X, y)
+    assert check.best_score_ == pytest.approx(reg.best_score_, rel=1e-12)
+    labels = np.where(y > 0, "a", "b")
+    clf = NadarayaWatsonClassifierCV(refine=True, cv=3).fit(X, labels)
+    clf_grid = NadarayaWatsonClassifierCV(cv=3).fit(X, labels)
+    assert clf.best_score_ >= clf_grid.best_score_
+    assert clf.predict(X).shape == labels.shape
+
+
+def test_refine_keeps_the_grid_choice_when_nothing_is_better():
+    from sknw._selection import refine_bandwidth
+
+    calls = []
+
+    def evaluate(bw):
+        calls.append(bw)
+        return -1.0  # flat: nothing strictly better
+
+    bw, score = refine_bandwidth(evaluate, np.array([0.3, 2.0]), -1.0)
+    np.testing.assert_array_equal(bw, [0.3, 2.0])
+    assert score == -1.0 and len(calls) > 2
+    assert all(np.all(np.asarray(c) > 0) for c in calls)
