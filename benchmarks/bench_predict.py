@@ -6,6 +6,7 @@ table is meaningful on a shared, noisy machine. Single thread unless stated.
 """
 
 import argparse
+import functools
 import time
 import tracemalloc
 
@@ -109,7 +110,7 @@ def rows(quick):
         model = NadarayaWatsonRegressor(bandwidth=np.full(d, h)).fit(X, y)
         ours = model.predict(Q)
         t_ours = best_time(lambda model=model, Q=Q: model.predict(Q))
-        t_sm = best_time(lambda: statsmodels_predict(X, y, Q, h), 1)
+        t_sm = best_time(functools.partial(statsmodels_predict, X, y, Q, h), 1)
         err = np.max(np.abs(statsmodels_predict(X, y, Q, h) - ours))
         table.append(
             (
@@ -149,7 +150,7 @@ def rows(quick):
             kernel="epanechnikov", bandwidth=h, empty_window="nan"
         ).fit(X, y)
         t_ours = best_time(lambda model=model, Q=Q: model.predict(Q))
-        t_rn = best_time(lambda: radius_predict(X, y, Q, h), 1)
+        t_rn = best_time(functools.partial(radius_predict, X, y, Q, h), 1)
         table.append(
             (
                 f"RadiusNeighborsRegressor epanechnikov, n=m={n}, d={d}",

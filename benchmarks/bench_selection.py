@@ -5,9 +5,10 @@ Compares, on the same data, ``NadarayaWatsonRegressorCV`` over a 30-bandwidth
 grid (and with ``refine=True``: per-feature refinement of the leave-one-out
 score) with statsmodels' ``KernelReg(reg_type="lc", bw="cv_ls")`` (Nelder--Mead
 on the same leave-one-out least-squares criterion) and with
-``GridSearchCV(cv=5)`` over the same grid. statsmodels runs only at sizes where it finishes in
-reasonable time; above them its time is extrapolated from its last measured
-size by its O(n^2) cost per step (same number of steps), and marked ``~``.
+``GridSearchCV(cv=5)`` over the same grid. statsmodels runs only at sizes where
+it finishes in reasonable time; above them its time is extrapolated from its
+last measured size by its O(n^2) cost per step (same number of steps), and
+marked ``~``.
 Every time ratio comes from one run. Single thread.
 """
 
