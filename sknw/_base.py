@@ -1,7 +1,7 @@
 """Parameters, fitting and weighted averaging shared by all sknw estimators."""
 
 import warnings
-from numbers import Real
+from numbers import Integral, Real
 
 import numpy as np
 from scipy.spatial.distance import cdist
@@ -13,11 +13,11 @@ from ._bandwidth import BANDWIDTH_RULES, rule_bandwidth
 from ._weights import (
     Head,
     default_tile_elements,
-    kernel_sums,
     log_weight_rows,
     nearest_mask,
     nearest_sums,
     pairwise_distances,
+    parallel_kernel_sums,
 )
 from .exceptions import EmptyWindowWarning
 from .kernels import KERNELS, Kernel, get_kernel
@@ -91,6 +91,7 @@ class NadarayaWatsonBase(BaseEstimator):
         "metric": [StrOptions(set(CDIST_METRICS)), callable],
         "metric_params": [dict, None],
         "empty_window": [StrOptions(set(EMPTY_WINDOW_POLICIES))],
+        "n_jobs": [Integral, None],
     }
 
     def __init__(
@@ -101,12 +102,14 @@ class NadarayaWatsonBase(BaseEstimator):
         metric="euclidean",
         metric_params=None,
         empty_window="nearest",
+        n_jobs=None,
     ):
         self.kernel = kernel
         self.bandwidth = bandwidth
         self.metric = metric
         self.metric_params = metric_params
         self.empty_window = empty_window
+        self.n_jobs = n_jobs
 
     # -- fitting ---------------------------------------------------------------
 
@@ -207,11 +210,12 @@ class NadarayaWatsonBase(BaseEstimator):
         Queries with an empty window are handled by the ``empty_window`` policy.
         """
         Q = self._validate_queries(X)
-        ((S, den, _),) = kernel_sums(
+        ((S, den, _),) = parallel_kernel_sums(
             Q,
             self.X_fit_,
             V,
             [self._head()],
+            n_jobs=self.n_jobs,
             metric=self.metric,
             metric_params=self.metric_params_,
             scale=self._scale(),

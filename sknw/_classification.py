@@ -45,6 +45,13 @@ class NadarayaWatsonClassifier(ClassifierMixin, NadarayaWatsonBase):
         then raises), or a ``ValueError``. Every policy but ``"raise"`` emits an
         :class:`~sknw.exceptions.EmptyWindowWarning`.
 
+    n_jobs : int, default=None
+        Number of parallel workers for predictions: the queries are split into
+        batches run through joblib (threads unless ``joblib.parallel_config``
+        says otherwise), each with one BLAS thread. ``None`` means 1 unless
+        in a ``joblib.parallel_config`` context; ``-1`` means all processors.
+        Results equal the serial ones up to rounding.
+
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
@@ -115,6 +122,7 @@ class NadarayaWatsonClassifier(ClassifierMixin, NadarayaWatsonBase):
         metric="euclidean",
         metric_params=None,
         empty_window="nearest",
+        n_jobs=None,
     ):
         super().__init__(
             kernel=kernel,
@@ -122,6 +130,7 @@ class NadarayaWatsonClassifier(ClassifierMixin, NadarayaWatsonBase):
             metric=metric,
             metric_params=metric_params,
             empty_window=empty_window,
+            n_jobs=n_jobs,
         )
 
     def _check_kernel(self, kernel):
@@ -248,6 +257,13 @@ class NadarayaWatsonClassifierCV(CVSelectionMixin, NadarayaWatsonClassifier):
     empty_window : {"nearest", "mean", "nan", "raise"}, default="nearest"
         As in :class:`NadarayaWatsonRegressorCV`.
 
+    n_jobs : int, default=None
+        Number of parallel workers for predictions: the queries are split into
+        batches run through joblib (threads unless ``joblib.parallel_config``
+        says otherwise), each with one BLAS thread. ``None`` means 1 unless
+        in a ``joblib.parallel_config`` context; ``-1`` means all processors.
+        Results equal the serial ones up to rounding.
+
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
@@ -325,6 +341,7 @@ class NadarayaWatsonClassifierCV(CVSelectionMixin, NadarayaWatsonClassifier):
         metric="euclidean",
         metric_params=None,
         empty_window="nearest",
+        n_jobs=None,
     ):
         self.kernels = kernels
         self.bandwidths = bandwidths
@@ -334,6 +351,7 @@ class NadarayaWatsonClassifierCV(CVSelectionMixin, NadarayaWatsonClassifier):
         self.metric = metric
         self.metric_params = metric_params
         self.empty_window = empty_window
+        self.n_jobs = n_jobs
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None):

@@ -49,6 +49,13 @@ class NadarayaWatsonRegressor(RegressorMixin, NadarayaWatsonBase):
         :class:`~sknw.exceptions.EmptyWindowWarning` naming how many queries
         were affected.
 
+    n_jobs : int, default=None
+        Number of parallel workers for predictions: the queries are split into
+        batches run through joblib (threads unless ``joblib.parallel_config``
+        says otherwise), each with one BLAS thread. ``None`` means 1 unless
+        in a ``joblib.parallel_config`` context; ``-1`` means all processors.
+        Results equal the serial ones up to rounding.
+
     Attributes
     ----------
     kernel_ : Kernel
@@ -129,6 +136,7 @@ class NadarayaWatsonRegressor(RegressorMixin, NadarayaWatsonBase):
         metric="euclidean",
         metric_params=None,
         empty_window="nearest",
+        n_jobs=None,
     ):
         super().__init__(
             kernel=kernel,
@@ -136,6 +144,7 @@ class NadarayaWatsonRegressor(RegressorMixin, NadarayaWatsonBase):
             metric=metric,
             metric_params=metric_params,
             empty_window=empty_window,
+            n_jobs=n_jobs,
         )
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -244,6 +253,13 @@ class NadarayaWatsonRegressorCV(CVSelectionMixin, NadarayaWatsonRegressor):
         windows are counted in ``cv_results_["n_empty_windows"]``; no warning
         is emitted during the search.
 
+    n_jobs : int, default=None
+        Number of parallel workers for predictions: the queries are split into
+        batches run through joblib (threads unless ``joblib.parallel_config``
+        says otherwise), each with one BLAS thread. ``None`` means 1 unless
+        in a ``joblib.parallel_config`` context; ``-1`` means all processors.
+        Results equal the serial ones up to rounding.
+
     Attributes
     ----------
     kernel_ : Kernel
@@ -340,6 +356,7 @@ class NadarayaWatsonRegressorCV(CVSelectionMixin, NadarayaWatsonRegressor):
         metric="euclidean",
         metric_params=None,
         empty_window="nearest",
+        n_jobs=None,
     ):
         self.kernels = kernels
         self.bandwidths = bandwidths
@@ -349,6 +366,7 @@ class NadarayaWatsonRegressorCV(CVSelectionMixin, NadarayaWatsonRegressor):
         self.metric = metric
         self.metric_params = metric_params
         self.empty_window = empty_window
+        self.n_jobs = n_jobs
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None):

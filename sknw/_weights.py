@@ -28,8 +28,11 @@ shift comes from the smallest distance and the tile is exponentiated in place.
 from dataclasses import dataclass
 
 import numpy as np
+from joblib import effective_n_jobs
 from scipy.spatial.distance import cdist
 from sklearn import get_config
+from sklearn.utils.parallel import Parallel, delayed
+from threadpoolctl import threadpool_limits
 
 #: Default number of float64 elements in one (query x train) tile: 1 MiB.
 TILE_ELEMENTS = 1 << 17
@@ -412,6 +415,41 @@ class _TrainTile:
         for ix in masked:
             L[ix] = -np.inf
         return _shifted_exp(L, acc, rows, L.max(axis=1), True)
+
+
+#: Fewest queries per parallel batch.
+MIN_BATCH = 256
+
+
+def parallel_kernel_sums(Q, X, V, heads, *, n_jobs=None, **params):
+    """:func:`kernel_sums` over batches of queries run in parallel.
+
+    The queries are split into one contiguous batch per worker; the batches
+    run through scikit-learn's :class:`~sklearn.utils.parallel.Parallel`
+    (threads preferred: numpy's ufuncs, ``cdist`` and BLAS release the GIL),
+    so ``joblib.parallel_config`` decides where they run. BLAS is limited to
+    one thread per batch. ``n_jobs=None`` or 1, or too few queries, runs
+    :func:`kernel_sums` directly. Not for ``exclude_self``.
+    """
+    m = Q.shape[0]
+    n_workers = effective_n_jobs(n_jobs)
+    n_batches = min(n_workers, m // MIN_BATCH)
+    if n_batches <= 1:
+        return kernel_sums(Q, X, V, heads, **params)
+    bounds = np.linspace(0, m, n_batches + 1).astype(np.intp)
+    parts = Parallel(n_jobs=n_jobs, prefer="threads")(
+        delayed(_batch_sums)(Q[a:b], X, V, heads, params)
+        for a, b in zip(bounds[:-1], bounds[1:], strict=True)
+    )
+    return [
+        tuple(np.concatenate([part[h][i] for part in parts]) for i in range(3))
+        for h in range(len(heads))
+    ]
+
+
+def _batch_sums(Q, X, V, heads, params):
+    with threadpool_limits(limits=1, user_api="blas"):
+        return kernel_sums(Q, X, V, heads, **params)
 
 
 def _masks(zero, x0, x1, exclude_self, q0, q1, keep_ratio):

@@ -1,0 +1,78 @@
+"""Parallel prediction: n_jobs and joblib backends give the serial answers."""
+
+import numpy as np
+import pytest
+from joblib import parallel_config
+from numpy.testing import assert_allclose
+
+from sknw import (
+    NadarayaWatsonClassifier,
+    NadarayaWatsonRegressor,
+    NadarayaWatsonRegressorCV,
+    _weights,
+)
+
+
+def _data(n=600, m=1500, d=2, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    y = np.sin(X[:, 0]) + 0.1 * rng.normal(size=n)
+    return X, y, rng.normal(size=(m, d))
+
+
+@pytest.fixture
+def count_batches(monkeypatch):
+    calls = []
+    original = _weights._batch_sums
+
+    def counting(*args):
+        calls.append(args[0].shape[0])
+        return original(*args)
+
+    monkeypatch.setattr(_weights, "_batch_sums", counting)
+    return calls
+
+
+@pytest.mark.parametrize("n_jobs", [2, 3, -1])
+@pytest.mark.parametrize("kernel", ["gaussian", "epanechnikov", "silverman"])
+def test_n_jobs_equals_serial(n_jobs, kernel, count_batches):
+    X, y, Q = _data()
+    serial = NadarayaWatsonRegressor(kernel=kernel, bandwidth=0.4).fit(X, y)
+    parallel = NadarayaWatsonRegressor(kernel=kernel, bandwidth=0.4, n_jobs=n_jobs)
+    expected = serial.predict(Q)
+    got = parallel.fit(X, y).predict(Q)
+    assert_allclose(got, expected, rtol=1e-13)
+    n_workers = _weights.effective_n_jobs(n_jobs)
+    expected_batches = min(n_workers, Q.shape[0] // _weights.MIN_BATCH)
+    if expected_batches > 1:
+        assert len(count_batches) == expected_batches
+        assert sum(count_batches) == Q.shape[0]
+
+
+def test_classifier_and_cv_estimator_parallel():
+    X, y, Q = _data(seed=1)
+    labels = np.where(y > 0, "up", "down")
+    clf = NadarayaWatsonClassifier(bandwidth=0.5)
+    expected = clf.fit(X, labels).predict_proba(Q)
+    got = clf.set_params(n_jobs=2).fit(X, labels).predict_proba(Q)
+    assert_allclose(got, expected, rtol=1e-13)
+    cv = NadarayaWatsonRegressorCV(bandwidths=5).fit(X, y)
+    cv2 = NadarayaWatsonRegressorCV(bandwidths=5, n_jobs=2).fit(X, y)
+    assert_allclose(cv2.predict(Q), cv.predict(Q), rtol=1e-13)
+
+
+@pytest.mark.parametrize("backend", ["threading", "loky"])
+def test_joblib_backends(backend):
+    X, y, Q = _data(seed=2)
+    est = NadarayaWatsonRegressor(bandwidth=[0.5, 0.8]).fit(X, y)
+    expected = est.predict(Q)
+    with parallel_config(backend=backend, n_jobs=2):
+        got = est.predict(Q)
+    assert_allclose(got, expected, rtol=1e-13)
+
+
+def test_few_queries_run_serially(count_batches):
+    X, y, Q = _data(m=_weights.MIN_BATCH + 10)
+    est = NadarayaWatsonRegressor(n_jobs=4).fit(X, y)
+    est.predict(Q)
+    assert count_batches == []
