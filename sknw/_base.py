@@ -11,13 +11,18 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._bandwidth import BANDWIDTH_RULES, rule_bandwidth
 from ._weights import (
+    TREE_MAX_FRACTION,
     Head,
+    build_tree,
     default_tile_elements,
     log_weight_rows,
     nearest_mask,
     nearest_sums,
     pairwise_distances,
     parallel_kernel_sums,
+    tree_kernel_sums,
+    tree_p,
+    window_fraction,
 )
 from .exceptions import EmptyWindowWarning
 from .kernels import KERNELS, Kernel, get_kernel
@@ -91,6 +96,7 @@ class NadarayaWatsonBase(BaseEstimator):
         "metric": [StrOptions(set(CDIST_METRICS)), callable],
         "metric_params": [dict, None],
         "empty_window": [StrOptions(set(EMPTY_WINDOW_POLICIES))],
+        "algorithm": [StrOptions({"auto", "brute", "tree"})],
         "n_jobs": [Integral, None],
     }
 
@@ -102,6 +108,7 @@ class NadarayaWatsonBase(BaseEstimator):
         metric="euclidean",
         metric_params=None,
         empty_window="nearest",
+        algorithm="auto",
         n_jobs=None,
     ):
         self.kernel = kernel
@@ -109,6 +116,7 @@ class NadarayaWatsonBase(BaseEstimator):
         self.metric = metric
         self.metric_params = metric_params
         self.empty_window = empty_window
+        self.algorithm = algorithm
         self.n_jobs = n_jobs
 
     # -- fitting ---------------------------------------------------------------
@@ -187,7 +195,39 @@ class NadarayaWatsonBase(BaseEstimator):
         self.bandwidth_ = self._resolve_bandwidth(X, sample_weight)
         self.X_fit_ = X
         self.sample_weight_ = sample_weight
+        self._resolve_algorithm()
         return sample_weight
+
+    #: ``algorithm="auto"`` considers the tree from this many training points.
+    _TREE_MIN_SAMPLES = 512
+
+    def _resolve_algorithm(self):
+        """Set ``algorithm_`` (and the neighbour tree) from the fitted state."""
+        p = tree_p(self.metric, self.metric_params_)
+        compact = bool(np.isfinite(self.kernel_.support))
+        self._tree = None
+        self.algorithm_ = "brute"
+        if self.algorithm == "brute":
+            return
+        if self.algorithm == "tree" and (not compact or p is None):
+            raise ValueError(
+                "algorithm='tree' needs a kernel of finite support (not "
+                f"{self.kernel_!r}) and a metric a KD-tree can search "
+                "('euclidean', 'cityblock', 'chebyshev' or 'minkowski' with p >= 1), "
+                f"not {self.metric!r} with {self.metric_params!r}."
+            )
+        if not compact or p is None:
+            return
+        if self.algorithm == "auto" and self.X_fit_.shape[0] < self._TREE_MIN_SAMPLES:
+            return
+        tree = build_tree(self.X_fit_, self._scale())
+        if self.algorithm == "auto":
+            fraction = window_fraction(
+                tree, self.X_fit_, self._head(), p, self._scale()
+            )
+            if fraction >= TREE_MAX_FRACTION:
+                return
+        self._tree, self.algorithm_ = tree, "tree"
 
     # -- the weighted average ----------------------------------------------------
 
@@ -210,12 +250,17 @@ class NadarayaWatsonBase(BaseEstimator):
         Queries with an empty window are handled by the ``empty_window`` policy.
         """
         Q = self._validate_queries(X)
+        tree = {}
+        if self.algorithm_ == "tree":
+            p = tree_p(self.metric, self.metric_params_)
+            tree = {"sums": tree_kernel_sums, "tree": self._tree, "p": p}
         ((S, den, _),) = parallel_kernel_sums(
             Q,
             self.X_fit_,
             V,
             [self._head()],
             n_jobs=self.n_jobs,
+            **tree,
             metric=self.metric,
             metric_params=self.metric_params_,
             scale=self._scale(),

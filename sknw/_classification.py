@@ -45,6 +45,16 @@ class NadarayaWatsonClassifier(ClassifierMixin, NadarayaWatsonBase):
         then raises), or a ``ValueError``. Every policy but ``"raise"`` emits an
         :class:`~sknw.exceptions.EmptyWindowWarning`.
 
+    algorithm : {"auto", "brute", "tree"}, default="auto"
+        How the weights are summed. ``"brute"``: every query against every
+        training point, in tiles. ``"tree"``: for a kernel of finite support and
+        a metric a KD-tree can search (euclidean, cityblock, chebyshev,
+        minkowski), only the training points within each query's window, found
+        with :class:`scipy.spatial.cKDTree`. ``"auto"``: the tree when the
+        kernel and metric allow it, there are at least 512 training points and
+        windows hold on average less than 5 % of them (probed at fit time on
+        training points), else brute. Both give the same estimates up to
+        rounding. The choice is stored in ``algorithm_``.
     n_jobs : int, default=None
         Number of parallel workers for predictions: the queries are split into
         batches run through joblib (threads unless ``joblib.parallel_config``
@@ -54,6 +64,8 @@ class NadarayaWatsonClassifier(ClassifierMixin, NadarayaWatsonBase):
 
     Attributes
     ----------
+    algorithm_ : {"brute", "tree"}
+        The summation used by predictions (see ``algorithm``).
     classes_ : ndarray of shape (n_classes,)
         Class labels, in the order of the columns of :meth:`predict_proba`.
     kernel_ : Kernel
@@ -122,6 +134,7 @@ class NadarayaWatsonClassifier(ClassifierMixin, NadarayaWatsonBase):
         metric="euclidean",
         metric_params=None,
         empty_window="nearest",
+        algorithm="auto",
         n_jobs=None,
     ):
         super().__init__(
@@ -130,6 +143,7 @@ class NadarayaWatsonClassifier(ClassifierMixin, NadarayaWatsonBase):
             metric=metric,
             metric_params=metric_params,
             empty_window=empty_window,
+            algorithm=algorithm,
             n_jobs=n_jobs,
         )
 
@@ -257,6 +271,16 @@ class NadarayaWatsonClassifierCV(CVSelectionMixin, NadarayaWatsonClassifier):
     empty_window : {"nearest", "mean", "nan", "raise"}, default="nearest"
         As in :class:`NadarayaWatsonRegressorCV`.
 
+    algorithm : {"auto", "brute", "tree"}, default="auto"
+        How the weights are summed. ``"brute"``: every query against every
+        training point, in tiles. ``"tree"``: for a kernel of finite support and
+        a metric a KD-tree can search (euclidean, cityblock, chebyshev,
+        minkowski), only the training points within each query's window, found
+        with :class:`scipy.spatial.cKDTree`. ``"auto"``: the tree when the
+        kernel and metric allow it, there are at least 512 training points and
+        windows hold on average less than 5 % of them (probed at fit time on
+        training points), else brute. Both give the same estimates up to
+        rounding. The choice is stored in ``algorithm_``.
     n_jobs : int, default=None
         Number of parallel workers for predictions: the queries are split into
         batches run through joblib (threads unless ``joblib.parallel_config``
@@ -266,6 +290,8 @@ class NadarayaWatsonClassifierCV(CVSelectionMixin, NadarayaWatsonClassifier):
 
     Attributes
     ----------
+    algorithm_ : {"brute", "tree"}
+        The summation used by predictions (see ``algorithm``).
     classes_ : ndarray of shape (n_classes,)
         Class labels.
     kernel_ : Kernel
@@ -341,6 +367,7 @@ class NadarayaWatsonClassifierCV(CVSelectionMixin, NadarayaWatsonClassifier):
         metric="euclidean",
         metric_params=None,
         empty_window="nearest",
+        algorithm="auto",
         n_jobs=None,
     ):
         self.kernels = kernels
@@ -351,6 +378,7 @@ class NadarayaWatsonClassifierCV(CVSelectionMixin, NadarayaWatsonClassifier):
         self.metric = metric
         self.metric_params = metric_params
         self.empty_window = empty_window
+        self.algorithm = algorithm
         self.n_jobs = n_jobs
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -376,4 +404,5 @@ class NadarayaWatsonClassifierCV(CVSelectionMixin, NadarayaWatsonClassifier):
         self.metric_params_ = self._resolve_metric_params(X, w)
         self._select(X, self._onehot(), self.y_fit_, w, "classification", self.classes_)
         self.X_fit_, self.sample_weight_ = X, w
+        self._resolve_algorithm()
         return self

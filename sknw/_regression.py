@@ -49,6 +49,16 @@ class NadarayaWatsonRegressor(RegressorMixin, NadarayaWatsonBase):
         :class:`~sknw.exceptions.EmptyWindowWarning` naming how many queries
         were affected.
 
+    algorithm : {"auto", "brute", "tree"}, default="auto"
+        How the weights are summed. ``"brute"``: every query against every
+        training point, in tiles. ``"tree"``: for a kernel of finite support and
+        a metric a KD-tree can search (euclidean, cityblock, chebyshev,
+        minkowski), only the training points within each query's window, found
+        with :class:`scipy.spatial.cKDTree`. ``"auto"``: the tree when the
+        kernel and metric allow it, there are at least 512 training points and
+        windows hold on average less than 5 % of them (probed at fit time on
+        training points), else brute. Both give the same estimates up to
+        rounding. The choice is stored in ``algorithm_``.
     n_jobs : int, default=None
         Number of parallel workers for predictions: the queries are split into
         batches run through joblib (threads unless ``joblib.parallel_config``
@@ -61,6 +71,8 @@ class NadarayaWatsonRegressor(RegressorMixin, NadarayaWatsonBase):
     kernel_ : Kernel
         The resolved kernel object (a copy: the ``kernel`` parameter is never
         modified).
+    algorithm_ : {"brute", "tree"}
+        The summation used by predictions (see ``algorithm``).
     bandwidth_ : float or ndarray of shape (n_features,)
         The resolved bandwidth: a float for a scalar ``bandwidth``, otherwise one
         bandwidth per feature.
@@ -136,6 +148,7 @@ class NadarayaWatsonRegressor(RegressorMixin, NadarayaWatsonBase):
         metric="euclidean",
         metric_params=None,
         empty_window="nearest",
+        algorithm="auto",
         n_jobs=None,
     ):
         super().__init__(
@@ -144,6 +157,7 @@ class NadarayaWatsonRegressor(RegressorMixin, NadarayaWatsonBase):
             metric=metric,
             metric_params=metric_params,
             empty_window=empty_window,
+            algorithm=algorithm,
             n_jobs=n_jobs,
         )
 
@@ -253,6 +267,16 @@ class NadarayaWatsonRegressorCV(CVSelectionMixin, NadarayaWatsonRegressor):
         windows are counted in ``cv_results_["n_empty_windows"]``; no warning
         is emitted during the search.
 
+    algorithm : {"auto", "brute", "tree"}, default="auto"
+        How the weights are summed. ``"brute"``: every query against every
+        training point, in tiles. ``"tree"``: for a kernel of finite support and
+        a metric a KD-tree can search (euclidean, cityblock, chebyshev,
+        minkowski), only the training points within each query's window, found
+        with :class:`scipy.spatial.cKDTree`. ``"auto"``: the tree when the
+        kernel and metric allow it, there are at least 512 training points and
+        windows hold on average less than 5 % of them (probed at fit time on
+        training points), else brute. Both give the same estimates up to
+        rounding. The choice is stored in ``algorithm_``.
     n_jobs : int, default=None
         Number of parallel workers for predictions: the queries are split into
         batches run through joblib (threads unless ``joblib.parallel_config``
@@ -262,6 +286,8 @@ class NadarayaWatsonRegressorCV(CVSelectionMixin, NadarayaWatsonRegressor):
 
     Attributes
     ----------
+    algorithm_ : {"brute", "tree"}
+        The summation used by predictions (see ``algorithm``).
     kernel_ : Kernel
         The selected kernel.
     bandwidth_ : float or ndarray of shape (n_features,)
@@ -356,6 +382,7 @@ class NadarayaWatsonRegressorCV(CVSelectionMixin, NadarayaWatsonRegressor):
         metric="euclidean",
         metric_params=None,
         empty_window="nearest",
+        algorithm="auto",
         n_jobs=None,
     ):
         self.kernels = kernels
@@ -366,6 +393,7 @@ class NadarayaWatsonRegressorCV(CVSelectionMixin, NadarayaWatsonRegressor):
         self.metric = metric
         self.metric_params = metric_params
         self.empty_window = empty_window
+        self.algorithm = algorithm
         self.n_jobs = n_jobs
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -400,4 +428,5 @@ class NadarayaWatsonRegressorCV(CVSelectionMixin, NadarayaWatsonRegressor):
         y = np.asarray(y, dtype=np.float64)
         self._select(X, y.reshape(y.shape[0], -1), y, w, "regression")
         self.X_fit_, self.y_fit_, self.sample_weight_ = X, y, w
+        self._resolve_algorithm()
         return self

@@ -421,8 +421,8 @@ class _TrainTile:
 MIN_BATCH = 256
 
 
-def parallel_kernel_sums(Q, X, V, heads, *, n_jobs=None, **params):
-    """:func:`kernel_sums` over batches of queries run in parallel.
+def parallel_kernel_sums(Q, X, V, heads, *, n_jobs=None, sums=None, **params):
+    """:func:`kernel_sums` (or ``sums``) over batches of queries in parallel.
 
     The queries are split into one contiguous batch per worker; the batches
     run through scikit-learn's :class:`~sklearn.utils.parallel.Parallel`
@@ -431,14 +431,15 @@ def parallel_kernel_sums(Q, X, V, heads, *, n_jobs=None, **params):
     one thread per batch. ``n_jobs=None`` or 1, or too few queries, runs
     :func:`kernel_sums` directly. Not for ``exclude_self``.
     """
+    sums = kernel_sums if sums is None else sums
     m = Q.shape[0]
     n_workers = effective_n_jobs(n_jobs)
     n_batches = min(n_workers, m // MIN_BATCH)
     if n_batches <= 1:
-        return kernel_sums(Q, X, V, heads, **params)
+        return sums(Q, X, V, heads, **params)
     bounds = np.linspace(0, m, n_batches + 1).astype(np.intp)
     parts = Parallel(n_jobs=n_jobs, prefer="threads")(
-        delayed(_batch_sums)(Q[a:b], X, V, heads, params)
+        delayed(_batch_sums)(sums, Q[a:b], X, V, heads, params)
         for a, b in zip(bounds[:-1], bounds[1:], strict=True)
     )
     return [
@@ -447,9 +448,120 @@ def parallel_kernel_sums(Q, X, V, heads, *, n_jobs=None, **params):
     ]
 
 
-def _batch_sums(Q, X, V, heads, params):
+def _batch_sums(sums, Q, X, V, heads, params):
     with threadpool_limits(limits=1, user_api="blas"):
-        return kernel_sums(Q, X, V, heads, **params)
+        return sums(Q, X, V, heads, **params)
+
+
+#: Minkowski ``p`` of the metrics a KD-tree can search.
+TREE_METRICS = {"euclidean": 2.0, "cityblock": 1.0, "chebyshev": np.inf}
+#: ``algorithm="auto"`` takes the tree below this expected share of training
+#: points in a window.
+TREE_MAX_FRACTION = 0.05
+
+
+def tree_p(metric, metric_params):
+    """Minkowski ``p`` for a KD-tree search with this metric, or None."""
+    if metric == "minkowski":
+        p = (metric_params or {}).get("p", 2.0)
+        if set(metric_params or {}) <= {"p"} and p >= 1:
+            return float(p)
+        return None
+    if metric_params:
+        return None
+    return TREE_METRICS.get(metric) if isinstance(metric, str) else None
+
+
+def build_tree(X, scale):
+    """KD-tree over the training rows, divided by ``scale``."""
+    from scipy.spatial import cKDTree
+
+    return cKDTree(_scaled_rows(X, 0, X.shape[0], scale))
+
+
+def window_fraction(tree, X, head, p, scale, n_probe=256):
+    """Average share of training points in the windows of training points.
+
+    Probes up to ``n_probe`` evenly spaced training rows as queries.
+    """
+    n = X.shape[0]
+    idx = np.unique(np.linspace(0, n - 1, min(n, n_probe)).astype(np.intp))
+    probes = _scaled_rows(X, 0, n, scale)[idx]
+    radius = head.kernel.support * head.divisor
+    counts = tree.query_ball_point(probes, radius, p=p, return_length=True)
+    return float(np.mean(counts)) / n
+
+
+def tree_kernel_sums(
+    Q,
+    X,
+    V,
+    heads,
+    *,
+    tree,
+    p,
+    scale=None,
+    sample_weight=None,
+    tile_elements=TILE_ELEMENTS,
+    **unused,
+):
+    """:func:`kernel_sums` for a compact kernel, from the neighbours in a tree.
+
+    Only the pairs within the kernel's support are evaluated: the tree finds
+    them (a ball of radius ``support * h``, slightly enlarged so that rounding
+    in the tree cannot drop a point the kernel weighs), distances are
+    recomputed here and the kernel decides. Compact kernels are bounded by
+    ``K(0)`` and have no tail to underflow, so the sums are unshifted
+    (``M = 0`` where the window has a positive weight, ``-inf`` where it is
+    empty), and equal those of :func:`kernel_sums` up to rounding.
+    """
+    (head,) = heads
+    m, k = Q.shape[0], V.shape[1]
+    n = X.shape[0]
+    Xs = tree.data
+    w = None if sample_weight is None else np.asarray(sample_weight, np.float64)
+    Vx = np.empty((n, k + 1))
+    Vx[:, :k] = V if w is None else V * w[:, None]
+    Vx[:, k] = 1.0 if w is None else w
+    radius = head.kernel.support * head.divisor * (1.0 + 1e-12)
+    acc = np.zeros((m, k + 1))
+    # Queries per chunk: about tile_elements pairs, from the first chunk's size.
+    chunk = max(1, min(m, 256))
+    q0 = 0
+    while q0 < m:
+        q1 = min(q0 + chunk, m)
+        Qt = _scaled_rows(Q, q0, q1, scale)
+        lists = tree.query_ball_point(Qt, radius, p=p, return_sorted=False)
+        lengths = np.fromiter(map(len, lists), dtype=np.intp, count=len(lists))
+        cols = np.fromiter(
+            (j for lst in lists for j in lst), dtype=np.intp, count=lengths.sum()
+        )
+        rows = np.repeat(np.arange(q1 - q0), lengths)
+        diff = Qt[rows] - Xs[cols]
+        if p == 2.0:
+            dist = np.sqrt(np.einsum("ij,ij->i", diff, diff))
+        elif p == 1.0:
+            dist = np.abs(diff).sum(axis=1)
+        elif np.isinf(p):
+            dist = np.abs(diff).max(axis=1)
+        else:
+            dist = (np.abs(diff) ** p).sum(axis=1) ** (1.0 / p)
+        weights = np.asarray(head.kernel(dist / head.divisor), dtype=np.float64)
+        if _is_user(head.kernel) and not np.all(np.isfinite(weights)):
+            raise ValueError(
+                f"Kernel {head.kernel!r} returned NaN or infinite values; a "
+                "kernel must return finite values."
+            )
+        for c in range(k + 1):
+            acc[q0:q1, c] = np.bincount(
+                rows, weights=weights * Vx[cols, c], minlength=q1 - q0
+            )
+        per_query = max(1.0, lengths.mean()) if lengths.size else 1.0
+        chunk = int(max(1, min(4096, tile_elements / per_query)))
+        q0 = q1
+    den = acc[:, k].copy()
+    M = np.where(den != 0, 0.0, -np.inf)
+    return [(acc[:, :k], den, M)]
 
 
 def _masks(zero, x0, x1, exclude_self, q0, q1, keep_ratio):

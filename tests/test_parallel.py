@@ -26,7 +26,7 @@ def count_batches(monkeypatch):
     original = _weights._batch_sums
 
     def counting(*args):
-        calls.append(args[0].shape[0])
+        calls.append(args[1].shape[0])  # (sums, Q, X, V, heads, params)
         return original(*args)
 
     monkeypatch.setattr(_weights, "_batch_sums", counting)

@@ -15,6 +15,7 @@ from sknw._weights import (
     pairwise_distances,
 )
 from sknw.kernels import (
+    KERNELS,
     Boxcar,
     Epanechnikov,
     Gaussian,
@@ -493,3 +494,54 @@ def test_tiles_respect_the_element_budget():
         bq, bn = _weights._tile_shape(m, n, budget)
         assert 1 <= bq <= m and 1 <= bn <= n
         assert bq * bn <= max(budget, 64)
+
+
+@pytest.mark.parametrize(
+    "kernel", [Epanechnikov(), Boxcar(), Triangular(), KERNELS["tricube"]()]
+)
+@pytest.mark.parametrize(
+    "metric, params, p",
+    [
+        ("euclidean", None, 2.0),
+        ("cityblock", None, 1.0),
+        ("chebyshev", None, np.inf),
+        ("minkowski", {"p": 3}, 3.0),
+    ],
+)
+@pytest.mark.parametrize("tile_elements", [50, TILE_ELEMENTS])
+def test_tree_sums_equal_dense_sums(kernel, metric, params, p, tile_elements):
+    Q, X, V, w = make_data(13, 300, 900, 3)
+    w[::4] = 0.0
+    Q[:5] += 30.0  # empty windows
+    scale = np.array([0.5, 1.0, 2.0])
+    head = Head(kernel, 0.4)
+    assert _weights.tree_p(metric, params) == p
+    tree = _weights.build_tree(X, scale)
+    ((S, den, M),) = _weights.tree_kernel_sums(
+        Q,
+        X,
+        V,
+        [head],
+        tree=tree,
+        p=p,
+        scale=scale,
+        sample_weight=w,
+        tile_elements=tile_elements,
+    )
+    ref = brute_sums(Q / scale, X / scale, V, head, metric, params, w)
+    # Tree sums are unshifted (M = 0): compare the ratios and the empty rows.
+    empty = ref[1] == 0
+    assert empty[:5].all() and not empty[5:].all()
+    assert_array_equal(den == 0, empty)
+    assert_array_equal(np.isneginf(M), empty)
+    assert_allclose(
+        S[~empty] / den[~empty, None], ref[0][~empty] / ref[1][~empty, None], rtol=1e-12
+    )
+
+
+def test_tree_metric_support():
+    assert _weights.tree_p("minkowski", None) == 2.0
+    assert _weights.tree_p("minkowski", {"p": 0.5}) is None
+    assert _weights.tree_p("cosine", None) is None
+    assert _weights.tree_p("euclidean", {"w": [1.0]}) is None
+    assert _weights.tree_p(lambda a, b: 0.0, None) is None
