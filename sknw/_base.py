@@ -340,6 +340,7 @@ class NadarayaWatsonBase(BaseEstimator):
         Parameters
         ----------
         X : array-like of shape (n_queries, n_features)
+            Queries.
 
         Returns
         -------

@@ -31,9 +31,9 @@ class NadarayaWatsonClassifier(ClassifierMixin, NadarayaWatsonBase):
         :class:`sknw.kernels.Kernel` instance. The kernel must be non-negative
         (so the Silverman kernel is not accepted): probabilities are weighted
         frequencies.
-    bandwidth : float, array-like of shape (n_features,) or {"scott", \
-            "silverman"}, default="scott"
-        As in :class:`NadarayaWatsonRegressor`.
+    bandwidth : {"scott", "silverman"}, float or array-like, default="scott"
+        A rule name, a float, or an array-like of shape (n_features,); as in
+        :class:`NadarayaWatsonRegressor`.
     metric : str or callable, default="euclidean"
         Any metric of :func:`scipy.spatial.distance.cdist`.
     metric_params : dict, default=None
@@ -82,7 +82,7 @@ class NadarayaWatsonClassifier(ClassifierMixin, NadarayaWatsonBase):
         Training sample weights, ``None`` when not given.
     n_features_in_ : int
         Number of features seen during fit.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Names of features seen during fit; only defined when ``X`` has feature
         names that are all strings.
 
@@ -316,7 +316,7 @@ class NadarayaWatsonClassifierCV(CVSelectionMixin, NadarayaWatsonClassifier):
         Training sample weights.
     n_features_in_ : int
         Number of features seen during fit.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Names of features seen during fit; only defined when ``X`` has feature
         names that are all strings.
 

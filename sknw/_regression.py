@@ -26,13 +26,14 @@ class NadarayaWatsonRegressor(RegressorMixin, NadarayaWatsonBase):
         A kernel name from :data:`sknw.kernels.KERNELS` (``"gaussian"``,
         ``"epanechnikov"``, ``"boxcar"``, ``"triangular"``, …) or a
         :class:`sknw.kernels.Kernel` instance, including user subclasses.
-    bandwidth : float, array-like of shape (n_features,) or {"scott", \
-            "silverman"}, default="scott"
-        A float divides the distances: :math:`u = d(x, q) / h`. An array gives
-        one bandwidth per feature: features are divided by it before distances
-        are computed (:math:`u = d(x / h, q / h)`; for the euclidean metric, a
-        product-like anisotropic kernel). A rule name computes a per-feature
-        bandwidth from the spread of each feature (see Notes).
+    bandwidth : {"scott", "silverman"}, float or array-like, default="scott"
+        A float divides the distances: :math:`u = d(x, q) / h`. An array-like
+        of shape (n_features,) gives one bandwidth per feature: features are
+        divided by it before distances are computed (:math:`u = d(x / h, q /
+        h)`; for the euclidean metric, an anisotropic kernel). A rule name
+        computes a bandwidth from the spread of the data: one per feature for
+        the coordinate metrics (euclidean, sqeuclidean, cityblock, chebyshev,
+        minkowski), a float for the others (see Notes).
     metric : str or callable, default="euclidean"
         Any metric of :func:`scipy.spatial.distance.cdist`.
     metric_params : dict, default=None
@@ -86,7 +87,7 @@ class NadarayaWatsonRegressor(RegressorMixin, NadarayaWatsonBase):
         Training sample weights, ``None`` when not given.
     n_features_in_ : int
         Number of features seen during fit.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Names of features seen during fit; only defined when ``X`` has feature
         names that are all strings.
 
@@ -113,17 +114,22 @@ class NadarayaWatsonRegressor(RegressorMixin, NadarayaWatsonBase):
     instead of 0/0. Memory stays within a few tiles of queries by training
     points (bounded by scikit-learn's ``working_memory``).
 
-    The rules of thumb compute, per feature :math:`j` with standard deviation
-    :math:`s_j`, interquartile range :math:`IQR_j`, :math:`d` features and
-    :math:`n = \sum_j w_j`: ``"scott"`` :math:`s_j n^{-1/(d+4)}`,
-    ``"silverman"`` :math:`0.9 \min(s_j, IQR_j / 1.349) n^{-1/(d+4)}`, each
-    multiplied by the ratio of the kernel's canonical scale to the Gaussian's.
+    For coordinate metrics the rules of thumb compute, per feature :math:`j`
+    with standard deviation :math:`s_j`, interquartile range :math:`IQR_j`,
+    :math:`d` features and :math:`n = \sum_j w_j`: ``"scott"``
+    :math:`s_j n^{-1/(d+4)}`, ``"silverman"``
+    :math:`0.9 \min(s_j, IQR_j / 1.349) n^{-1/(d+4)}`. For ``"mahalanobis"``
+    and ``"seuclidean"``, which standardise the features, they give the float
+    :math:`c\, n^{-1/(d+4)}` (:math:`c` = 1 or 0.9), and for every other metric
+    the same times the weighted median distance between training points. Each
+    is multiplied by the ratio of the kernel's canonical scale to the
+    Gaussian's, so that all kernels smooth about as much.
 
     References
     ----------
     .. [1] E. A. Nadaraya, "On estimating regression", Theory of Probability and
        its Applications, 9(1), 1964.
-    .. [2] G. S. Watson, "Smooth regression analysis", Sankhya A, 26(4), 1964.
+    .. [2] G\. S. Watson, "Smooth regression analysis", Sankhya A, 26(4), 1964.
     .. [3] A. Zhang, Z. C. Lipton, M. Li, A. J. Smola, "Dive into Deep
        Learning", section "Attention Pooling by Similarity".
 
@@ -315,7 +321,7 @@ class NadarayaWatsonRegressorCV(CVSelectionMixin, NadarayaWatsonRegressor):
         Training sample weights.
     n_features_in_ : int
         Number of features seen during fit.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Names of features seen during fit; only defined when ``X`` has feature
         names that are all strings.
 

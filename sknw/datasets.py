@@ -49,8 +49,11 @@ def make_d2l_sine(n_train=40, *, noise=1.0, random_state=None):
     Returns
     -------
     X_train : ndarray of shape (n_train, 1)
+        Training inputs, sorted.
     y_train : ndarray of shape (n_train,)
+        Noisy targets.
     X_val : ndarray of shape (50, 1)
+        Validation inputs 0, 0.1, ..., 4.9.
     y_val : ndarray of shape (50,)
         Noise-free targets at ``X_val``.
 

@@ -99,7 +99,18 @@ class Kernel:
     nonnegative = True
 
     def __call__(self, u):
-        """Evaluate the kernel at scaled distances ``u >= 0``."""
+        """Evaluate the kernel at scaled distances ``u >= 0``.
+
+        Parameters
+        ----------
+        u : array-like
+            Non-negative scaled distances.
+
+        Returns
+        -------
+        ndarray
+            ``K(u)``, of the shape of ``u``.
+        """
         raise NotImplementedError(
             f"{type(self).__name__} must implement __call__(u), the kernel as a "
             "function of the scaled distance u >= 0."
@@ -137,6 +148,16 @@ class Kernel:
 
         Kernels that are functions of ``u**2`` (the Gaussian, Epanechnikov, …)
         override this to avoid a square root on the euclidean fast path.
+
+        Parameters
+        ----------
+        u2 : ndarray
+            Squared non-negative scaled distances.
+
+        Returns
+        -------
+        ndarray
+            Same shape as ``u2``.
         """
         return self.log_value(np.sqrt(u2))
 
@@ -148,7 +169,18 @@ class Kernel:
     _continuous = True
 
     def sign(self, u):
-        """Sign of ``K(u)``; only used for kernels that are not non-negative."""
+        """Sign of ``K(u)``; only used for kernels that are not non-negative.
+
+        Parameters
+        ----------
+        u : ndarray
+            Non-negative scaled distances.
+
+        Returns
+        -------
+        ndarray
+            -1, 0 or 1, of the shape of ``u``.
+        """
         return np.sign(self(u))
 
     # -- constants used by bandwidth rules -------------------------------------
@@ -221,7 +253,7 @@ class Kernel:
         return sorted(names)
 
     def get_params(self, deep=True):
-        """Parameters of this kernel, as a dict.
+        """Get the parameters of this kernel.
 
         Parameters
         ----------
@@ -231,6 +263,7 @@ class Kernel:
         Returns
         -------
         dict
+            Parameter names mapped to their values.
         """
         return {name: getattr(self, name) for name in self._get_param_names()}
 
@@ -245,6 +278,7 @@ class Kernel:
         Returns
         -------
         self : Kernel
+            This kernel.
         """
         valid = self._get_param_names()
         for key, value in params.items():
