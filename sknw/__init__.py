@@ -2,6 +2,7 @@
 
 from . import datasets, kernels
 from ._classification import NadarayaWatsonClassifier, NadarayaWatsonClassifierCV
+from ._dask import dask_predict
 from ._regression import NadarayaWatsonRegressor, NadarayaWatsonRegressorCV
 from .exceptions import EmptyWindowWarning
 
@@ -14,6 +15,7 @@ __all__ = [
     "NadarayaWatsonRegressor",
     "NadarayaWatsonRegressorCV",
     "__version__",
+    "dask_predict",
     "datasets",
     "kernels",
 ]

@@ -13,6 +13,7 @@ from ._bandwidth import BANDWIDTH_RULES, rule_bandwidth
 from ._weights import (
     TREE_MAX_FRACTION,
     Head,
+    SortedIndex,
     build_tree,
     default_tile_elements,
     log_weight_rows,
@@ -20,6 +21,8 @@ from ._weights import (
     nearest_sums,
     pairwise_distances,
     parallel_kernel_sums,
+    sorted_eligible,
+    sorted_kernel_sums,
     tree_kernel_sums,
     tree_p,
     window_fraction,
@@ -96,7 +99,7 @@ class NadarayaWatsonBase(BaseEstimator):
         "metric": [StrOptions(set(CDIST_METRICS)), callable],
         "metric_params": [dict, None],
         "empty_window": [StrOptions(set(EMPTY_WINDOW_POLICIES))],
-        "algorithm": [StrOptions({"auto", "brute", "tree"})],
+        "algorithm": [StrOptions({"auto", "brute", "tree", "sorted"})],
         "n_jobs": [Integral, None],
     }
 
@@ -195,19 +198,47 @@ class NadarayaWatsonBase(BaseEstimator):
         self.bandwidth_ = self._resolve_bandwidth(X, sample_weight)
         self.X_fit_ = X
         self.sample_weight_ = sample_weight
-        self._resolve_algorithm()
         return sample_weight
 
     #: ``algorithm="auto"`` considers the tree from this many training points.
     _TREE_MIN_SAMPLES = 512
 
     def _resolve_algorithm(self):
-        """Set ``algorithm_`` (and the neighbour tree) from the fitted state."""
+        """Set ``algorithm_`` (and its index) from the fitted state.
+
+        Called at the end of ``fit``, once the values to average are known.
+        """
         p = tree_p(self.metric, self.metric_params_)
         compact = bool(np.isfinite(self.kernel_.support))
-        self._tree = None
+        self._tree = self._index = None
         self.algorithm_ = "brute"
         if self.algorithm == "brute":
+            return
+        sorted_ok = sorted_eligible(
+            self.kernel_, self.metric, self.metric_params_, self.n_features_in_
+        )
+        if self.algorithm == "sorted" and not sorted_ok:
+            raise ValueError(
+                "algorithm='sorted' needs one feature, a kernel that is a "
+                "polynomial on its support (boxcar, triangular, epanechnikov, "
+                f"biweight, triweight, tricube; not {self.kernel_!r}) and a metric "
+                "that is |x - q| in one dimension ('euclidean', 'cityblock', "
+                f"'chebyshev', 'minkowski'), not {self.metric!r}."
+            )
+        large = self.X_fit_.shape[0] >= self._TREE_MIN_SAMPLES
+        if self.algorithm == "sorted" or (
+            self.algorithm == "auto" and sorted_ok and large
+        ):
+            head = self._head()
+            self._index = SortedIndex(
+                self.X_fit_,
+                self._values(),
+                self.sample_weight_,
+                self.kernel_,
+                head.divisor,
+                self._scale(),
+            )
+            self.algorithm_ = "sorted"
             return
         if self.algorithm == "tree" and (not compact or p is None):
             raise ValueError(
@@ -218,7 +249,7 @@ class NadarayaWatsonBase(BaseEstimator):
             )
         if not compact or p is None:
             return
-        if self.algorithm == "auto" and self.X_fit_.shape[0] < self._TREE_MIN_SAMPLES:
+        if self.algorithm == "auto" and not large:
             return
         tree = build_tree(self.X_fit_, self._scale())
         if self.algorithm == "auto":
@@ -254,6 +285,8 @@ class NadarayaWatsonBase(BaseEstimator):
         if self.algorithm_ == "tree":
             p = tree_p(self.metric, self.metric_params_)
             tree = {"sums": tree_kernel_sums, "tree": self._tree, "p": p}
+        elif self.algorithm_ == "sorted":
+            tree = {"sums": sorted_kernel_sums, "index": self._index}
         ((S, den, _),) = parallel_kernel_sums(
             Q,
             self.X_fit_,
@@ -372,3 +405,29 @@ class NadarayaWatsonBase(BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = False
         return tags
+
+    def __sizeof__(self):
+        """Bytes of the estimator with the arrays it holds, about what it pickles.
+
+        Counts the arrays among the attributes (``X_fit_``, ``y_fit_``,
+        ``sample_weight_``, ...), in dict attributes and in helper objects, and
+        the KD-tree's data and index arrays, so that :func:`sys.getsizeof` and
+        ``dask.sizeof`` see a fitted model as large as it is: joblib's dask
+        backend then scatters it once instead of shipping it with every task.
+        """
+
+        def nbytes(values):
+            return sum(v.nbytes for v in values if isinstance(v, np.ndarray))
+
+        size = object.__sizeof__(self)
+        for value in vars(self).values():
+            if isinstance(value, np.ndarray):
+                size += value.nbytes
+            elif isinstance(value, dict):
+                size += nbytes(value.values())
+            elif hasattr(value, "__dict__"):
+                size += nbytes(vars(value).values())
+        tree = vars(self).get("_tree")
+        if tree is not None:
+            size += tree.data.nbytes + tree.indices.nbytes
+        return size

@@ -564,6 +564,159 @@ def tree_kernel_sums(
     return [(acc[:, :k], den, M)]
 
 
+#: Queries per chunk of the sorted 1-D path.
+SORTED_CHUNK = 1 << 15
+
+
+def sorted_eligible(kernel, metric, metric_params, n_features):
+    """Whether the exact sorted 1-D path applies.
+
+    One feature, a metric that is ``|x - q|`` in 1-D, and a built-in kernel that
+    is a polynomial in ``u`` on its support.
+    """
+    return (
+        n_features == 1
+        and getattr(kernel, "_polynomial", None) is not None
+        and not _is_user(kernel)
+        and tree_p(metric, metric_params) is not None
+    )
+
+
+class SortedIndex:
+    """Training points of one feature, sorted, with block-centred moments.
+
+    In units of the bandwidth, ``t = x / h`` is cut into blocks one unit wide;
+    for block ``b`` with centre ``c_b`` the within-block prefix sums of
+    ``w v (t - c_b)**i`` for ``i = 0 .. degree`` give, for any run of points of
+    the block, the moments from which the kernel sums follow exactly (a
+    polynomial kernel expands in these moments). Centred powers stay within
+    ``[-1/2, 1/2]``, so the expansion does not cancel catastrophically.
+    """
+
+    def __init__(self, X, V, w, kernel, bandwidth, scale):
+        t = _scaled_rows(X, 0, X.shape[0], scale)[:, 0] / bandwidth
+        order = np.argsort(t, kind="stable")
+        self.t = t[order]
+        self.coef = np.asarray(kernel._polynomial, dtype=np.float64)
+        self.open = not kernel._continuous  # the boxcar: u < 1
+        n, k = V.shape
+        Vx = np.empty((n, k + 1))
+        Vx[:, :k] = V if w is None else V * w[:, None]
+        Vx[:, k] = 1.0 if w is None else w
+        Vx = Vx[order]
+        # Prefix counts of points of positive weight: exact emptiness.
+        self.positive = np.r_[0, np.cumsum(Vx[:, k] > 0)]
+        block = np.floor(self.t - self.t[0]).astype(np.int64) if n else np.zeros(0)
+        starts = np.flatnonzero(np.r_[True, block[1:] != block[:-1]]) if n else []
+        self.block_start = np.repeat(starts, np.diff(np.r_[starts, n]))
+        centre = self.t[0] + block + 0.5
+        self.centre = centre
+        s = self.t - centre
+        degree = self.coef.size - 1
+        # moments[j, i] = sum over the block of j, up to j, of Vx * s**i.
+        powers = s[:, None] ** np.arange(degree + 1)
+        terms = powers[:, :, None] * Vx[:, None, :]
+        if len(starts) > 1:
+            totals = np.add.reduceat(terms, starts, axis=0)
+            terms[starts[1:]] -= totals[:-1]  # restart the sum per block
+        self.moments = np.cumsum(terms, axis=0)
+        # Derivatives of the kernel polynomial, divided by i!: the expansion
+        # coefficients of (z + s)**c in powers of s.
+        self.derivs = [
+            np.array([self.coef[c] * _binom(c, i) for c in range(i, degree + 1)][::-1])
+            for i in range(degree + 1)
+        ]
+
+    def _run(self, a, b):
+        """Moments of the points ``a <= j < b`` (one block): (m, powers, k+1)."""
+        last = np.maximum(b - 1, 0)
+        total = self.moments[last]
+        inside = a > self.block_start[last]
+        total[inside] -= self.moments[np.maximum(a - 1, 0)[inside]]
+        total[b <= a] = 0.0
+        return total
+
+    def _side(self, a, b, tq, left):
+        """Kernel sums over sorted points ``a <= j < b`` on one side of ``tq``."""
+        acc = 0.0
+        split = self.block_start[np.clip(b - 1, 0, None)]
+        split = np.where(b > a, np.maximum(split, a), a)
+        for lo, hi in ((a, split), (split, b)):
+            moments = self._run(lo, hi)
+            centre = self.centre[np.clip(hi - 1, 0, None)]
+            delta = tq - centre  # u = delta - s (left) or s - delta (right)
+            z = delta if left else -delta
+            coefs = np.empty((tq.shape[0], len(self.derivs)))
+            for i, deriv in enumerate(self.derivs):
+                coefs[:, i] = np.polyval(deriv, z)
+                if left and i % 2:
+                    coefs[:, i] = -coefs[:, i]
+            acc = acc + np.einsum("mi,mic->mc", coefs, moments)
+        return acc
+
+    def sums(self, tq):
+        """Kernel-weighted sums ``[S, den]`` and counts at queries ``tq``."""
+        t = self.t
+        if self.open:
+            lo = np.searchsorted(t, tq - 1.0, side="right")
+            hi = np.searchsorted(t, tq + 1.0, side="left")
+        else:
+            lo = np.searchsorted(t, tq - 1.0, side="left")
+            hi = np.searchsorted(t, tq + 1.0, side="right")
+        mid = np.searchsorted(t, tq, side="right")
+        acc = self._side(lo, mid, tq, True) + self._side(mid, hi, tq, False)
+        # A window is empty when no point of positive weight lies strictly
+        # inside the support (points at u = 1 weigh 0).
+        inner_lo = np.searchsorted(t, tq - 1.0, side="right")
+        inner_hi = np.searchsorted(t, tq + 1.0, side="left")
+        inner_hi = np.maximum(inner_hi, inner_lo)
+        return acc, self.positive[inner_hi] > self.positive[inner_lo]
+
+
+def _binom(n, k):
+    from math import comb
+
+    return float(comb(n, k))
+
+
+def sorted_kernel_sums(
+    Q,
+    X,
+    V,
+    heads,
+    *,
+    index,
+    scale=None,
+    tile_elements=TILE_ELEMENTS,
+    **unused,
+):
+    """:func:`kernel_sums` for a polynomial kernel in 1-D, from a sorted index.
+
+    ``O((n + m) log n)``: each query's window is found by binary search and its
+    sums follow from the block-centred moments of :class:`SortedIndex` (the
+    idea of fast sum updating). Sums are unshifted (``M = 0`` where the window
+    has a positive weight, ``-inf`` where it is empty) and equal those of
+    :func:`kernel_sums` up to rounding: the expansion in moments cancels where a
+    window holds only points near its edge, more so for kernels of high degree
+    (measured relative errors: about 1e-12 for boxcar, triangular and
+    epanechnikov, up to 1e-9 for triweight and tricube).
+    """
+    (head,) = heads
+    m, k = Q.shape[0], V.shape[1]
+    acc = np.zeros((m, k + 1))
+    nonempty = np.zeros(m, dtype=bool)
+    tq_all = _scaled_rows(Q, 0, m, scale)[:, 0] / head.divisor
+    # Sorted queries make the binary searches walk the index in order.
+    order = np.argsort(tq_all, kind="stable")
+    for q0 in range(0, m, SORTED_CHUNK):
+        rows = order[q0 : q0 + SORTED_CHUNK]
+        acc[rows], nonempty[rows] = index.sums(tq_all[rows])
+    acc[~nonempty] = 0.0
+    den = acc[:, k].copy()
+    M = np.where(den != 0, 0.0, -np.inf)
+    return [(acc[:, :k], den, M)]
+
+
 def _masks(zero, x0, x1, exclude_self, q0, q1, keep_ratio):
     """Index pairs of a tile whose terms are left out (weight 0, or self)."""
     masked = []

@@ -167,6 +167,9 @@ class Kernel:
     _log_linear = None
     #: Whether K is continuous: rounding of distances cannot flip a weight.
     _continuous = True
+    #: ``(a_0, a_1, ...)`` when ``K(u) = sum_c a_c u**c`` on the support
+    #: ``u <= 1`` (``u < 1`` for the boxcar): the exact sorted 1-D path.
+    _polynomial = None
 
     def sign(self, u):
         """Sign of ``K(u)``; only used for kernels that are not non-negative.
@@ -381,6 +384,8 @@ class Boxcar(Kernel):
     _native_sq = True
     _continuous = False
 
+    _polynomial = (1.0,)
+
     def __call__(self, u):
         return _where_inside(_asfloat(u), 1.0, closed=False)
 
@@ -438,6 +443,8 @@ class Epanechnikov(Kernel):
     roughness = 0.6
     _native_sq = True
 
+    _polynomial = (1.0, 0.0, -1.0)
+
     def __call__(self, u):
         u = _asfloat(u)
         c = np.minimum(u, 1.0)
@@ -470,6 +477,8 @@ class Triangular(Kernel):
     variance = 1.0 / 6.0
     roughness = 2.0 / 3.0
 
+    _polynomial = (1.0, -1.0)
+
     def __call__(self, u):
         u = _asfloat(u)
         return _where_inside(u, 1.0 - np.minimum(u, 1.0))
@@ -498,6 +507,8 @@ class Biweight(Kernel):
     roughness = 5.0 / 7.0
     _native_sq = True
     _power = 2
+
+    _polynomial = (1.0, 0.0, -2.0, 0.0, 1.0)
 
     def __call__(self, u):
         u = _asfloat(u)
@@ -530,6 +541,7 @@ class Triweight(Biweight):
     variance = 1.0 / 9.0
     roughness = 350.0 / 429.0
     _power = 3
+    _polynomial = (1.0, 0.0, -3.0, 0.0, 3.0, 0.0, -1.0)
 
 
 class Tricube(Kernel):
@@ -548,6 +560,8 @@ class Tricube(Kernel):
     support = 1.0
     variance = 35.0 / 243.0
     roughness = 175.0 / 247.0
+
+    _polynomial = (1.0, 0.0, 0.0, -3.0, 0.0, 0.0, 3.0, 0.0, 0.0, -1.0)
 
     def __call__(self, u):
         u = _asfloat(u)

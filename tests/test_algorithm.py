@@ -91,3 +91,73 @@ def test_tree_classifier_cv_and_pickle():
         ser = NadarayaWatsonRegressor(algorithm="tree", **kwargs).fit(X, y)
         Q2 = np.vstack([Q] * 3)
         assert_allclose(par.predict(Q2), ser.predict(Q2), rtol=1e-13)
+
+
+POLYNOMIAL_KERNELS = [
+    "boxcar",
+    "triangular",
+    "epanechnikov",
+    "biweight",
+    "triweight",
+    "tricube",
+]
+
+
+@pytest.mark.parametrize("kernel", POLYNOMIAL_KERNELS)
+@pytest.mark.parametrize("bandwidth", [0.05, 0.7, [2.5]])
+def test_sorted_equals_brute_in_one_dimension(kernel, bandwidth):
+    rng = np.random.default_rng(3)
+    X = np.r_[rng.normal(size=(700, 1)) * 3 + 1e3, np.arange(40.0)[:, None] + 1e3]
+    y = np.column_stack([np.sin(X[:, 0]), np.cos(X[:, 0]) + 5.0])
+    w = rng.uniform(0.0, 2.0, size=X.shape[0])
+    w[::9] = 0.0
+    # Queries inside, far outside, and half and three bandwidths from grid
+    # points. (At exactly one bandwidth, u = 1 up to rounding, and paths that
+    # compute u differently may count such an edge point in or out.)
+    h = float(np.ravel(bandwidth)[0])
+    grid = np.arange(40.0)[:, None] + 1e3
+    Q = np.r_[
+        rng.normal(size=(300, 1)) * 4 + 1e3,
+        [[1e3 + 200.0]],
+        grid + 0.5 * h,
+        grid + 3.0 * h,
+    ]
+    kwargs = {"kernel": kernel, "bandwidth": bandwidth, "empty_window": "nan"}
+    brute = NadarayaWatsonRegressor(algorithm="brute", **kwargs).fit(X, y, w)
+    fast = NadarayaWatsonRegressor(algorithm="auto", **kwargs).fit(X, y, w)
+    assert fast.algorithm_ == "sorted"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", EmptyWindowWarning)
+        expected, got = brute.predict(Q), fast.predict(Q)
+    assert_array_equal(np.isnan(got), np.isnan(expected))
+    # The moment expansion cancels more for high-degree kernels (documented).
+    degree = len(fast.kernel_._polynomial) - 1
+    rtol = 1e-10 if degree <= 4 else 5e-9
+    assert_allclose(got, expected, rtol=rtol, atol=1e-12, equal_nan=True)
+
+
+def test_sorted_classifier_and_errors():
+    rng = np.random.default_rng(4)
+    X = rng.uniform(0, 10, size=(800, 1))
+    labels = np.where(np.sin(X[:, 0]) > 0, "a", "b")
+    kwargs = {"kernel": "tricube", "bandwidth": 0.3}
+    fast = NadarayaWatsonClassifier(algorithm="sorted", **kwargs).fit(X, labels)
+    brute = NadarayaWatsonClassifier(algorithm="brute", **kwargs).fit(X, labels)
+    Q = rng.uniform(0, 10, size=(200, 1))
+    assert_allclose(fast.predict_proba(Q), brute.predict_proba(Q), atol=1e-12)
+    restored = pickle.loads(pickle.dumps(fast))
+    assert_array_equal(restored.predict_proba(Q), fast.predict_proba(Q))
+    with pytest.raises(ValueError, match="polynomial"):
+        NadarayaWatsonRegressor(kernel="cosine", algorithm="sorted").fit(X, X[:, 0])
+    with pytest.raises(ValueError, match="one feature"):
+        NadarayaWatsonRegressor(kernel="boxcar", algorithm="sorted").fit(
+            np.hstack([X, X]), X[:, 0]
+        )
+    # 1-D, polynomial kernel, few points: brute; many points: sorted.
+    few = NadarayaWatsonRegressor(kernel="boxcar", bandwidth=1.0).fit(X[:50], X[:50, 0])
+    assert few.algorithm_ == "brute"
+    many = NadarayaWatsonRegressor(kernel="boxcar", bandwidth=1.0).fit(X, X[:, 0])
+    assert many.algorithm_ == "sorted"
+    par = NadarayaWatsonRegressor(kernel="boxcar", bandwidth=1.0, n_jobs=2)
+    Q2 = rng.uniform(0, 10, size=(1000, 1))
+    assert_allclose(par.fit(X, X[:, 0]).predict(Q2), many.predict(Q2), rtol=1e-13)
