@@ -4,6 +4,7 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
+import scipy.sparse as sp
 from scipy.spatial.distance import cdist
 from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -59,12 +60,48 @@ CDIST_METRICS = (
 EMPTY_WINDOW_POLICIES = ("nearest", "mean", "nan", "raise")
 
 
+def check_not_text(X, name="X"):
+    """Reject arrays of strings of digits: sknw does not parse numbers from text.
+
+    Other strings are left to scikit-learn's validation, which names the value
+    it cannot convert.
+    """
+    kind = getattr(getattr(X, "dtype", None), "kind", None)
+    if kind is None and not sp.issparse(X) and not hasattr(X, "__array__"):
+        try:
+            kind = np.asarray(X).dtype.kind
+        except (TypeError, ValueError):
+            return
+    if kind in ("U", "S"):
+        try:
+            np.asarray(X, dtype=np.float64)
+        except (TypeError, ValueError):
+            return  # not numbers: validation reports the string it cannot read
+        raise ValueError(
+            f"{name} holds strings; sknw needs numeric input (encode categories "
+            "or convert numbers, e.g. with astype(float), first)."
+        )
+
+
+def check_dense_target(y):
+    """Reject a sparse target with a message that says so."""
+    if sp.issparse(y):
+        raise TypeError(
+            "A sparse y is not supported; convert it with .toarray() first."
+        )
+
+
 def check_sample_weight(sample_weight, n_samples):
     """Validate sample weights: finite, non-negative, not all zero."""
     if sample_weight is None:
         return None
     if np.isscalar(sample_weight):
         sample_weight = np.full(n_samples, sample_weight, dtype=np.float64)
+    if sp.issparse(sample_weight):
+        raise TypeError(
+            "sample_weight must be dense: a sparse matrix is not supported; "
+            "convert it with .toarray().ravel()."
+        )
     w = np.asarray(sample_weight)
     if w.dtype.kind == "c":
         raise ValueError("sample_weight must be real, got complex values.")
@@ -84,6 +121,36 @@ def check_sample_weight(sample_weight, n_samples):
             "positive value."
         )
     return w
+
+
+def _check_metric_values(params):
+    """Reject metric parameters that scipy's cdist would silently misuse."""
+
+    def fail(name, requirement):
+        raise ValueError(
+            f"metric_params[{name!r}] must be {requirement}, got {params[name]!r}."
+        )
+
+    if "p" in params and isinstance(params["p"], Real):
+        p = params["p"]
+        if not p > 0:  # NaN fails too; np.inf is allowed
+            fail("p", "a positive number (np.inf for chebyshev)")
+    if "w" in params:
+        w = np.asarray(params["w"], dtype=np.float64)
+        if not np.all(np.isfinite(w)):
+            fail("w", "finite and non-negative")
+    if "V" in params:
+        V = np.asarray(params["V"], dtype=np.float64)
+        if not (np.all(np.isfinite(V)) and np.all(V > 0)):
+            fail("V", "finite and positive (variances)")
+    if "VI" in params:
+        VI = np.asarray(params["VI"], dtype=np.float64)
+        if not np.all(np.isfinite(VI)):
+            fail("VI", "finite")
+        sym = (VI + VI.T) / 2
+        eig = np.linalg.eigvalsh(sym)
+        if eig.min() < -1e-10 * max(abs(eig).max(), 1.0):
+            fail("VI", "positive semi-definite (an inverse covariance)")
 
 
 class NadarayaWatsonBase(BaseEstimator):
@@ -181,6 +248,7 @@ class NadarayaWatsonBase(BaseEstimator):
                     f"metric_params[{name!r}] must have shape {shape} for "
                     f"{d} features, got shape {np.shape(params[name])}."
                 )
+        _check_metric_values(params)
         try:
             cdist(X[:1], X[:1], metric, **params)
         except (TypeError, ValueError) as exc:
@@ -273,6 +341,7 @@ class NadarayaWatsonBase(BaseEstimator):
 
     def _validate_queries(self, X):
         check_is_fitted(self)
+        check_not_text(X)
         return validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
 
     def _weighted_average(self, X, V):

@@ -9,7 +9,12 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
-from ._base import NadarayaWatsonBase, check_sample_weight
+from ._base import (
+    NadarayaWatsonBase,
+    check_dense_target,
+    check_not_text,
+    check_sample_weight,
+)
 from ._selection import CVSelectionMixin
 from .kernels import KERNELS, Kernel
 
@@ -187,6 +192,8 @@ class NadarayaWatsonClassifier(ClassifierMixin, NadarayaWatsonBase):
 
     def _validate_labels(self, X, y):
         """Validate ``X`` and ``y``; set ``classes_`` and the encoded ``y_fit_``."""
+        check_not_text(X)
+        check_dense_target(y)
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32])
         y = column_or_1d(y, warn=True)
         check_classification_targets(y)

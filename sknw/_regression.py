@@ -8,7 +8,12 @@ from sklearn.metrics import get_scorer_names
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._base import NadarayaWatsonBase, check_sample_weight
+from ._base import (
+    NadarayaWatsonBase,
+    check_dense_target,
+    check_not_text,
+    check_sample_weight,
+)
 from ._selection import CVSelectionMixin
 from .kernels import KERNELS, Kernel
 
@@ -192,6 +197,8 @@ class NadarayaWatsonRegressor(RegressorMixin, NadarayaWatsonBase):
         self : NadarayaWatsonRegressor
             The fitted estimator.
         """
+        check_not_text(X)
+        check_dense_target(y)
         X, y = validate_data(
             self,
             X,
@@ -439,6 +446,8 @@ class NadarayaWatsonRegressorCV(CVSelectionMixin, NadarayaWatsonRegressor):
         self : NadarayaWatsonRegressorCV
             The fitted estimator.
         """
+        check_not_text(X)
+        check_dense_target(y)
         X, y = validate_data(
             self,
             X,

@@ -90,7 +90,8 @@ def group_candidates(cands, metric):
     """Group candidates that can share one pass over the distances.
 
     A per-feature bandwidth ``b`` is split into a shape ``b / g`` and a size
-    ``g`` (its geometric mean): for metrics homogeneous of degree ``p``,
+    ``g`` (the power of two nearest its geometric mean): for metrics homogeneous
+    of degree ``p``,
     ``d(x / b, q / b) = d(x / (b / g), q / (b / g)) / g**p``, so candidates
     with the same shape share their distances.
 
@@ -105,7 +106,8 @@ def group_candidates(cands, metric):
         if np.ndim(bw) == 0:
             key, scale, divisor = None, None, float(bw)
         elif degree is not None:
-            size = float(np.exp(np.mean(np.log(bw))))
+            # A power of two: dividing by it is exact, so ties stay ties.
+            size = float(np.exp2(np.round(np.mean(np.log2(bw)))))
             scale = bw / size
             key = tuple(f"{v:.12e}" for v in scale)
             divisor = size**degree
@@ -369,6 +371,13 @@ class CVSelectionMixin:
         else:
             splitter = check_cv(self.cv, y_score, classifier=kind == "classification")
             folds = list(splitter.split(X, y_score))
+            if w is not None:
+                for f, (_, test) in enumerate(folds):
+                    if not np.any(w[test] > 0):
+                        raise ValueError(
+                            f"Fold {f} of cv holds only samples of weight 0, so "
+                            "it cannot be scored; use other folds or weights."
+                        )
         cands = candidate_grid(X, w, resolved, grid, self.metric, self.metric_params_)
         preds, n_empty = cv_predictions(
             X,

@@ -142,13 +142,20 @@ def _use_squared(metric, heads):
 
 def _scaled_arg(D, head, squared):
     """The kernel's argument: ``u**2`` on the squared path, else ``u``."""
-    inv = 1.0 / head.divisor
+    h = float(head.divisor)
+    inv = 1.0 / h if h >= _TINY else np.inf
     with np.errstate(over="ignore"):
+        if not np.isfinite(inv):
+            # A subnormal bandwidth: 1/h overflows, so divide (0 stays 0).
+            return (D / h) / h if squared else D / h
         if squared:
             inv2 = inv * inv
             # (1/h)**2 overflows for h < 1e-154: scale twice so 0 stays 0.
             return D * inv2 if np.isfinite(inv2) else (D * inv) * inv
         return D * inv
+
+
+_TINY = np.finfo(np.float64).tiny
 
 
 def _log_weights(D, head, squared):
@@ -402,8 +409,9 @@ class _TrainTile:
         """``exp(L - shift)`` of the single log-linear head, in ``buf``."""
         if not self.gemm:
             # One feature: exp(-shift - (q s - x s)**2), s = sqrt(-coef).
-            D = np.subtract(Qt * np.sqrt(-self.single), self.xs, out=buf)
-            np.multiply(D, D, out=D)
+            with np.errstate(over="ignore", invalid="ignore"):
+                D = np.subtract(Qt * np.sqrt(-self.single), self.xs, out=buf)
+                np.multiply(D, D, out=D)
             for ix in masked:
                 D[ix] = np.inf
             tile_max = -D.min(axis=1)
@@ -798,7 +806,8 @@ def _fused_tile(D, coef, dmin, dmax, target, acc, rows):
     the shift is ``coef * dmin`` and the floor of :func:`_exp` is needed only
     when ``coef * dmax - shift`` falls below it.
     """
-    tile_max = coef * dmin
+    with np.errstate(over="ignore"):
+        tile_max = coef * dmin
     safe = _rescale(acc, rows, tile_max)
     with np.errstate(over="ignore", invalid="ignore"):
         np.multiply(D, coef, out=target)

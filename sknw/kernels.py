@@ -738,7 +738,10 @@ class Silverman(Kernel):
 
     def sign(self, u):
         s = _asfloat(u) / math.sqrt(2.0)
-        return np.sign(np.sin(s + 0.25 * np.pi))
+        with np.errstate(invalid="ignore"):
+            sign = np.sign(np.sin(s + 0.25 * np.pi))
+        # The kernel vanishes at infinity: a zero weight there, not NaN.
+        return np.where(np.isinf(s), 0.0, sign)
 
 
 #: Registry of built-in kernels by name (aliases included).
