@@ -18,14 +18,15 @@ STANDARDISING_METRICS = frozenset({"mahalanobis", "seuclidean"})
 _SCALE_SUBSAMPLE = 500
 
 
-def _weighted_quantile(x, w, q):
+def _weighted_quantile(x, w, q, unit=1.0):
     """Quantile ``q`` of ``x`` with frequency weights ``w``, linear interpolation.
 
     For unit weights this is :func:`numpy.quantile`'s default (``"linear"``);
-    integer weights give the quantile of the data with rows repeated.
+    integer weights give the quantile of the data with rows repeated. ``unit``
+    is the weight of one row (weights may have been divided by a scale).
     """
     order = np.argsort(x, kind="stable")
-    xs, cum = x[order], np.cumsum(w[order])
+    xs, cum = x[order], np.cumsum(w[order]) / unit
     t = max(q * (cum[-1] - 1.0), 0.0)
     k = np.floor(t)
     idx = np.searchsorted(cum, [k, k + 1.0], side="right")
@@ -33,7 +34,7 @@ def _weighted_quantile(x, w, q):
     return lo + (t - k) * (hi - lo)
 
 
-def _weighted_spread(X, w):
+def _weighted_spread(X, w, unit=1.0):
     """Per-feature weighted standard deviation (ddof=0) and interquartile range.
 
     Weights act as frequencies: integer weights give the spread of the data
@@ -43,7 +44,7 @@ def _weighted_spread(X, w):
     """
     # Powers of two: the scaling is exact.
     _, exponent = np.frexp(np.max(np.abs(X), axis=0))
-    magnitude = np.ldexp(1.0, exponent)
+    magnitude = np.ldexp(1.0, exponent - 1)
     Xn = X / magnitude
     total = w.sum()
     mean = (w @ Xn) / total
@@ -51,30 +52,31 @@ def _weighted_spread(X, w):
     std = np.sqrt(np.maximum(var, 0.0)) * magnitude
     iqr = np.array(
         [
-            _weighted_quantile(col, w, 0.75) - _weighted_quantile(col, w, 0.25)
+            _weighted_quantile(col, w, 0.75, unit)
+            - _weighted_quantile(col, w, 0.25, unit)
             for col in X.T
         ]
     )
     return std, iqr
 
 
-def _scott(std, iqr, n, d):
-    return std * n ** (-1.0 / (d + 4))
+def _scott(std, iqr, n_factor, d):
+    return std * n_factor
 
 
-def _silverman(std, iqr, n, d):
+def _silverman(std, iqr, n_factor, d):
     robust = np.where(iqr > 0, np.minimum(std, iqr / 1.349), std)
-    return 0.9 * robust * n ** (-1.0 / (d + 4))
+    return 0.9 * robust * n_factor
 
 
-#: Bandwidth rules by name: functions of (std, iqr, n, d) giving a per-feature
-#: bandwidth for the Gaussian kernel.
+#: Bandwidth rules by name: functions of (std, iqr, n**(-1/(d+4)), d) giving a
+#: per-feature bandwidth for the Gaussian kernel.
 BANDWIDTH_RULES = {"scott": _scott, "silverman": _silverman}
 #: The rules' constant for a scalar bandwidth on a unit scale.
 _SCALAR_FACTOR = {"scott": 1.0, "silverman": 0.9}
 
 
-def _median_distance(X, w, metric, metric_params):
+def _median_distance(X, w, metric, metric_params, unit=1.0):
     """Weighted median distance between distinct training rows (a subsample).
 
     Pairs are weighted by ``w_i w_j``, so integer weights act as repeated rows
@@ -87,7 +89,8 @@ def _median_distance(X, w, metric, metric_params):
     D = cdist(X, X, metric, **(metric_params or {}))
     iu = np.triu_indices(X.shape[0], k=1)
     dist = np.concatenate([D[iu], np.zeros(X.shape[0])])
-    pair_w = np.concatenate([w[iu[0]] * w[iu[1]], np.maximum(w * (w - 1) / 2, 0)])
+    self_pairs = np.maximum(w * (w - unit) / 2, 0)  # k (k - 1) / 2, in units
+    pair_w = np.concatenate([w[iu[0]] * w[iu[1]], self_pairs])
     if not np.any(pair_w > 0) or not np.any(dist > 0):
         return 1.0
     median = np.quantile(dist, 0.5, weights=pair_w, method="inverted_cdf")
@@ -141,20 +144,27 @@ def rule_bandwidth(
     """
     n_samples, d = X.shape
     w = np.ones(n_samples) if sample_weight is None else sample_weight
+    # Spreads do not depend on the scale of the weights; n = sum(w) does, and
+    # is kept as a logarithm so that huge weights do not overflow it.
+    _, exponent = np.frexp(np.max(w))
+    exponent = exponent - 1
+    unit = np.ldexp(1.0, -exponent)  # one unit of weight, after the scaling
+    w = w * unit
+    n_factor = np.exp(-(np.log(w.sum()) + exponent * np.log(2.0)) / (d + 4))
     factor = kernel_factor(kernel)
     tiny, huge = np.finfo(np.float64).tiny, np.finfo(np.float64).max
     if metric not in COORDINATE_METRICS:
         scale = 1.0
         if metric not in STANDARDISING_METRICS:
-            scale = _median_distance(X, w, metric, metric_params)
-        h = _SCALAR_FACTOR[rule] * scale * w.sum() ** (-1.0 / (d + 4)) * factor
+            scale = _median_distance(X, w, metric, metric_params, unit)
+        h = _SCALAR_FACTOR[rule] * scale * n_factor * factor
         return float(np.clip(h, tiny, huge))
-    std, iqr = _weighted_spread(X, w)
+    std, iqr = _weighted_spread(X, w, unit)
     magnitude = np.max(np.abs(X), axis=0)
     fallback = np.where(magnitude > 0, magnitude, 1.0)
     flat = (np.ptp(X, axis=0) == 0) | ~(std > 0)
     std = np.where(flat, fallback, std)
     iqr = np.where(flat, 0.0, iqr)
-    h = BANDWIDTH_RULES[rule](std, iqr, w.sum(), d) * factor
+    h = BANDWIDTH_RULES[rule](std, iqr, n_factor, d) * factor
     # A spread at the very edge of the float range may still round to 0 or inf.
     return np.clip(h, tiny, huge)

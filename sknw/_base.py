@@ -153,6 +153,18 @@ def _check_metric_values(params):
             fail("VI", "positive semi-definite (an inverse covariance)")
 
 
+def power_of_two_scale(A, axis=None):
+    """Powers of two near the largest magnitudes of ``A`` (1 where it is 0).
+
+    Dividing by them is exact and brings values near the ends of the float
+    range back to order one, so sums of products neither overflow nor fall
+    into the subnormal range.
+    """
+    big = np.max(np.abs(A), axis=axis)
+    _, exponent = np.frexp(np.where(np.isfinite(big) & (big > 0), big, 1.0))
+    return np.ldexp(1.0, exponent - 1)  # <= big, so never overflows
+
+
 class NadarayaWatsonBase(BaseEstimator):
     """Shared machinery of the Nadaraya--Watson estimators (not public)."""
 
@@ -298,10 +310,11 @@ class NadarayaWatsonBase(BaseEstimator):
             self.algorithm == "auto" and sorted_ok and large
         ):
             head = self._head()
+            V, w, _ = self._normalised(self._values())
             self._index = SortedIndex(
                 self.X_fit_,
-                self._values(),
-                self.sample_weight_,
+                V,
+                w,
                 self.kernel_,
                 head.divisor,
                 self._scale(),
@@ -350,6 +363,7 @@ class NadarayaWatsonBase(BaseEstimator):
         Queries with an empty window are handled by the ``empty_window`` policy.
         """
         Q = self._validate_queries(X)
+        V, w, column_scale = self._normalised(V)
         tree = {}
         if self.algorithm_ == "tree":
             p = tree_p(self.metric, self.metric_params_)
@@ -366,15 +380,28 @@ class NadarayaWatsonBase(BaseEstimator):
             metric=self.metric,
             metric_params=self.metric_params_,
             scale=self._scale(),
-            sample_weight=self.sample_weight_,
+            sample_weight=w,
             tile_elements=_tile_elements(),
         )
         empty = ~(den != 0)
         with np.errstate(invalid="ignore", divide="ignore"):
             avg = S / den[:, None]
         if empty.any():
-            avg[empty] = self._empty_values(Q[empty], V, empty)
-        return avg
+            avg[empty] = self._empty_values(Q[empty], V, empty, w)
+        return avg * column_scale
+
+    def _normalised(self, V):
+        """Values and weights divided by powers of two (exactly).
+
+        Returns ``(V / column_scale, w / weight_scale, column_scale)``: the
+        weighted averages of the normalised values times ``column_scale`` are
+        those of ``V``, free of overflow and subnormal products.
+        """
+        column_scale = power_of_two_scale(V, axis=0)
+        w = self.sample_weight_
+        if w is not None:
+            w = w / power_of_two_scale(w)
+        return V / column_scale, w, column_scale
 
     def _empty_message(self, empty):
         n_empty, m = int(empty.sum()), empty.shape[0]
@@ -384,7 +411,7 @@ class NadarayaWatsonBase(BaseEstimator):
             f"{self.bandwidth_!r})"
         )
 
-    def _empty_values(self, Qe, V, empty):
+    def _empty_values(self, Qe, V, empty, w=None):
         """Estimates (or, with ``V=None``, weight rows) for empty-window queries.
 
         A kernel with unbounded support has an all-zero row only when the scaled
@@ -407,7 +434,8 @@ class NadarayaWatsonBase(BaseEstimator):
             )
         if policy == "nan":
             return np.nan
-        w = self.sample_weight_
+        if w is None and self.sample_weight_ is not None:
+            w = self.sample_weight_ / power_of_two_scale(self.sample_weight_)
         if policy == "mean":
             w = np.ones(self.X_fit_.shape[0]) if w is None else w
             return w / w.sum() if V is None else (w @ V) / w.sum()

@@ -18,15 +18,17 @@ def dask_predict(estimator, X, method="predict"):
     """Predict lazily over the row blocks of a Dask array or DataFrame.
 
     The fitted model enters the task graph once and every block task refers
-    to it: with a :mod:`distributed` client active (``distributed.get_client()``
-    finds one) the model is scattered to every worker once, with
-    ``client.scatter(estimator, broadcast=True)``, and the graph holds the
-    future; otherwise it is one ``dask.delayed(estimator, pure=True)`` node.
+    to it: with a ``distributed`` client active (one that
+    :func:`distributed.get_client` finds) the model is scattered to every
+    worker once, with :meth:`client.scatter(estimator, broadcast=True)
+    <distributed.Client.scatter>`, and the graph holds the future; otherwise
+    it is one ``dask.delayed(estimator, pure=True)`` node.
     So each worker receives and unpickles the model once, and the graph
     stays small whatever the size of the training data. Calling
     ``estimator.predict`` on a Dask array instead would pull every block into
-    the client's memory, and ``X.map_blocks(estimator.predict)`` would ship
-    the model with the graph and unpickle it for every task.
+    the client's memory, and :meth:`X.map_blocks(estimator.predict)
+    <dask.array.Array.map_blocks>` would ship the model with the graph and
+    unpickle it for every task.
 
     Parameters
     ----------
@@ -60,7 +62,8 @@ def dask_predict(estimator, X, method="predict"):
     sklearn.exceptions.NotFittedError
         If the estimator is not fitted.
     TypeError
-        For a Dask collection other than an array or a DataFrame.
+        For a Dask collection other than an array or a DataFrame, or a
+        regressor that is not an sknw one.
 
     See Also
     --------

@@ -106,11 +106,15 @@ def group_candidates(cands, metric):
         if np.ndim(bw) == 0:
             key, scale, divisor = None, None, float(bw)
         elif degree is not None:
-            # A power of two: dividing by it is exact, so ties stay ties.
-            size = float(np.exp2(np.round(np.mean(np.log2(bw)))))
-            scale = bw / size
-            key = tuple(f"{v:.12e}" for v in scale)
-            divisor = size**degree
+            shape = bw / np.exp(np.mean(np.log(bw)))
+            key = tuple(f"{v:.12e}" for v in shape)
+            if key in groups:
+                scale = groups[key][0]
+            else:
+                # The first bandwidth of the group over a power of two: exact,
+                # so its distances (and their ties) are those of ``bw`` itself.
+                scale = bw / np.exp2(np.round(np.mean(np.log2(bw))))
+            divisor = float(np.exp(np.mean(np.log(bw / scale)))) ** degree
         else:
             key, scale, divisor = ("array", *map(float, bw)), bw, 1.0
         group = groups.setdefault(key, (scale, []))
