@@ -26,7 +26,16 @@ def _weighted_quantile(x, w, q, unit=1.0):
     is the weight of one row (weights may have been divided by a scale).
     """
     order = np.argsort(x, kind="stable")
-    xs, cum = x[order], np.cumsum(w[order]) / unit
+    cum = np.cumsum(w[order])
+    xs = x[order]
+    with np.errstate(over="ignore"):
+        cum_units = cum / unit
+    if not np.isfinite(cum_units[-1]):
+        # More units than floats can count: the interpolation between two
+        # consecutive units is immaterial; take the inverted CDF at q.
+        idx = np.searchsorted(cum, q * cum[-1], side="left")
+        return xs[min(idx, len(xs) - 1)]
+    cum = cum_units
     t = max(q * (cum[-1] - 1.0), 0.0)
     k = np.floor(t)
     idx = np.searchsorted(cum, [k, k + 1.0], side="right")

@@ -147,7 +147,15 @@ def cv_predictions(
     preds = np.full((len(cands), n, k), np.nan)
     n_empty = np.zeros(len(cands), dtype=np.intp)
     # Frequency weights: leaving a point out removes one unit of its weight.
-    kept = None if w is None else w - np.minimum(w, 1.0)
+    # Weights are divided by a power of two (exactly) so that products with
+    # the values cannot overflow; one unit of weight is then ``unit``.
+    unit = 1.0
+    if w is not None:
+        big = float(np.max(w))
+        _, exponent = np.frexp(big if big > 0 else 1.0)
+        unit = float(np.ldexp(1.0, 1 - exponent))
+        w = w * unit
+    kept = None if w is None else w - np.minimum(w, unit)
     splits = [(None, None)] if folds is None else folds
     for scale, members in groups:
         heads = [head for _, head in members]

@@ -174,8 +174,8 @@ def _log_weights(D, head, squared):
 
 
 def _signs(D, head, squared):
-    u = np.sqrt(D) if squared else D
-    return head.kernel.sign(u * (1.0 / head.divisor))
+    arg = _scaled_arg(D, head, squared)
+    return head.kernel.sign(np.sqrt(arg) if squared else arg)
 
 
 def _check_user_kernel(L, head):
