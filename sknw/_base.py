@@ -343,14 +343,49 @@ class NadarayaWatsonBase(BaseEstimator):
 
     # -- the weighted average ----------------------------------------------------
 
+    #: Metrics with d(x / h, q / h) = d(x, q) / h for h > 0.
+    _DEGREE_ONE = frozenset(
+        {"euclidean", "cityblock", "chebyshev", "minkowski", "seuclidean",
+         "mahalanobis"}
+    )  # fmt: skip
+
     def _scale(self):
-        """Per-feature bandwidth that divides the features, or None."""
+        """What divides the features (None: nothing), see :meth:`_head`.
+
+        A per-feature bandwidth divides the features. For metrics homogeneous
+        of degree one, so does the power of two nearest a scalar bandwidth
+        (the head's divisor is the rest), when the scaled training data stay
+        far from overflow: coordinates of order one keep squared distances
+        representable for data near the ends of the float range.
+        """
         bw = self.bandwidth_
-        return np.asarray(bw, dtype=np.float64) if np.ndim(bw) else None
+        if np.ndim(bw):
+            return np.asarray(bw, dtype=np.float64)
+        if self._scalar_scales_features():
+            return np.full(self.n_features_in_, self._power_of_two())
+        return None
+
+    def _power_of_two(self):
+        """A power of two within a factor 2 below a scalar bandwidth (dividing
+        by it is exact, so ties between distances stay ties)."""
+        _, exponent = np.frexp(float(self.bandwidth_))
+        return float(np.ldexp(1.0, exponent - 1))  # in (h / 2, h]
+
+    def _scalar_scales_features(self):
+        bw = float(self.bandwidth_)
+        if self.metric not in self._DEGREE_ONE or not bw >= np.finfo(float).tiny:
+            return False
+        with np.errstate(over="ignore"):
+            ratio = np.max(np.abs(self.X_fit_), initial=0.0) / bw
+        return bool(ratio <= 1e150)
 
     def _head(self):
         bw = self.bandwidth_
-        return Head(self.kernel_, 1.0 if np.ndim(bw) else float(bw))
+        if np.ndim(bw):
+            return Head(self.kernel_, 1.0)
+        if self._scalar_scales_features():
+            return Head(self.kernel_, float(bw) / self._power_of_two())
+        return Head(self.kernel_, float(bw))
 
     def _validate_queries(self, X):
         check_is_fitted(self)
