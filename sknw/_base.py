@@ -476,6 +476,13 @@ class NadarayaWatsonBase(BaseEstimator):
             return w / w.sum() if V is None else (w @ V) / w.sum()
         params = {"metric": self.metric, "metric_params": self.metric_params_}
         scale = self._scale()
+        if scale is not None and self.metric in self._DEGREE_ONE:
+            # Nearest points do not change under a common factor: choose it so
+            # that scaled coordinates are of order one (squares representable).
+            with np.errstate(over="ignore"):
+                largest = np.max(np.abs(self.X_fit_ / scale), initial=0.0)
+            if np.isfinite(largest) and largest > 0:
+                scale = scale * power_of_two_scale(largest)
         if V is None:
             Qs, Xs = Qe, self.X_fit_
             if scale is not None:
