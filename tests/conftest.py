@@ -1,0 +1,27 @@
+"""Hypothesis settings profiles for the property tests.
+
+``default`` keeps the suite fast and reproducible (the same examples on every
+run); ``thorough`` explores many more, differently on each run. Select a profile
+with ``python -m pytest --hypothesis-profile=thorough`` (an option of
+Hypothesis' pytest plugin, applied after this file is loaded) or with the
+``HYPOTHESIS_PROFILE`` environment variable; the command-line option wins.
+"""
+
+import os
+
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "default",
+    max_examples=25,
+    derandomize=True,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.register_profile(
+    "thorough",
+    max_examples=500,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))

@@ -1,0 +1,784 @@
+"""Bad inputs: each one raises an error a user can act on, or has a tested behaviour.
+
+Every estimator is exercised: the regressor, the classifier and their
+cross-validated versions, at fit and at predict time.
+"""
+
+import warnings
+from decimal import Decimal
+from fractions import Fraction
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from numpy.testing import assert_allclose, assert_array_equal
+from sklearn.exceptions import NotFittedError
+from sklearn.model_selection import KFold
+from sklearn.utils._param_validation import InvalidParameterError
+
+from sknw import (
+    NadarayaWatsonClassifier,
+    NadarayaWatsonClassifierCV,
+    NadarayaWatsonRegressor,
+    NadarayaWatsonRegressorCV,
+)
+from sknw.exceptions import EmptyWindowWarning
+from sknw.kernels import KERNELS, Gaussian, Kernel
+
+KINDS = ["regressor", "classifier", "regressor_cv", "classifier_cv"]
+CLASSES = {
+    "regressor": NadarayaWatsonRegressor,
+    "classifier": NadarayaWatsonClassifier,
+    "regressor_cv": NadarayaWatsonRegressorCV,
+    "classifier_cv": NadarayaWatsonClassifierCV,
+}
+CV_KINDS = ["regressor_cv", "classifier_cv"]
+PLAIN_KINDS = ["regressor", "classifier"]
+
+
+def make(kind, **params):
+    """An estimator of ``kind``; the CV versions try a small grid by default."""
+    if kind in CV_KINDS:
+        params.setdefault("bandwidths", 4)
+    return CLASSES[kind](**params)
+
+
+def data(kind, n=12, d=2, seed=0):
+    """Training inputs, targets suited to ``kind`` (three classes) and queries."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    if kind.startswith("classifier"):
+        y = np.array(["a", "b", "c"])[np.arange(n) % 3]
+    else:
+        y = np.sin(X[:, 0]) + X[:, -1]
+    Q = rng.normal(size=(5, d))
+    return X, y, Q
+
+
+def fitted(kind, **params):
+    X, y, Q = data(kind)
+    return make(kind, **params).fit(X, y), X, y, Q
+
+
+def output(est, Q):
+    """What the estimator computes at ``Q``: probabilities for classifiers."""
+    if hasattr(est, "predict_proba"):
+        return est.predict_proba(Q)
+    return est.predict(Q)
+
+
+def query_methods(kind):
+    methods = ["predict", "attention_weights"]
+    if kind.startswith("classifier"):
+        methods.append("predict_proba")
+    return methods
+
+
+# -- NaN and infinity in X, y and sample_weight ----------------------------------
+
+NON_FINITE = {
+    "nan": (np.nan, "Input X contains NaN"),
+    "+inf": (np.inf, "Input X contains infinity"),
+    "-inf": (-np.inf, "Input X contains infinity"),
+}
+
+
+@pytest.mark.parametrize("value", list(NON_FINITE))
+@pytest.mark.parametrize("kind", KINDS)
+def test_non_finite_X_in_fit(kind, value):
+    X, y, _ = data(kind)
+    bad, match = NON_FINITE[value]
+    X[3, 1] = bad
+    with pytest.raises(ValueError, match=match):
+        make(kind).fit(X, y)
+
+
+@pytest.mark.parametrize("value", list(NON_FINITE))
+@pytest.mark.parametrize("kind", KINDS)
+def test_non_finite_X_at_predict(kind, value):
+    est, _, _, Q = fitted(kind)
+    bad, match = NON_FINITE[value]
+    Q[2, 0] = bad
+    for method in query_methods(kind):
+        with pytest.raises(ValueError, match=match):
+            getattr(est, method)(Q)
+
+
+@pytest.mark.parametrize(
+    "value, match",
+    [(np.nan, "Input y contains NaN"), (np.inf, "Input y contains infinity")],
+)
+@pytest.mark.parametrize("kind", ["regressor", "regressor_cv"])
+def test_non_finite_y_regression(kind, value, match):
+    X, y, _ = data(kind)
+    for sign in (1.0, -1.0):
+        y_bad = y.copy()
+        y_bad[4] = sign * value
+        with pytest.raises(ValueError, match=match):
+            make(kind).fit(X, y_bad)
+    # Also in one column of a multi-output target.
+    Y = np.column_stack([y, y])
+    Y[4, 1] = value
+    with pytest.raises(ValueError, match=match):
+        make(kind).fit(X, Y)
+
+
+@pytest.mark.parametrize("kind", ["classifier", "classifier_cv"])
+def test_nan_labels(kind):
+    X, _, _ = data(kind)
+    numeric = (np.arange(12) % 3).astype(float)
+    numeric[5] = np.nan
+    with pytest.raises(ValueError, match="Input y contains NaN"):
+        make(kind).fit(X, numeric)
+    text = np.array(["a", "b", "c"] * 4, dtype=object)
+    text[5] = np.nan
+    with pytest.raises(ValueError, match="Input contains NaN"):
+        make(kind).fit(X, text)
+
+
+@pytest.mark.parametrize("value", [np.nan, np.inf, -np.inf])
+@pytest.mark.parametrize("kind", KINDS)
+def test_non_finite_sample_weight(kind, value):
+    X, y, _ = data(kind)
+    w = np.ones(len(y))
+    w[2] = value
+    with pytest.raises(ValueError, match=r"sample_weight must be finite"):
+        make(kind).fit(X, y, sample_weight=w)
+
+
+# -- sample_weight ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "weights, match",
+    [
+        ("negative", "Negative values in sample_weight are not allowed"),
+        ("zeros", "All sample weights are zero"),
+        ("scalar zero", "All sample weights are zero"),
+        ("scalar negative", "Negative values in sample_weight"),
+        ("short", r"sample_weight.shape == \(11,\), expected \(12,\)"),
+        ("long", r"sample_weight.shape == \(13,\), expected \(12,\)"),
+        ("column", r"sample_weight.shape == \(12, 1\), expected \(12,\)"),
+        ("strings", "sample_weight must be numeric"),
+    ],
+)
+@pytest.mark.parametrize("kind", KINDS)
+def test_invalid_sample_weight(kind, weights, match):
+    X, y, _ = data(kind)
+    w = {
+        "negative": np.r_[np.ones(11), -0.5],
+        "zeros": np.zeros(12),
+        "scalar zero": 0.0,
+        "scalar negative": -1.0,
+        "short": np.ones(11),
+        "long": np.ones(13),
+        "column": np.ones((12, 1)),
+        "strings": np.array(["heavy"] * 12),
+    }[weights]
+    with pytest.raises(ValueError, match=match):
+        make(kind).fit(X, y, sample_weight=w)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_complex_sample_weight_is_rejected(kind):
+    # The imaginary part must not be dropped silently.
+    X, y, _ = data(kind)
+    w = np.ones(12) + 0.5j
+    with pytest.raises(ValueError, match="(?i)complex"):
+        make(kind).fit(X, y, sample_weight=w)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_sparse_sample_weight_is_rejected_with_a_clear_message(kind):
+    X, y, _ = data(kind)
+    w = sp.csr_matrix(np.ones((1, 12)))
+    with pytest.raises((TypeError, ValueError), match="(?i)sparse"):
+        make(kind).fit(X, y, sample_weight=w)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_scalar_sample_weight_is_a_constant_frequency(kind):
+    # A scalar is the same frequency weight for every row (so it counts in the
+    # rules of thumb and in leave-one-out), like an array full of it.
+    X, y, Q = data(kind)
+    est = make(kind).fit(X, y, sample_weight=2.5)
+    assert_array_equal(est.sample_weight_, np.full(12, 2.5))
+    reference = make(kind).fit(X, y, sample_weight=np.full(12, 2.5))
+    assert_array_equal(est.bandwidth_, reference.bandwidth_)
+    assert_array_equal(output(est, Q), output(reference, Q))
+    if kind in PLAIN_KINDS:
+        # With a fixed bandwidth, a constant weight changes nothing.
+        fixed = make(kind, bandwidth=0.8).fit(X, y, sample_weight=2.5)
+        unweighted = make(kind, bandwidth=0.8).fit(X, y)
+        assert_allclose(output(fixed, Q), output(unweighted, Q), rtol=1e-12)
+
+
+@pytest.mark.parametrize("kind", CV_KINDS)
+def test_leave_one_out_needs_two_positive_weights(kind):
+    X, y, _ = data(kind)
+    w = np.zeros(12)
+    w[4] = 3.0
+    with pytest.raises(ValueError, match="at least 2 samples with positive weight"):
+        make(kind).fit(X, y, sample_weight=w)
+
+
+@pytest.mark.parametrize("kind", CV_KINDS)
+def test_kfold_with_a_test_fold_of_zero_weights(kind):
+    # Rows 8 to 11 form the last test fold and all weigh 0: there is nothing to
+    # score in that fold, which the error must say.
+    X, y, _ = data(kind)
+    w = np.ones(12)
+    w[8:] = 0.0
+    est = make(kind, cv=KFold(3))
+    with pytest.raises(ValueError, match=r"(?is)(?=.*fold)(?=.*weight)"):
+        est.fit(X, y, sample_weight=w)
+
+
+# -- shapes: empty, single sample, mismatched lengths, wrong n_features -------------
+
+
+@pytest.mark.parametrize(
+    "shape, match",
+    [((0, 2), r"0 sample\(s\)"), ((12, 0), r"0 feature\(s\)")],
+    ids=["0 samples", "0 features"],
+)
+@pytest.mark.parametrize("kind", KINDS)
+def test_empty_X_in_fit(kind, shape, match):
+    _, y, _ = data(kind)
+    X = np.empty(shape)
+    with pytest.raises(ValueError, match=match):
+        make(kind).fit(X, y[: shape[0]])
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_zero_queries_raise_like_scikit_learn(kind):
+    # As for scikit-learn's own estimators, an empty query array is an error.
+    est, *_ = fitted(kind)
+    for method in query_methods(kind):
+        with pytest.raises(ValueError, match=r"0 sample\(s\)"):
+            getattr(est, method)(np.empty((0, 2)))
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {},
+        {"bandwidth": "silverman"},
+        {"bandwidth": 1e-3},
+        {"bandwidth": [0.5, 2.0]},
+        {"kernel": "epanechnikov", "bandwidth": 0.1},
+        {"metric": "mahalanobis"},
+        {"metric": "cosine"},
+    ],
+    ids=repr,
+)
+def test_single_training_sample_regression(params):
+    X = np.array([[1.5, -2.0]])
+    Q = np.array([[1.5, -2.0], [1.6, -2.0], [40.0, 30.0], [-3.0, 0.2]])
+    reg = NadarayaWatsonRegressor(**params)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        pred = reg.fit(X, [7.25]).predict(Q)
+        multi = NadarayaWatsonRegressor(**params).fit(X, [[7.25, -1.0]]).predict(Q)
+        A = reg.attention_weights(Q)
+    # Only the documented warning for far queries of a compact kernel.
+    assert {c.category for c in caught} <= {EmptyWindowWarning}
+    assert_array_equal(pred, np.full(4, 7.25))
+    assert_array_equal(multi, np.tile([7.25, -1.0], (4, 1)))
+    assert_array_equal(A, np.ones((4, 1)))
+
+
+def test_single_training_sample_classification():
+    X = np.array([[0.0, 1.0]])
+    Q = np.array([[0.0, 1.0], [5.0, 5.0]])
+    clf = NadarayaWatsonClassifier().fit(X, ["only"])
+    assert_array_equal(clf.classes_, ["only"])
+    assert_array_equal(clf.predict_proba(Q), np.ones((2, 1)))
+    assert_array_equal(clf.predict(Q), ["only", "only"])
+
+
+@pytest.mark.parametrize("kind", CV_KINDS)
+def test_single_training_sample_cv(kind):
+    X, y, _ = data(kind)
+    with pytest.raises(ValueError, match="at least 2 samples"):
+        make(kind).fit(X[:1], y[:1])
+    with pytest.raises(ValueError, match="n_splits=2"):
+        make(kind, cv=2).fit(X[:1], y[:1])
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_mismatched_lengths_of_X_and_y(kind):
+    X, y, _ = data(kind)
+    with pytest.raises(
+        ValueError, match=r"inconsistent numbers of samples: \[12, 11\]"
+    ):
+        make(kind).fit(X, y[:11])
+    with pytest.raises(
+        ValueError, match=r"inconsistent numbers of samples: \[11, 12\]"
+    ):
+        make(kind).fit(X[:11], y)
+
+
+@pytest.mark.parametrize("n_features", [1, 3])
+@pytest.mark.parametrize("kind", KINDS)
+def test_wrong_number_of_features_at_predict(kind, n_features):
+    est, X, y, _ = fitted(kind)
+    Q = np.zeros((3, n_features))
+    match = f"X has {n_features} features, but {type(est).__name__} is expecting 2"
+    for method in query_methods(kind):
+        with pytest.raises(ValueError, match=match):
+            getattr(est, method)(Q)
+    with pytest.raises(ValueError, match=match):
+        est.score(Q, y[:3])
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_one_dimensional_X(kind):
+    X, y, _ = data(kind)
+    with pytest.raises(ValueError, match="Expected 2D array, got 1D array"):
+        make(kind).fit(X[:, 0], y)
+    est = make(kind).fit(X[:, :1], y)
+    with pytest.raises(ValueError, match=r"(?s)Reshape your data.*reshape\(-1, 1\)"):
+        est.predict(X[:4, 0])
+    with pytest.raises(ValueError, match="got scalar array"):
+        est.predict(0.5)
+
+
+# -- dtypes: complex, object, strings, sparse ---------------------------------------
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_complex_X(kind):
+    X, y, Q = data(kind)
+    with pytest.raises(ValueError, match="Complex data not supported"):
+        make(kind).fit(X + 0.5j, y)
+    est = make(kind).fit(X, y)
+    for method in query_methods(kind):
+        with pytest.raises(ValueError, match="Complex data not supported"):
+            getattr(est, method)(Q.astype(complex))
+
+
+@pytest.mark.parametrize("kind", ["regressor", "regressor_cv"])
+def test_complex_y_regression(kind):
+    X, y, _ = data(kind)
+    with pytest.raises(ValueError, match="Complex data not supported"):
+        make(kind).fit(X, y + 1j)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_numeric_object_X_is_converted(kind):
+    X, y, Q = data(kind)
+    est = make(kind).fit(X.astype(object), y)
+    reference = make(kind).fit(X, y)
+    assert_array_equal(est.X_fit_, X)
+    assert est.X_fit_.dtype == np.float64
+    assert_allclose(output(est, Q.astype(object)), output(reference, Q), rtol=1e-12)
+
+
+def test_exact_number_objects_are_converted():
+    X = np.array([[Decimal("0.5")], [Fraction(3, 2)], [2], [np.float32(4.0)]])
+    y = [1.0, 2.0, 3.0, 4.0]
+    reg = NadarayaWatsonRegressor(bandwidth=0.7).fit(X, y)
+    expected = NadarayaWatsonRegressor(bandwidth=0.7).fit(
+        [[0.5], [1.5], [2.0], [4.0]], y
+    )
+    Q = np.array([[Fraction(1, 3)], [Decimal("2.25")]], dtype=object)
+    assert_allclose(reg.predict(Q), expected.predict([[1 / 3], [2.25]]), rtol=1e-12)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_object_X_with_strings(kind):
+    X, y, Q = data(kind)
+    X = X.astype(object)
+    X[3, 0] = "tall"
+    with pytest.raises(ValueError, match="could not convert string to float: 'tall'"):
+        make(kind).fit(X, y)
+    est = make(kind).fit(X[4:].astype(float), y[4:])
+    Q = Q.astype(object)
+    Q[0, 1] = "wide"
+    with pytest.raises(ValueError, match="could not convert string to float: 'wide'"):
+        est.predict(Q)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_object_X_with_none_is_missing(kind):
+    X, y, _ = data(kind)
+    X = X.astype(object)
+    X[1, 1] = None
+    with pytest.raises(ValueError, match="Input X contains NaN"):
+        make(kind).fit(X, y)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_string_X(kind):
+    X, y, _ = data(kind)
+    words = np.array([["red", "small"]] * 12)
+    with pytest.raises(ValueError, match="could not convert string to float"):
+        make(kind).fit(words, y)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_string_X_of_numbers_is_not_parsed(kind):
+    # scikit-learn's own estimators refuse arrays of strings, even of digits,
+    # rather than parse text as numbers.
+    X, y, _ = data(kind)
+    text = X.round(3).astype(str)
+    assert text.dtype.kind == "U"
+    with pytest.raises(ValueError, match="(?i)string"):
+        make(kind).fit(text, y)
+
+
+SPARSE_FORMATS = [sp.csr_matrix, sp.csc_matrix, sp.coo_matrix, sp.csr_array]
+
+
+@pytest.mark.parametrize("fmt", SPARSE_FORMATS, ids=lambda f: f.__name__)
+@pytest.mark.parametrize("kind", KINDS)
+def test_sparse_X(kind, fmt):
+    X, y, Q = data(kind)
+    message = "Sparse data was passed for X, but dense data is required"
+    with pytest.raises(TypeError, match=message):
+        make(kind).fit(fmt(X), y)
+    est = make(kind).fit(X, y)
+    for method in query_methods(kind):
+        with pytest.raises(TypeError, match=message):
+            getattr(est, method)(fmt(Q))
+
+
+@pytest.mark.parametrize("kind", ["regressor", "regressor_cv"])
+def test_sparse_y_is_rejected_with_a_clear_message(kind):
+    X, y, _ = data(kind)
+    with pytest.raises((TypeError, ValueError), match="(?i)sparse"):
+        make(kind).fit(X, sp.csr_matrix(y.reshape(-1, 1)))
+
+
+# -- bandwidth ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("bandwidth", [-1.0, 0.0, 0, np.nan, np.inf, -np.inf, None])
+@pytest.mark.parametrize("kind", PLAIN_KINDS)
+def test_invalid_scalar_bandwidth(kind, bandwidth):
+    X, y, _ = data(kind)
+    with pytest.raises(InvalidParameterError, match="'bandwidth' parameter") as info:
+        make(kind, bandwidth=bandwidth).fit(X, y)
+    assert "'scott'" in str(info.value) and "'silverman'" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "bandwidth, match",
+    [
+        ([1.0], r"shape \(n_features,\) = \(2,\), got shape \(1,\)"),
+        ([1.0, 2.0, 3.0], r"got shape \(3,\)"),
+        ([], r"got shape \(0,\)"),
+        ([[1.0, 2.0]], r"got shape \(1, 2\)"),
+        (np.ones((2, 2)), r"got shape \(2, 2\)"),
+        ([1.0, -1.0], "positive and finite"),
+        ([0.0, 1.0], "positive and finite"),
+        ([np.nan, 1.0], "positive and finite"),
+        ([1.0, np.inf], "positive and finite"),
+    ],
+)
+def test_invalid_array_bandwidth_classifier(bandwidth, match):
+    X, y, _ = data("classifier")
+    with pytest.raises(ValueError, match=match):
+        NadarayaWatsonClassifier(bandwidth=bandwidth).fit(X, y)
+
+
+@pytest.mark.parametrize(
+    "bandwidths, match",
+    [
+        ([0.5, 0.0], "positive and finite"),
+        ([np.nan], "positive and finite"),
+        ([np.inf, 1.0], "positive and finite"),
+        ([-np.inf], "positive and finite"),
+        ([[1.0, np.nan]], "positive and finite"),
+        ([[1.0, 0.0]], "positive and finite"),
+        ([[1.0]], r"float or an array of shape \(n_features,\) = \(2,\); got shape"),
+        ([np.ones((2, 2))], r"got shape \(2, 2\)"),
+        ([], "bandwidths is empty"),
+    ],
+)
+@pytest.mark.parametrize("kind", CV_KINDS)
+def test_invalid_bandwidth_grid(kind, bandwidths, match):
+    X, y, _ = data(kind)
+    with pytest.raises(ValueError, match=match):
+        make(kind, bandwidths=bandwidths).fit(X, y)
+
+
+@pytest.mark.parametrize("bandwidths", [0, -3, "scott", 2.5])
+@pytest.mark.parametrize("kind", CV_KINDS)
+def test_invalid_number_of_bandwidths(kind, bandwidths):
+    X, y, _ = data(kind)
+    with pytest.raises(InvalidParameterError, match="'bandwidths' parameter"):
+        make(kind, bandwidths=bandwidths).fit(X, y)
+
+
+# -- kernel, metric and policy names -------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_unknown_kernel_name_lists_valid_names(kind):
+    X, y, _ = data(kind)
+    name = "kernels" if kind in CV_KINDS else "kernel"
+    with pytest.raises(InvalidParameterError, match=f"'{name}' parameter") as info:
+        make(kind, **{name: "gausian"}).fit(X, y)
+    message = str(info.value)
+    assert "'gausian'" in message
+    valid = [k for k, cls in KERNELS.items() if cls.nonnegative]
+    if kind.startswith("regressor"):
+        valid = list(KERNELS)
+    for kernel in valid:
+        assert f"'{kernel}'" in message
+    if kind.startswith("classifier"):
+        # Only the kernels the classifier accepts are offered.
+        assert "'silverman'" not in message
+
+
+@pytest.mark.parametrize("kind", CV_KINDS)
+def test_unknown_kernel_name_in_a_list_lists_valid_names(kind):
+    X, y, _ = data(kind)
+    with pytest.raises(ValueError, match="Unknown kernel 'gausian'") as info:
+        make(kind, kernels=["gaussian", "gausian"]).fit(X, y)
+    for kernel in KERNELS:
+        assert kernel in str(info.value)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_kernel_class_instead_of_instance(kind):
+    X, y, _ = data(kind)
+    if kind in CV_KINDS:
+        with pytest.raises(TypeError, match="Kernel instance, got type"):
+            make(kind, kernels=[Gaussian]).fit(X, y)
+    else:
+        with pytest.raises(InvalidParameterError, match="'kernel' parameter"):
+            make(kind, kernel=Gaussian).fit(X, y)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_unknown_metric_name_lists_valid_names(kind):
+    X, y, _ = data(kind)
+    with pytest.raises(InvalidParameterError, match="'metric' parameter") as info:
+        make(kind, metric="euclidian").fit(X, y)
+    for metric in ("euclidean", "cityblock", "minkowski", "mahalanobis", "cosine"):
+        assert f"'{metric}'" in str(info.value)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_unknown_empty_window_policy_lists_valid_names(kind):
+    X, y, _ = data(kind)
+    with pytest.raises(InvalidParameterError, match="'empty_window' parameter") as e:
+        make(kind, empty_window="skip").fit(X, y)
+    for policy in ("nearest", "mean", "nan", "raise"):
+        assert f"'{policy}'" in str(e.value)
+
+
+# -- user kernels that break the contract -------------------------------------------
+
+
+class NegativeKernel(Kernel):
+    """Claims to be non-negative but is negative beyond ``u = pi / 2``."""
+
+    def __call__(self, u):
+        return np.cos(np.asarray(u, dtype=np.float64))
+
+
+class NaNKernel(Kernel):
+    def __call__(self, u):
+        u = np.asarray(u, dtype=np.float64)
+        return np.where(u > 0.3, np.nan, 1.0)
+
+
+class OneValueKernel(Kernel):
+    """Returns one number whatever the input: not elementwise."""
+
+    def __call__(self, u):
+        return float(np.exp(-np.mean(u)))
+
+
+class TransposingKernel(Kernel):
+    def __call__(self, u):
+        return np.exp(-np.asarray(u, dtype=np.float64)).T[..., None]
+
+
+class Unfinished(Kernel):
+    """Forgets to implement ``__call__``."""
+
+
+BAD_VALUE_KERNELS = [NegativeKernel, NaNKernel]
+BAD_SHAPE_KERNELS = [OneValueKernel, TransposingKernel]
+
+
+def kernel_params(kind, kernel):
+    if kind in CV_KINDS:
+        return {"kernels": [kernel], "bandwidths": [1.5]}
+    return {"kernel": kernel, "bandwidth": 1.5}
+
+
+@pytest.mark.parametrize("cls", BAD_VALUE_KERNELS, ids=lambda c: c.__name__)
+@pytest.mark.parametrize("kind", KINDS)
+def test_user_kernel_with_negative_or_nan_values(kind, cls):
+    X, y, Q = data(kind)
+    est = make(kind, **kernel_params(kind, cls()))
+    with pytest.raises(ValueError, match="returned NaN, infinite or negative values"):
+        output(est.fit(X, y), Q * 4)
+
+
+@pytest.mark.parametrize("cls", BAD_SHAPE_KERNELS, ids=lambda c: c.__name__)
+@pytest.mark.parametrize("kind", KINDS)
+def test_user_kernel_with_wrong_shape(kind, cls):
+    X, y, Q = data(kind)
+    est = make(kind, **kernel_params(kind, cls()))
+    with pytest.raises(ValueError, match="a kernel must be evaluated elementwise"):
+        output(est.fit(X, y), Q)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_user_kernel_without_call(kind):
+    X, y, Q = data(kind)
+    est = make(kind, **kernel_params(kind, Unfinished()))
+    with pytest.raises(NotImplementedError, match="Unfinished must implement __call__"):
+        output(est.fit(X, y), Q)
+
+
+# -- metric_params -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "metric, params, match",
+    [
+        ("euclidean", {"p": 3}, "do not fit metric 'euclidean'"),
+        ("cosine", {"V": np.ones(2)}, "do not fit metric 'cosine'"),
+        ("minkowski", {"q": 1}, "do not fit metric 'minkowski'"),
+        ("minkowski", {"p": "three"}, "do not fit metric 'minkowski'"),
+        ("minkowski", {"w": np.ones(3)}, "do not fit metric 'minkowski'"),
+        ("minkowski", {"w": np.array([1.0, -1.0])}, "non-negative"),
+        ("mahalanobis", {"VI": np.eye(3)}, r"metric_params\['VI'\] must have shape"),
+        ("mahalanobis", {"VI": "identity"}, r"metric_params\['VI'\] must have shape"),
+        ("seuclidean", {"V": np.ones(4)}, r"metric_params\['V'\] must have shape"),
+    ],
+)
+@pytest.mark.parametrize("kind", KINDS)
+def test_metric_params_that_do_not_fit_the_metric(kind, metric, params, match):
+    X, y, _ = data(kind)
+    est = make(kind, metric=metric, metric_params=params)
+    with pytest.raises(ValueError, match=match):
+        est.fit(X, y)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_metric_params_must_be_a_dict(kind):
+    X, y, _ = data(kind)
+    with pytest.raises(InvalidParameterError, match="'metric_params' parameter"):
+        make(kind, metric="minkowski", metric_params=[("p", 3)]).fit(X, y)
+
+
+# Values a metric does not define: each gives NaN or meaningless distances, so
+# fit must refuse them rather than let predict return NaN.
+INVALID_METRIC_VALUES = [
+    ("minkowski", {"p": 0}, "p"),
+    ("minkowski", {"p": -1.0}, "p"),
+    ("minkowski", {"p": np.nan}, "p"),
+    ("minkowski", {"p": 2, "w": np.array([np.nan, 1.0])}, "w"),
+    ("mahalanobis", {"VI": np.full((2, 2), np.nan)}, "VI"),
+    ("mahalanobis", {"VI": -np.eye(2)}, "VI"),
+    ("seuclidean", {"V": np.zeros(2)}, "V"),
+    ("seuclidean", {"V": np.array([-1.0, 1.0])}, "V"),
+]
+
+
+@pytest.mark.parametrize(
+    "metric, params, name",
+    INVALID_METRIC_VALUES,
+    ids=[
+        "p=0",
+        "p=-1",
+        "p=nan",
+        "w with nan",
+        "VI with nan",
+        "VI negative definite",
+        "V zero",
+        "V negative",
+    ],
+)
+@pytest.mark.parametrize("kind", PLAIN_KINDS)
+def test_metric_params_with_invalid_values(kind, metric, params, name):
+    X, y, _ = data(kind)
+    est = make(kind, metric=metric, metric_params=params, bandwidth=1.0)
+    with pytest.raises(ValueError, match=rf"(?s)metric_params.*'{name}'"):
+        est.fit(X, y)
+
+
+# -- one class, not fitted ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("cv", [None, 3])
+@pytest.mark.parametrize("labels", [["solo"] * 9, [4] * 9, [True] * 9], ids=repr)
+def test_classifier_cv_with_one_class_predicts_it(labels, cv):
+    X, _, Q = data("classifier", n=9)
+    w = np.linspace(0.5, 2.0, 9)
+    clf = NadarayaWatsonClassifierCV(bandwidths=3, cv=cv).fit(X, labels, w)
+    assert_array_equal(clf.classes_, labels[:1])
+    assert clf.best_score_ == pytest.approx(0.0, abs=1e-12)
+    assert_array_equal(clf.predict_proba(Q), np.ones((5, 1)))
+    assert_array_equal(clf.predict(Q), labels[:5])
+
+
+@pytest.mark.parametrize("policy", ["nearest", "mean"])
+def test_classifier_with_one_class_and_an_empty_window(policy):
+    X, _, _ = data("classifier", n=6)
+    clf = NadarayaWatsonClassifier(
+        kernel="triweight", bandwidth=0.2, empty_window=policy
+    )
+    clf.fit(X, [7] * 6)
+    with pytest.warns(EmptyWindowWarning, match="1 of 1"):
+        assert_array_equal(clf.predict([[50.0, 50.0]]), [7])
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_predict_before_fit(kind):
+    est = make(kind)
+    X, y, _ = data(kind)
+    message = f"This {type(est).__name__} instance is not fitted yet"
+    for method in query_methods(kind):
+        with pytest.raises(NotFittedError, match=message):
+            getattr(est, method)(X)
+    with pytest.raises(NotFittedError, match=message):
+        est.score(X, y)
+
+
+# -- target dtypes ---------------------------------------------------------------------
+
+Y_DTYPES = [np.float16, np.float32, np.int8, np.int64, np.uint8, bool]
+
+
+@pytest.mark.parametrize("dtype", Y_DTYPES, ids=lambda t: np.dtype(t).name)
+@pytest.mark.parametrize("kind", ["regressor", "regressor_cv"])
+def test_regression_target_dtypes(kind, dtype):
+    X, _, Q = data(kind)
+    y = (np.arange(12) % 4 * 1.5 + 0.25).astype(dtype)
+    est = make(kind).fit(X, y)
+    reference = make(kind).fit(X, y.astype(np.float64))
+    pred = est.predict(Q)
+    assert est.y_fit_.dtype == np.float64
+    assert pred.dtype == np.float64
+    assert_array_equal(pred, reference.predict(Q))
+    assert_array_equal(est.bandwidth_, reference.bandwidth_)
+
+
+@pytest.mark.parametrize("dtype", Y_DTYPES, ids=lambda t: np.dtype(t).name)
+def test_classification_label_dtypes(dtype):
+    X, _, Q = data("classifier")
+    y = (np.arange(12) % 2).astype(dtype)
+    clf = NadarayaWatsonClassifier().fit(X, y)
+    assert clf.classes_.dtype == np.dtype(dtype)
+    assert clf.predict(Q).dtype == np.dtype(dtype)
+    as_text = NadarayaWatsonClassifier().fit(X, np.array(["n", "y"])[y.astype(int)])
+    assert_array_equal(clf.predict_proba(Q), as_text.predict_proba(Q))
+
+
+@pytest.mark.parametrize("kind", ["classifier", "classifier_cv"])
+def test_continuous_or_two_dimensional_labels(kind):
+    X, _, _ = data(kind)
+    with pytest.raises(ValueError, match="Unknown label type: continuous"):
+        make(kind).fit(X, np.linspace(0.1, 0.9, 12))
+    with pytest.raises(ValueError, match=r"y should be a 1d array"):
+        make(kind).fit(X, np.zeros((12, 2), dtype=int))
