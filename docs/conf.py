@@ -4,10 +4,10 @@ Build with ``python -m sphinx -W --keep-going -b html docs docs/_build/html``.
 
 The build is offline: intersphinx reads small inventories that this file writes
 from the lists in ``EXTERNAL`` (the objects of NumPy, SciPy, scikit-learn,
-matplotlib, pandas and Python that the documentation and the examples refer
-to, each with its address on the project's site). Every reference in the
-documentation must resolve (``nitpicky``), so a reference to an object missing
-from these lists fails the build.
+matplotlib, pandas, joblib, Dask and Python that the documentation and the
+examples refer to, each with its address on the project's site). Every
+reference in the documentation must resolve (``nitpicky``), so a reference to
+an object missing from these lists fails the build.
 """
 
 import doctest
@@ -171,6 +171,7 @@ EXTERNAL = {
                 "library/warnings.html#warnings.filterwarnings",
             ),
             ("time.perf_counter", "py:function", "library/time.html#time.perf_counter"),
+            ("sys.getsizeof", "py:function", "library/sys.html#sys.getsizeof"),
             (
                 "bltin-boolean-values",
                 "std:label",
@@ -329,6 +330,38 @@ EXTERNAL = {
                 "pandas.DataFrame.sort_values",
             ],
         ),
+    ),
+    "joblib": (
+        "https://joblib.readthedocs.io/en/stable/",
+        "joblib",
+        _generated("generated/", "py:class", ["joblib.parallel_config"]),
+    ),
+    "dask": (
+        "https://docs.dask.org/en/stable/",
+        "Dask",
+        _generated(
+            "generated/",
+            "py:class",
+            ["dask.array.Array", "dask.dataframe.DataFrame", "dask.dataframe.Series"],
+        )
+        + _generated("generated/", "py:method", ["dask.array.Array.map_blocks"]),
+    ),
+    "distributed": (
+        "https://distributed.dask.org/en/stable/",
+        "Dask.distributed",
+        [
+            ("distributed.Client", "py:class", "api.html#distributed.Client"),
+            (
+                "distributed.Client.scatter",
+                "py:method",
+                "api.html#distributed.Client.scatter",
+            ),
+            (
+                "distributed.get_client",
+                "py:function",
+                "api.html#distributed.get_client",
+            ),
+        ],
     ),
 }
 

@@ -375,8 +375,9 @@ class NadarayaWatsonBase(BaseEstimator):
         bw = float(self.bandwidth_)
         if self.metric not in self._DEGREE_ONE or not bw >= np.finfo(float).tiny:
             return False
+        largest = float(np.max(np.abs(self.X_fit_), initial=0.0))  # float32 too
         with np.errstate(over="ignore"):
-            ratio = np.max(np.abs(self.X_fit_), initial=0.0) / bw
+            ratio = largest / bw
         return bool(ratio <= 1e150)
 
     def _head(self):

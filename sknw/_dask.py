@@ -20,9 +20,9 @@ def dask_predict(estimator, X, method="predict"):
     The fitted model enters the task graph once and every block task refers
     to it: with a ``distributed`` client active (one that
     :func:`distributed.get_client` finds) the model is scattered to every
-    worker once, with :meth:`client.scatter(estimator, broadcast=True)
-    <distributed.Client.scatter>`, and the graph holds the future; otherwise
-    it is one ``dask.delayed(estimator, pure=True)`` node.
+    worker, once per call, with :meth:`client.scatter(estimator,
+    broadcast=True) <distributed.Client.scatter>`, and the graph holds the
+    future; otherwise it is one ``dask.delayed(estimator, pure=True)`` node.
     So each worker receives and unpickles the model once, and the graph
     stays small whatever the size of the training data. Calling
     ``estimator.predict`` on a Dask array instead would pull every block into
@@ -170,7 +170,9 @@ def _model_node(estimator):
         except ValueError:  # no client
             client = None
         if client is not None:
-            return client.scatter(estimator, broadcast=True)
+            # A fresh key per call: with a content hash, a call right after
+            # another could reuse the key while the cluster releases it.
+            return client.scatter(estimator, broadcast=True, hash=False)
     import dask
 
     return dask.delayed(estimator, pure=True)
