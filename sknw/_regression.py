@@ -1,11 +1,7 @@
 """Nadaraya--Watson kernel regression."""
 
-from numbers import Integral
-
 import numpy as np
 from sklearn.base import RegressorMixin, _fit_context
-from sklearn.metrics import get_scorer_names
-from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._base import (
@@ -14,8 +10,8 @@ from ._base import (
     check_not_text,
     check_sample_weight,
 )
-from ._selection import CVSelectionMixin
-from .kernels import KERNELS, Kernel
+from ._selection import CVSelectionMixin, cv_parameter_constraints
+from .kernels import KERNELS
 
 
 class NadarayaWatsonRegressor(RegressorMixin, NadarayaWatsonBase):
@@ -389,43 +385,9 @@ class NadarayaWatsonRegressorCV(CVSelectionMixin, NadarayaWatsonRegressor):
     True
     """
 
-    _parameter_constraints = {
-        **{
-            k: v
-            for k, v in NadarayaWatsonRegressor._parameter_constraints.items()
-            if k not in ("kernel", "bandwidth")
-        },
-        "kernels": ["array-like", StrOptions(set(KERNELS)), Kernel],
-        "bandwidths": [None, Interval(Integral, 1, None, closed="left"), "array-like"],
-        "cv": ["cv_object"],
-        "scoring": [StrOptions(set(get_scorer_names())), callable, None],
-        "refine": ["boolean"],
-    }
-
-    def __init__(
-        self,
-        *,
-        kernels=("gaussian",),
-        bandwidths=None,
-        cv=None,
-        scoring=None,
-        refine=False,
-        metric="euclidean",
-        metric_params=None,
-        empty_window="nearest",
-        algorithm="auto",
-        n_jobs=None,
-    ):
-        self.kernels = kernels
-        self.bandwidths = bandwidths
-        self.cv = cv
-        self.scoring = scoring
-        self.refine = refine
-        self.metric = metric
-        self.metric_params = metric_params
-        self.empty_window = empty_window
-        self.algorithm = algorithm
-        self.n_jobs = n_jobs
+    _parameter_constraints = cv_parameter_constraints(
+        NadarayaWatsonRegressor._parameter_constraints, set(KERNELS)
+    )
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None):

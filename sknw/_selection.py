@@ -13,8 +13,9 @@ from numbers import Integral
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
-from sklearn.metrics import get_scorer
+from sklearn.metrics import get_scorer, get_scorer_names
 from sklearn.model_selection import check_cv
+from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._bandwidth import rule_bandwidth
 from ._weights import Head, default_tile_elements, kernel_sums, nearest_sums
@@ -350,13 +351,55 @@ def _check_bandwidth_grid(bandwidths, n_features):
     return grid
 
 
+def cv_parameter_constraints(base_constraints, kernel_names):
+    """Constraints of a ``*CV`` estimator from those of its plain estimator."""
+    return {
+        **{
+            k: v
+            for k, v in base_constraints.items()
+            if k not in ("kernel", "bandwidth")
+        },
+        "kernels": ["array-like", StrOptions(kernel_names), Kernel],
+        "bandwidths": [None, Interval(Integral, 1, None, closed="left"), "array-like"],
+        "cv": ["cv_object"],
+        "scoring": [StrOptions(set(get_scorer_names())), callable, None],
+        "refine": ["boolean"],
+    }
+
+
 class CVSelectionMixin:
     """Selects kernel and bandwidth by cross-validation, then fits (not public).
 
-    Used by the ``*CV`` estimators: ``kernels``, ``bandwidths``, ``cv`` and
-    ``scoring`` parameters; the resolved choice is stored as ``kernel_`` and
-    ``bandwidth_``, then the estimator predicts like the plain one.
+    Used by the ``*CV`` estimators: ``kernels``, ``bandwidths``, ``cv``,
+    ``scoring`` and ``refine`` parameters; the resolved choice is stored as
+    ``kernel_`` and ``bandwidth_``, then the estimator predicts like the plain
+    one.
     """
+
+    def __init__(
+        self,
+        *,
+        kernels=("gaussian",),
+        bandwidths=None,
+        cv=None,
+        scoring=None,
+        refine=False,
+        metric="euclidean",
+        metric_params=None,
+        empty_window="nearest",
+        algorithm="auto",
+        n_jobs=None,
+    ):
+        self.kernels = kernels
+        self.bandwidths = bandwidths
+        self.cv = cv
+        self.scoring = scoring
+        self.refine = refine
+        self.metric = metric
+        self.metric_params = metric_params
+        self.empty_window = empty_window
+        self.algorithm = algorithm
+        self.n_jobs = n_jobs
 
     def _select(self, X, V, y_score, w, kind, classes=None):
         kernels = self.kernels
@@ -390,21 +433,26 @@ class CVSelectionMixin:
                             f"Fold {f} of cv holds only samples of weight 0, so "
                             "it cannot be scored; use other folds or weights."
                         )
-        cands = candidate_grid(X, w, resolved, grid, self.metric, self.metric_params_)
-        preds, n_empty = cv_predictions(
-            X,
-            V,
-            w,
-            cands,
-            group_candidates(cands, self.metric),
-            folds=folds,
-            metric=self.metric,
-            metric_params=self.metric_params_,
-            empty_window=self.empty_window,
-            tile_elements=default_tile_elements(),
-        )
         scorer = make_scorer(self.scoring, kind, classes)
-        mean, splits = score_candidates(preds, y_score, w, folds, scorer)
+
+        def evaluate(cands):
+            """Out-of-sample scores and empty-window counts of candidates."""
+            preds, n_empty = cv_predictions(
+                X,
+                V,
+                w,
+                cands,
+                group_candidates(cands, self.metric),
+                folds=folds,
+                metric=self.metric,
+                metric_params=self.metric_params_,
+                empty_window=self.empty_window,
+                tile_elements=default_tile_elements(),
+            )
+            return score_candidates(preds, y_score, w, folds, scorer), n_empty
+
+        cands = candidate_grid(X, w, resolved, grid, self.metric, self.metric_params_)
+        (mean, splits), n_empty = evaluate(cands)
         best = select(mean)
         params = [
             {"kernel": kernels[i // n_bw], "bandwidth": cand["bandwidth"]}
@@ -430,24 +478,12 @@ class CVSelectionMixin:
         self.bandwidth_ = cands[best]["bandwidth"]
         if self.refine:
 
-            def evaluate(bandwidth):
-                cand = [{"kernel": self.kernel_, "bandwidth": bandwidth}]
-                preds, _ = cv_predictions(
-                    X,
-                    V,
-                    w,
-                    cand,
-                    group_candidates(cand, self.metric),
-                    folds=folds,
-                    metric=self.metric,
-                    metric_params=self.metric_params_,
-                    empty_window=self.empty_window,
-                    tile_elements=default_tile_elements(),
-                )
-                return score_candidates(preds, y_score, w, folds, scorer)[0][0]
+            def score_of(bandwidth):
+                cand = {"kernel": self.kernel_, "bandwidth": bandwidth}
+                return evaluate([cand])[0][0][0]
 
             bandwidth, score = refine_bandwidth(
-                evaluate, self.bandwidth_, self.best_score_
+                score_of, self.bandwidth_, self.best_score_
             )
             self.bandwidth_, self.best_score_ = bandwidth, score
 
