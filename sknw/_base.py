@@ -375,7 +375,8 @@ class NadarayaWatsonBase(BaseEstimator):
         bw = float(self.bandwidth_)
         if self.metric not in self._DEGREE_ONE or not bw >= np.finfo(float).tiny:
             return False
-        largest = float(np.max(np.abs(self.X_fit_), initial=0.0))  # float32 too
+        X = self.X_fit_  # no temporary the size of X: the extremes suffice
+        largest = max(abs(float(X.max(initial=0.0))), abs(float(X.min(initial=0.0))))
         with np.errstate(over="ignore"):
             ratio = largest / bw
         return bool(ratio <= 1e150)
