@@ -191,7 +191,7 @@ class NadarayaWatsonClassifier(ClassifierMixin, NadarayaWatsonBase):
         """Validate ``X`` and ``y``; set ``classes_`` and the encoded ``y_fit_``."""
         check_not_text(X)
         check_dense_target(y)
-        X, y = validate_data(self, X, y, dtype=[np.float64, np.float32])
+        X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], order="C")
         y = column_or_1d(y, warn=True)
         check_classification_targets(y)
         self.classes_, self.y_fit_ = np.unique(y, return_inverse=True)

@@ -200,6 +200,7 @@ class NadarayaWatsonRegressor(RegressorMixin, NadarayaWatsonBase):
             X,
             y,
             dtype=[np.float64, np.float32],
+            order="C",
             multi_output=True,
             y_numeric=True,
         )
@@ -415,6 +416,7 @@ class NadarayaWatsonRegressorCV(CVSelectionMixin, NadarayaWatsonRegressor):
             X,
             y,
             dtype=[np.float64, np.float32],
+            order="C",
             multi_output=True,
             y_numeric=True,
         )

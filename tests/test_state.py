@@ -323,3 +323,22 @@ def test_predict_does_not_modify_its_input(name, layout):
         est.score(Q, est.predict(Q))
     assert_array_equal(Q, copy)
     assert_same_outputs(got, expected)
+
+
+@pytest.mark.parametrize(
+    "make_input",
+    [
+        np.asfortranarray,
+        lambda X: X[:, ::-1],
+        lambda X: pd.DataFrame(X, columns=["a", "b", "c"]),
+    ],
+    ids=["fortran", "strided", "dataframe"],
+)
+def test_fitted_training_inputs_are_contiguous(make_input):
+    """Fitted state is plain C-contiguous arrays, whatever the input layout."""
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(40, 3))
+    y = X[:, 0] > 0
+    for est in (NadarayaWatsonRegressor(), NadarayaWatsonClassifier()):
+        fitted = est.fit(make_input(X), y)
+        assert fitted.X_fit_.flags["C_CONTIGUOUS"]
