@@ -23,6 +23,12 @@ Several heads share each tile of distances, which makes a grid of kernels and
 bandwidths cost one distance computation. Kernels whose logarithm is linear in
 the (squared) distance, the Gaussian and the Laplacian, take a fused path: the
 shift comes from the smallest distance and the tile is exponentiated in place.
+
+Two other summations return the same quantities for compact kernels:
+:func:`tree_kernel_sums` evaluates only the pairs within reach, found with a
+KD-tree, and :func:`sorted_kernel_sums` answers 1-D polynomial kernels exactly
+from sorted points and prefix sums of their moments (:class:`SortedIndex`).
+:func:`parallel_kernel_sums` runs any of them over batches of queries.
 """
 
 from dataclasses import dataclass
