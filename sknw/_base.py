@@ -91,6 +91,28 @@ def check_dense_target(y):
         )
 
 
+def check_bandwidth(bandwidth, n_features):
+    """A positive finite float, or an array of them of shape (n_features,)."""
+    arr = np.asarray(bandwidth, dtype=np.float64)
+    if arr.ndim == 0:
+        value = float(arr)
+        if not (np.isfinite(value) and value > 0):
+            raise ValueError(
+                f"bandwidth must be positive and finite, got {bandwidth!r}."
+            )
+        return value
+    if arr.ndim != 1 or arr.shape[0] != n_features:
+        raise ValueError(
+            "A bandwidth must be a float or an array of shape (n_features,) = "
+            f"({n_features},), got shape {arr.shape}."
+        )
+    if not np.all(np.isfinite(arr) & (arr > 0)):
+        raise ValueError(
+            f"Every per-feature bandwidth must be positive and finite, got {arr}."
+        )
+    return arr
+
+
 def check_sample_weight(sample_weight, n_samples):
     """Validate sample weights: finite, non-negative, not all zero."""
     if sample_weight is None:
@@ -219,22 +241,7 @@ class NadarayaWatsonBase(BaseEstimator):
             return rule_bandwidth(
                 Xp, bw, self.kernel_, wp, self.metric, self.metric_params_
             )
-        arr = np.asarray(bw, dtype=np.float64)
-        if arr.ndim == 0:
-            value = float(arr)
-            if not (np.isfinite(value) and value > 0):
-                raise ValueError(f"bandwidth must be positive and finite, got {bw!r}.")
-            return value
-        if arr.ndim != 1 or arr.shape[0] != X.shape[1]:
-            raise ValueError(
-                "A per-feature bandwidth must have shape (n_features,) = "
-                f"({X.shape[1]},), got shape {arr.shape}."
-            )
-        if not np.all(np.isfinite(arr) & (arr > 0)):
-            raise ValueError(
-                f"Every per-feature bandwidth must be positive and finite, got {arr}."
-            )
-        return arr
+        return check_bandwidth(bw, X.shape[1])
 
     def _resolve_metric_params(self, X, sample_weight):
         """Metric parameters with data-dependent defaults fixed at fit time.

@@ -18,6 +18,7 @@ from sklearn.model_selection import check_cv
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._bandwidth import rule_bandwidth
+from ._base import check_bandwidth
 from ._weights import Head, default_tile_elements, kernel_sums, nearest_sums
 from .kernels import Kernel, get_kernel
 
@@ -331,21 +332,7 @@ def ranks(mean_scores):
 
 def _check_bandwidth_grid(bandwidths, n_features):
     """Validate a user bandwidth grid: positive floats or per-feature arrays."""
-    grid = []
-    for bw in bandwidths:
-        arr = np.asarray(bw, dtype=np.float64)
-        if arr.ndim == 0:
-            value = float(arr)
-        elif arr.ndim == 1 and arr.shape[0] == n_features:
-            value = arr
-        else:
-            raise ValueError(
-                "Each bandwidth must be a float or an array of shape "
-                f"(n_features,) = ({n_features},); got shape {arr.shape}."
-            )
-        if not np.all(np.isfinite(arr) & (arr > 0)):
-            raise ValueError(f"Bandwidths must be positive and finite, got {bw!r}.")
-        grid.append(value)
+    grid = [check_bandwidth(bw, n_features) for bw in bandwidths]
     if not grid:
         raise ValueError("bandwidths is empty: give at least one bandwidth.")
     return grid

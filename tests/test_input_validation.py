@@ -492,7 +492,7 @@ def test_invalid_array_bandwidth_classifier(bandwidth, match):
         ([-np.inf], "positive and finite"),
         ([[1.0, np.nan]], "positive and finite"),
         ([[1.0, 0.0]], "positive and finite"),
-        ([[1.0]], r"float or an array of shape \(n_features,\) = \(2,\); got shape"),
+        ([[1.0]], r"float or an array of shape \(n_features,\) = \(2,\), got shape"),
         ([np.ones((2, 2))], r"got shape \(2, 2\)"),
         ([], "bandwidths is empty"),
     ],
