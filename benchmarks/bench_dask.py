@@ -20,22 +20,12 @@ the machine with the workers.
 """
 
 import argparse
-import time
 
 import numpy as np
+from _timing import best_time
 from threadpoolctl import threadpool_limits
 
 from sknw import NadarayaWatsonRegressor, dask_predict
-
-
-def best_time(fn, repeat=2):
-    """Best wall time of ``repeat`` calls (the least disturbed run)."""
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def rows(quick):
@@ -62,15 +52,15 @@ def rows(quick):
 
         with threadpool_limits(1):
             expected = model.predict(Q)
-            t_single = best_time(lambda: model.predict(Q))
+            t_single = best_time(lambda: model.predict(Q), 2)
 
         got = dask_predict(model, queries).compute()
-        t_dask = best_time(lambda: dask_predict(model, queries).compute())
+        t_dask = best_time(lambda: dask_predict(model, queries).compute(), 2)
         err_dask = np.max(np.abs(got - expected))
 
         with parallel_config(backend="dask"):
             got = model.predict(Q)
-            t_joblib = best_time(lambda: model.predict(Q))
+            t_joblib = best_time(lambda: model.predict(Q), 2)
         err_joblib = np.max(np.abs(got - expected))
         n_threads = sum(client.nthreads().values())
 

@@ -11,19 +11,10 @@ import time
 import tracemalloc
 
 import numpy as np
+from _timing import best_time
 from threadpoolctl import threadpool_limits
 
 from sknw import NadarayaWatsonRegressor
-
-
-def best_time(fn, repeat=3):
-    """Best wall time of ``repeat`` calls (the least disturbed run)."""
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def peak_memory(fn):
