@@ -3,17 +3,20 @@
 from . import datasets, kernels
 from ._classification import NadarayaWatsonClassifier, NadarayaWatsonClassifierCV
 from ._dask import dask_predict
+from ._local_linear import LocalLinearRegressor
 from ._regression import NadarayaWatsonRegressor, NadarayaWatsonRegressorCV
-from .exceptions import EmptyWindowWarning
+from .exceptions import EmptyWindowWarning, SingularDesignWarning
 
 __version__ = "0.1.0.dev0"
 
 __all__ = [
     "EmptyWindowWarning",
+    "LocalLinearRegressor",
     "NadarayaWatsonClassifier",
     "NadarayaWatsonClassifierCV",
     "NadarayaWatsonRegressor",
     "NadarayaWatsonRegressorCV",
+    "SingularDesignWarning",
     "__version__",
     "dask_predict",
     "datasets",

@@ -7,6 +7,7 @@ from sklearn.utils.estimator_checks import (
 )
 
 from sknw import (
+    LocalLinearRegressor,
     NadarayaWatsonClassifier,
     NadarayaWatsonClassifierCV,
     NadarayaWatsonRegressor,
@@ -33,7 +34,7 @@ CV_CONFIGS = [
 
 ESTIMATORS = [
     cls(**params)
-    for cls in (NadarayaWatsonRegressor, NadarayaWatsonClassifier)
+    for cls in (NadarayaWatsonRegressor, NadarayaWatsonClassifier, LocalLinearRegressor)
     for params in CONFIGS
 ] + [
     cls(**params)
@@ -54,6 +55,7 @@ def test_sklearn_compatible_estimator(estimator, check):
         NadarayaWatsonClassifier(),
         NadarayaWatsonRegressorCV(),
         NadarayaWatsonClassifierCV(),
+        LocalLinearRegressor(),
     ],
     ids=type,
 )
