@@ -295,6 +295,7 @@ class NadarayaWatsonBase(BaseEstimator):
 
         Called at the end of ``fit``, once the values to average are known.
         """
+        self._coordinates_scaled = self._decide_coordinate_scaling()
         p = tree_p(self.metric, self.metric_params_)
         compact = bool(np.isfinite(self.kernel_.support))
         self._tree = self._index = None
@@ -360,10 +361,11 @@ class NadarayaWatsonBase(BaseEstimator):
         """What divides the features (None: nothing), see :meth:`_head`.
 
         A per-feature bandwidth divides the features. For metrics homogeneous
-        of degree one, so does the power of two nearest a scalar bandwidth
-        (the head's divisor is the rest), when the scaled training data stay
-        far from overflow: coordinates of order one keep squared distances
-        representable for data near the ends of the float range.
+        of degree one, so does a power of two within a factor 2 below a scalar
+        bandwidth (the head's divisor is the rest), when the scaled training
+        data stay far from overflow (decided at fit): coordinates of order one
+        keep squared distances representable for data near the ends of the
+        float range.
         """
         bw = self.bandwidth_
         if np.ndim(bw):
@@ -379,6 +381,12 @@ class NadarayaWatsonBase(BaseEstimator):
         return float(np.ldexp(1.0, exponent - 1))  # in (h / 2, h]
 
     def _scalar_scales_features(self):
+        return getattr(self, "_coordinates_scaled", False)
+
+    def _decide_coordinate_scaling(self):
+        """Whether a scalar bandwidth divides the coordinates (at fit time)."""
+        if np.ndim(self.bandwidth_):
+            return False
         bw = float(self.bandwidth_)
         if self.metric not in self._DEGREE_ONE or not bw >= np.finfo(float).tiny:
             return False
