@@ -289,6 +289,8 @@ class NadarayaWatsonBase(BaseEstimator):
 
     #: ``algorithm="auto"`` considers the tree from this many training points.
     _TREE_MIN_SAMPLES = 512
+    #: Whether the sorted 1-D path (sums of the values only) can serve.
+    _supports_sorted = True
 
     def _resolve_algorithm(self):
         """Set ``algorithm_`` (and its index) from the fitted state.
@@ -302,7 +304,12 @@ class NadarayaWatsonBase(BaseEstimator):
         self.algorithm_ = "brute"
         if self.algorithm == "brute":
             return
-        sorted_ok = sorted_eligible(
+        if self.algorithm == "sorted" and not self._supports_sorted:
+            raise ValueError(
+                f"algorithm='sorted' is not available for {type(self).__name__}; "
+                "use 'auto', 'brute' or 'tree'."
+            )
+        sorted_ok = self._supports_sorted and sorted_eligible(
             self.kernel_, self.metric, self.metric_params_, self.n_features_in_
         )
         if self.algorithm == "sorted" and not sorted_ok:

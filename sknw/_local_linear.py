@@ -4,7 +4,6 @@ import warnings
 from numbers import Real
 
 import numpy as np
-from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
@@ -142,36 +141,8 @@ class LocalLinearRegressor(NadarayaWatsonRegressor):
         )
         self.min_eigenvalue = min_eigenvalue
 
-    @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, sample_weight=None):
-        """Store the training data and resolve kernel, bandwidth and metric.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Training inputs.
-        y : array-like of shape (n_samples,) or (n_samples, n_outputs)
-            Targets.
-        sample_weight : array-like of shape (n_samples,), default=None
-            Non-negative weights of the training points (frequency weights).
-
-        Returns
-        -------
-        self : LocalLinearRegressor
-            The fitted estimator.
-        """
-        if self.algorithm == "sorted":
-            raise ValueError(
-                "algorithm='sorted' is not available for LocalLinearRegressor; "
-                "use 'auto', 'brute' or 'tree'."
-            )
-        return super().fit.__wrapped__(self, X, y, sample_weight)
-
-    def _resolve_algorithm(self):
-        super()._resolve_algorithm()
-        if self.algorithm_ == "sorted":  # "auto" on 1-D data: sums moments too
-            self._index = None
-            self.algorithm_ = "brute"
+    # The sorted path sums the targets only, not the moments a local line needs.
+    _supports_sorted = False
 
     def _coordinates(self, A, centre):
         """Features centred on the training mean, divided by the bandwidth."""

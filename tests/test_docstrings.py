@@ -90,15 +90,23 @@ def _members(cls):
 
 
 def _objects_to_validate():
-    seen, names = set(), []
-    for name, obj in _public_objects():
+    public = _public_objects()
+    # A shared method is validated once, under the first public class that
+    # defines it itself, else under the first one that has it.
+    defined_in = {}
+    for name, obj in public:
+        if inspect.isclass(obj):
+            for member, raw in _members(obj):
+                own = member in vars(obj)
+                if id(raw) not in defined_in or (own and not defined_in[id(raw)][1]):
+                    defined_in[id(raw)] = (f"{name}.{member}", own)
+    names = []
+    for name, obj in public:
         names.append((name, "object"))
         if inspect.isclass(obj):
             for member, raw in _members(obj):
-                if id(raw) in seen:
-                    continue  # attention_weights: one function, four estimators
-                seen.add(id(raw))
-                names.append((f"{name}.{member}", "member"))
+                if defined_in[id(raw)][0] == f"{name}.{member}":
+                    names.append((f"{name}.{member}", "member"))
     return names
 
 
