@@ -105,6 +105,7 @@ sphinx_gallery_conf = {
             "plot_d2l_attention_pooling.py",
             "plot_kernels.py",
             "plot_bandwidth_selection.py",
+            "plot_local_linear_bands.py",
             "plot_classification.py",
             "plot_grid_search.py",
             "plot_metrics.py",

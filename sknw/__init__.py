@@ -3,20 +3,22 @@
 from . import datasets, kernels
 from ._classification import NadarayaWatsonClassifier, NadarayaWatsonClassifierCV
 from ._dask import dask_predict
-from ._local_linear import LocalLinearRegressor
+from ._local_linear import LocalLinearRegressor, LocalLinearRegressorCV
 from ._regression import NadarayaWatsonRegressor, NadarayaWatsonRegressorCV
-from .exceptions import EmptyWindowWarning, SingularDesignWarning
+from .exceptions import EmptyWindowWarning, SingularDesignWarning, UndefinedStdWarning
 
 __version__ = "0.1.0.dev0"
 
 __all__ = [
     "EmptyWindowWarning",
     "LocalLinearRegressor",
+    "LocalLinearRegressorCV",
     "NadarayaWatsonClassifier",
     "NadarayaWatsonClassifierCV",
     "NadarayaWatsonRegressor",
     "NadarayaWatsonRegressorCV",
     "SingularDesignWarning",
+    "UndefinedStdWarning",
     "__version__",
     "dask_predict",
     "datasets",

@@ -1,6 +1,5 @@
 """Parameters, fitting and weighted averaging shared by all sknw estimators."""
 
-import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -11,6 +10,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._bandwidth import BANDWIDTH_RULES, rule_bandwidth
+from ._uncertainty import SquaredKernel, SquaredWeights
 from ._weights import (
     TREE_MAX_FRACTION,
     Head,
@@ -28,7 +28,7 @@ from ._weights import (
     tree_p,
     window_fraction,
 )
-from .exceptions import EmptyWindowWarning
+from .exceptions import EmptyWindowWarning, warn
 from .kernels import KERNELS, Kernel, get_kernel
 
 #: Tile size used by the estimators (see :func:`default_tile_elements`).
@@ -416,38 +416,88 @@ class NadarayaWatsonBase(BaseEstimator):
         check_not_text(X)
         return validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
 
-    def _weighted_average(self, X, V):
+    def _weighted_average(self, X, V, squared=False):
         """Kernel-weighted averages of the rows of ``V`` at the queries ``X``.
 
         Queries with an empty window are handled by the ``empty_window`` policy.
+        With ``squared=True``, also returns the sums of the squared weights
+        (:class:`~sknw._uncertainty.SquaredWeights`), from the same pass with a
+        second head, the squared kernel.
         """
         Q = self._validate_queries(X)
         V, w, column_scale = self._normalised(V)
-        tree = {}
-        if self.algorithm_ == "tree":
-            p = tree_p(self.metric, self.metric_params_)
-            tree = {"sums": tree_kernel_sums, "tree": self._tree, "p": p}
-        elif self.algorithm_ == "sorted":
-            tree = {"sums": sorted_kernel_sums, "index": self._index}
-        ((S, den, _),) = parallel_kernel_sums(
-            Q,
-            self.X_fit_,
-            V,
-            [self._head()],
-            n_jobs=self.n_jobs,
-            **tree,
-            metric=self.metric,
-            metric_params=self.metric_params_,
-            scale=self._scale(),
-            sample_weight=w,
-            tile_elements=_tile_elements(),
-        )
+        head = self._head()
+        heads = [head]
+        if squared:
+            heads.append(Head(SquaredKernel(head.kernel), head.divisor))
+        results = self._kernel_sums(Q, V, w, heads)
+        S, den, M = results[0]
         empty = ~(den != 0)
         with np.errstate(invalid="ignore", divide="ignore"):
             avg = S / den[:, None]
         if empty.any():
             avg[empty] = self._empty_values(Q[empty], V, empty, w)
-        return avg * column_scale
+        avg *= column_scale
+        if not squared:
+            return avg
+        return avg, self._squared_weights(results, column_scale, empty)
+
+    def _squared_weights(self, results, column_scale, empty):
+        """Sums of the squared weights of one observation, from the two heads.
+
+        With sample weights divided by ``c`` (a power of two), the weight of
+        one observation of point ``j`` is ``a_j = K_j / (c * den)`` (shifts
+        aside), and ``sum_j w_j a_j**2 V_j = S2 / (c * den**2)``.
+        """
+        (_, den, M), (S2, den2, M2) = results
+        c = 1.0
+        if self.sample_weight_ is not None:
+            c = float(power_of_two_scale(self.sample_weight_))
+        # The squared kernel's log values are exactly twice the kernel's, so
+        # its shift is exactly 2 M; the factor is 1 unless the paths differ.
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+            diff = M2 - 2.0 * M
+            factor = np.exp(np.where(np.isfinite(diff), diff, 0.0)) / c
+            inv = 1.0 / den
+            ratio = inv * inv * factor
+            log_k0 = float(np.asarray(self.kernel_.log_value(np.zeros(1)))[0])
+            self_weight = np.exp(log_k0 - M) * inv / c
+            average = S2 * ratio[:, None] * column_scale
+            total = den2 * ratio
+        for a in (average, total, self_weight):
+            a[empty] = np.nan
+        return SquaredWeights(average, total, self_weight, empty)
+
+    def _kernel_sums(self, Q, V, w, heads):
+        """The core's sums for every head, by the fitted ``algorithm_``.
+
+        The sorted index holds the sums of the fitted values for the fitted
+        kernel only; other values or heads take the brute-force path.
+        """
+        params = {
+            "metric": self.metric,
+            "metric_params": self.metric_params_,
+            "scale": self._scale(),
+            "sample_weight": w,
+            "tile_elements": _tile_elements(),
+        }
+        if self.algorithm_ == "tree":
+            p = tree_p(self.metric, self.metric_params_)
+            return [
+                parallel_kernel_sums(
+                    Q, self.X_fit_, V, [head], n_jobs=self.n_jobs,
+                    sums=tree_kernel_sums, tree=self._tree, p=p, **params,
+                )[0]
+                for head in heads
+            ]  # fmt: skip
+        if self.algorithm_ == "sorted" and len(heads) == 1:
+            return parallel_kernel_sums(
+                Q, self.X_fit_, V, heads, n_jobs=self.n_jobs,
+                sums=sorted_kernel_sums, index=self._index, **params,
+            )  # fmt: skip
+        return parallel_kernel_sums(
+            Q, self.X_fit_, V, heads, n_jobs=self.n_jobs, **params
+        )
 
     def _normalised(self, V):
         """Values and weights divided by powers of two (exactly).
@@ -486,10 +536,9 @@ class NadarayaWatsonBase(BaseEstimator):
                 "with unbounded support, or empty_window='nearest', 'mean' or 'nan'."
             )
         else:
-            warnings.warn(
+            warn(
                 f"{self._empty_message(empty)}; they use empty_window={policy!r}.",
                 EmptyWindowWarning,
-                stacklevel=4,
             )
         if policy == "nan":
             return np.nan

@@ -1,16 +1,112 @@
 """Local linear kernel regression."""
 
-import warnings
+from dataclasses import dataclass
 from numbers import Real
 
 import numpy as np
-from sklearn.utils._param_validation import Interval
-from sklearn.utils.validation import check_is_fitted
+from sklearn.base import _fit_context
+from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._regression import NadarayaWatsonRegressor
+from ._selection import CVSelectionMixin, cv_parameter_constraints
+from ._uncertainty import LocalFit
 from ._weights import Head, kernel_sums
-from .exceptions import SingularDesignWarning
-from .kernels import Boxcar
+from .exceptions import SingularDesignWarning, warn
+from .kernels import KERNELS, Boxcar
+
+
+def outer(a, b):
+    """Batched outer products of the rows of ``a`` (m, d) and ``b`` (m, d)."""
+    return a[:, :, None] * b[:, None, :]
+
+
+def symmetric(upper, d):
+    """Symmetric (m, d, d) matrices from their upper triangles."""
+    iu = np.triu_indices(d)
+    out = np.empty((upper.shape[0], d, d))
+    out[:, iu[0], iu[1]] = upper
+    out[:, iu[1], iu[0]] = upper
+    return out
+
+
+def moment_columns(Z, yc, squares=False):
+    """Per-point moments ``y, z, z y, z z^T`` (upper triangle) and, with
+    ``squares``, ``y**2``, as the columns of one array; and the column bounds
+    of each block."""
+    n, d = Z.shape
+    k = yc.shape[1]
+    iu = np.triu_indices(d)
+    blocks = [
+        yc,
+        Z,
+        (Z[:, :, None] * yc[:, None, :]).reshape(n, d * k),
+        Z[:, iu[0]] * Z[:, iu[1]],
+    ]
+    if squares:
+        blocks.append(yc * yc)
+    return np.hstack(blocks), np.cumsum([0] + [b.shape[1] for b in blocks])
+
+
+#: Rounding in the local covariance (differences of kernel-weighted moments)
+#: is below this many units of roundoff of the mean squared coordinate.
+COVARIANCE_ROUNDING = 1e3
+
+
+@dataclass
+class LocalSolution:
+    """The local linear fit at each query from the kernel-weighted moments."""
+
+    mean_y: np.ndarray
+    mean_z: np.ndarray
+    cov: np.ndarray
+    cross: np.ndarray
+    a: np.ndarray
+    ok: np.ndarray
+    finite: np.ndarray
+    estimate: np.ndarray
+
+
+def local_solution(A, cols, d, k, Zq, min_eigenvalue, few=None, to_bandwidth=None):
+    """Solve the local least-squares problems from averaged moments.
+
+    ``A`` holds the kernel-weighted averages of :func:`moment_columns` at the
+    queries, whose coordinates are ``Zq`` (those of the moments).
+    ``to_bandwidth`` (d,) takes these coordinates to bandwidth units (None:
+    they are), where a design is singular when the smallest eigenvalue of the
+    local covariance is at most ``min_eigenvalue`` times the largest, or
+    within rounding of zero, or (``few``) the window holds fewer than d + 1
+    points. Singular designs keep the local-constant estimate. Estimates are
+    of the centred targets.
+    """
+    mean_y = A[:, cols[0] : cols[1]]
+    mean_z = A[:, cols[1] : cols[2]]
+    mean_zy = A[:, cols[2] : cols[3]].reshape(-1, d, k)
+    second = symmetric(A[:, cols[3] : cols[4]], d)
+    cov = second - outer(mean_z, mean_z)
+    cross = mean_zy - mean_z[:, :, None] * mean_y[:, None, :]
+    finite = np.all(np.isfinite(cov), axis=(1, 2))
+    t = np.ones(d) if to_bandwidth is None else to_bandwidth
+    scaled = np.where(finite[:, None, None], cov, 0.0) * outer(t[None], t[None])
+    eig = np.linalg.eigvalsh(scaled)
+    top = eig[:, -1]
+    with np.errstate(invalid="ignore"):
+        rounding = (
+            COVARIANCE_ROUNDING
+            * np.finfo(np.float64).eps
+            * np.einsum("mii,i->m", np.where(finite[:, None, None], second, 0.0), t * t)
+        )
+    singular = ~(top > 0) | ~(eig[:, 0] > np.maximum(min_eigenvalue * top, rounding))
+    if few is not None:
+        singular |= few
+    ok = finite & ~singular
+    estimate = mean_y.copy()
+    # a = C^{-1} (z_bar - z_q): the estimate is mean_y - a . cross.
+    a = np.zeros((A.shape[0], d))
+    if ok.any():
+        dz = mean_z[ok] - Zq[ok]
+        a[ok] = np.linalg.solve(cov[ok], dz[:, :, None])[:, :, 0]
+        estimate[ok] = mean_y[ok] - np.einsum("md,mdk->mk", a[ok], cross[ok])
+    return LocalSolution(mean_y, mean_z, cov, cross, a, ok, finite, estimate)
 
 
 class LocalLinearRegressor(NadarayaWatsonRegressor):
@@ -44,6 +140,11 @@ class LocalLinearRegressor(NadarayaWatsonRegressor):
         collinear neighbours. Such queries get the local-constant estimate
         instead, and a :class:`~sknw.exceptions.SingularDesignWarning` says how
         many.
+    noise_variance : {"local", "global"} or float, default="local"
+        The noise variance behind the standard errors, as in
+        :class:`NadarayaWatsonRegressor`; ``"local"`` is the weighted residual
+        mean square of each query's local linear fit, corrected for its
+        degrees of freedom.
     algorithm : {"auto", "brute", "tree", "sorted"}, default="auto"
         As in :class:`NadarayaWatsonRegressor` (``"sorted"`` is not available:
         it sums the targets only, not the moments a local line needs, and
@@ -67,6 +168,9 @@ class LocalLinearRegressor(NadarayaWatsonRegressor):
         Training targets.
     sample_weight_ : ndarray of shape (n_samples,) or None
         Training sample weights.
+    noise_variance_ : ndarray of shape (n_outputs,) or None
+        The noise variance per output for ``noise_variance="global"`` or a
+        float; ``None`` for ``"local"``.
     n_features_in_ : int
         Number of features seen during fit.
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
@@ -127,6 +231,7 @@ class LocalLinearRegressor(NadarayaWatsonRegressor):
         metric_params=None,
         empty_window="nearest",
         min_eigenvalue=1e-8,
+        noise_variance="local",
         algorithm="auto",
         n_jobs=None,
     ):
@@ -136,6 +241,7 @@ class LocalLinearRegressor(NadarayaWatsonRegressor):
             metric=metric,
             metric_params=metric_params,
             empty_window=empty_window,
+            noise_variance=noise_variance,
             algorithm=algorithm,
             n_jobs=n_jobs,
         )
@@ -150,75 +256,99 @@ class LocalLinearRegressor(NadarayaWatsonRegressor):
         scale = np.asarray(bw, dtype=np.float64) if np.ndim(bw) else float(bw)
         return (np.asarray(A, dtype=np.float64) - centre) / scale
 
-    def predict(self, X):
+    def predict(self, X, return_std=False):
         """Local linear estimate at each query.
 
         Parameters
         ----------
         X : array-like of shape (n_queries, n_features)
             Queries.
+        return_std : bool, default=False
+            Also return the pointwise standard error of each estimate (see
+            :meth:`standard_error`).
 
         Returns
         -------
-        ndarray of shape (n_queries,) or (n_queries, n_outputs)
+        y_pred : ndarray of shape (n_queries,) or (n_queries, n_outputs)
             Estimates, as float64.
+        y_std : ndarray of shape (n_queries,) or (n_queries, n_outputs)
+            Standard errors of the estimates; only with ``return_std=True``.
         """
-        check_is_fitted(self)
-        Q = self._validate_queries(X)
-        y = self.y_fit_.reshape(self.y_fit_.shape[0], -1)
-        n, d = self.X_fit_.shape
-        k = y.shape[1]
+        return super().predict(X, return_std=return_std)
+
+    def _estimate(self, X):
+        return self._local_fit(self._validate_queries(X), with_std=False).estimate
+
+    def _local_fit(self, Q, with_std=True):
+        """The local linear fit, and with ``with_std`` its weight sums.
+
+        Moments are taken of the features centred on the training mean and
+        divided by the bandwidth, and of the targets centred on their mean,
+        then moved to each query's local mean (see ``_uncertainty``).
+        """
+        yc, y_mean = self._centred_targets()
+        d, k = self.n_features_in_, yc.shape[1]
         centre = self.X_fit_.mean(axis=0)
-        Z = self._coordinates(self.X_fit_, centre)
-        # Moments per training point: y, z, z y, z z^T (upper triangle).
-        iu = np.triu_indices(d)
-        V = np.hstack(
-            [
-                y,
-                Z,
-                (Z[:, :, None] * y[:, None, :]).reshape(n, d * k),
-                Z[:, iu[0]] * Z[:, iu[1]],
-            ]
-        )
+        V, cols = moment_columns(self._coordinates(self.X_fit_, centre), yc, with_std)
         # Kernel-weighted means of the moments; empty windows follow the
         # empty_window policy (their estimate is then that of the moments'
         # fallback, whose covariance is checked below).
-        A = self._weighted_average(Q, V)
-        mean_y = A[:, :k]
-        mean_z = A[:, k : k + d]
-        mean_zy = A[:, k + d : k + d + d * k].reshape(-1, d, k)
-        mean_zz = np.empty((A.shape[0], d, d))
-        upper = A[:, k + d + d * k :]
-        mean_zz[:, iu[0], iu[1]] = upper
-        mean_zz[:, iu[1], iu[0]] = upper
-        cov = mean_zz - mean_z[:, :, None] * mean_z[:, None, :]
-        cross = mean_zy - mean_z[:, :, None] * mean_y[:, None, :]
-        estimate = mean_y.copy()
-        finite = np.all(np.isfinite(cov), axis=(1, 2))
-        ok = finite & ~self._singular(cov, Q)
-        if ok.any():
-            slope = np.linalg.solve(cov[ok], cross[ok])  # (m, d, k)
-            # The intercept at the query: mean_y - slope . (mean_z - z_q).
-            dz = mean_z[ok] - self._coordinates(Q[ok], centre)
-            estimate[ok] = mean_y[ok] - np.einsum("md,mdk->mk", dz, slope)
-        n_singular = int((finite & ~ok).sum())
+        if with_std:
+            A, sq = self._weighted_average(Q, V, squared=True)
+        else:
+            A = self._weighted_average(Q, V)
+        counts = self._window_counts(Q)
+        sol = local_solution(
+            A,
+            cols,
+            d,
+            k,
+            self._coordinates(Q, centre),
+            self.min_eigenvalue,
+            few=counts < d + 1,
+        )
+        mean_y, mean_z, cov, cross = sol.mean_y, sol.mean_z, sol.cov, sol.cross
+        a, ok, finite, estimate = sol.a, sol.ok, sol.finite, sol.estimate
+        # Empty windows are counted by the empty-window warning.
+        n_singular = int((finite & ~ok & (counts > 0)).sum())
         if n_singular:
-            warnings.warn(
+            warn(
                 f"{n_singular} of {Q.shape[0]} queries have a singular local "
                 "design (too few or collinear training points in their window); "
                 "they get the local-constant estimate.",
                 SingularDesignWarning,
-                stacklevel=2,
             )
-        return estimate.ravel() if self.y_fit_.ndim == 1 else estimate
-
-    def _singular(self, cov, Q):
-        """Queries whose local design cannot determine a hyperplane."""
-        d = cov.shape[1]
-        eig = np.linalg.eigvalsh(np.where(np.isfinite(cov), cov, 0.0))
-        top = eig[:, -1]
-        small = ~(top > 0) | ~(eig[:, 0] > self.min_eigenvalue * top)
-        return small | (self._window_counts(Q) < d + 1)
+        estimate += y_mean
+        if not with_std:
+            return LocalFit(estimate, None, None, None, None, None)
+        # Residual mean square of the weighted least-squares fit in the window.
+        mean_yy = A[:, cols[4] : cols[5]]
+        rss = mean_yy - mean_y * mean_y
+        if ok.any():
+            slope = np.linalg.solve(cov[ok], cross[ok])  # (m, d, k)
+            rss[ok] -= np.einsum("mdk,mdk->mk", cross[ok], slope)
+        # Squared-weight moments about the local mean: s0, s1 and S2.
+        s0 = sq.total
+        m1 = sq.average[:, cols[1] : cols[2]]
+        m2 = symmetric(sq.average[:, cols[3] : cols[4]], d)
+        s1 = m1 - s0[:, None] * mean_z
+        S2 = (
+            m2
+            - outer(mean_z, m1)
+            - outer(m1, mean_z)
+            + s0[:, None, None] * outer(mean_z, mean_z)
+        )
+        spread = s0.copy()
+        dof = s0.copy()
+        leverage = sq.self_weight.copy()
+        if ok.any():
+            ao, So, Co = a[ok], S2[ok], cov[ok]
+            spread[ok] += -2.0 * np.einsum("md,md->m", ao, s1[ok]) + np.einsum(
+                "md,mde,me->m", ao, So, ao
+            )
+            dof[ok] += np.trace(np.linalg.solve(Co, So), axis1=1, axis2=2)
+            leverage[ok] *= 1.0 + np.einsum("md,mde,me->m", ao, Co, ao)
+        return LocalFit(estimate, rss, spread, dof, leverage, sq.undefined)
 
     def _window_counts(self, Q):
         """Training points of positive weight with a non-zero kernel weight.
@@ -243,3 +373,206 @@ class LocalLinearRegressor(NadarayaWatsonRegressor):
         )
         # The boxcar's log weight is 0 inside: the shifted sum is the count.
         return np.where(np.isfinite(M), S[:, 0], 0.0)
+
+
+class LocalLinearRegressorCV(CVSelectionMixin, LocalLinearRegressor):
+    r"""Local linear regression with kernel and bandwidth chosen by CV.
+
+    By default, exact leave-one-out cross-validation over a log-spaced grid of
+    bandwidths around the rule of thumb, in one pass over the pairwise
+    distances: the kernel-weighted moments of every training point's window
+    are summed without the point itself, and each point's local least-squares
+    problem is solved from them. Then it predicts like
+    :class:`LocalLinearRegressor` with the best kernel and bandwidth.
+
+    Parameters
+    ----------
+    kernels : str, Kernel or sequence of them, default=("gaussian",)
+        Kernels to try: names from :data:`sknw.kernels.KERNELS` or
+        :class:`~sknw.kernels.Kernel` instances.
+    bandwidths : int, array-like or None, default=None
+        As in :class:`NadarayaWatsonRegressorCV`: ``None`` or an int ``n``
+        (default 30) for ``n`` multipliers, log-spaced from 0.05 to 5, of each
+        kernel's Scott-rule bandwidth; otherwise a sequence of bandwidths.
+    cv : int, cross-validation generator, iterable or None, default=None
+        ``None``: exact, efficient leave-one-out. Otherwise K-fold as in
+        :func:`sklearn.model_selection.check_cv`, through the same machinery.
+    scoring : str, callable or None, default=None
+        As in :class:`NadarayaWatsonRegressorCV`; ``None`` is the negative
+        mean squared error.
+    refine : bool, default=False
+        As in :class:`NadarayaWatsonRegressorCV`: a bounded continuous search
+        of the log-bandwidth after the grid.
+    metric : str or callable, default="euclidean"
+        As in :class:`LocalLinearRegressor`.
+    metric_params : dict, default=None
+        Keyword arguments of the metric.
+    empty_window : {"nearest", "mean", "nan", "raise"}, default="nearest"
+        As in :class:`NadarayaWatsonRegressorCV`, for windows that are empty
+        once a point is left out: ``"nearest"`` and ``"mean"`` score the
+        fallback estimate; ``"nan"`` and ``"raise"`` score NaN, which ranks a
+        candidate last.
+    min_eigenvalue : float, default=1e-8
+        As in :class:`LocalLinearRegressor`. Left-out points whose local
+        design is singular are scored with the local-constant estimate, as
+        they would be predicted (without a warning during the search).
+    noise_variance : {"local", "global"} or float, default="local"
+        As in :class:`LocalLinearRegressor`, with the selected kernel and
+        bandwidth.
+    algorithm : {"auto", "brute", "tree"}, default="auto"
+        As in :class:`LocalLinearRegressor`, for predictions.
+    n_jobs : int, default=None
+        As in :class:`LocalLinearRegressor`, for predictions.
+
+    Attributes
+    ----------
+    kernel_ : Kernel
+        The selected kernel.
+    bandwidth_ : float or ndarray of shape (n_features,)
+        The selected bandwidth.
+    best_score_ : float
+        Cross-validated score of the selected kernel and bandwidth.
+    best_index_ : int
+        Index of the best grid candidate in ``cv_results_``.
+    cv_results_ : dict of ndarrays
+        As in :class:`NadarayaWatsonRegressorCV`.
+    algorithm_ : {"brute", "tree"}
+        The summation used by predictions.
+    metric_params_ : dict
+        Metric parameters used, including data-dependent defaults.
+    X_fit_ : ndarray of shape (n_samples, n_features)
+        Training inputs.
+    y_fit_ : ndarray of shape (n_samples,) or (n_samples, n_outputs)
+        Training targets.
+    sample_weight_ : ndarray of shape (n_samples,) or None
+        Training sample weights.
+    noise_variance_ : ndarray of shape (n_outputs,) or None
+        As in :class:`LocalLinearRegressor`.
+    n_features_in_ : int
+        Number of features seen during fit.
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
+        Names of features seen during fit; only defined when ``X`` has feature
+        names that are all strings.
+
+    See Also
+    --------
+    LocalLinearRegressor : The estimator with a fixed kernel and bandwidth.
+    NadarayaWatsonRegressorCV : The same selection for the local-constant
+        estimate.
+
+    Notes
+    -----
+    The leave-one-out estimate at :math:`x_i` is the intercept of the
+    kernel-weighted least-squares fit at :math:`x_i` to the other points: the
+    moments of :class:`LocalLinearRegressor` (Notes) with point :math:`i`'s
+    term left out of every sum (one unit of its weight, for frequency
+    weights). Each candidate costs one kernel evaluation per pair, and one
+    small linear system per point.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sknw import LocalLinearRegressorCV
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(0, 3, (200, 1))
+    >>> y = 2 * X[:, 0] + np.sin(3 * X[:, 0]) + rng.normal(0, 0.3, 200)
+    >>> reg = LocalLinearRegressorCV(kernels=["gaussian", "epanechnikov"])
+    >>> reg = reg.fit(X, y)
+    >>> reg.kernel_, reg.bandwidth_.round(3)
+    (Epanechnikov(), array([0.233]))
+    >>> len(reg.cv_results_["mean_test_score"])
+    60
+    """
+
+    _parameter_constraints = {
+        **cv_parameter_constraints(
+            LocalLinearRegressor._parameter_constraints, set(KERNELS)
+        ),
+        "algorithm": [StrOptions({"auto", "brute", "tree"})],
+    }
+
+    def __init__(
+        self,
+        *,
+        kernels=("gaussian",),
+        bandwidths=None,
+        cv=None,
+        scoring=None,
+        refine=False,
+        metric="euclidean",
+        metric_params=None,
+        empty_window="nearest",
+        min_eigenvalue=1e-8,
+        noise_variance="local",
+        algorithm="auto",
+        n_jobs=None,
+    ):
+        super().__init__(
+            kernels=kernels,
+            bandwidths=bandwidths,
+            cv=cv,
+            scoring=scoring,
+            refine=refine,
+            metric=metric,
+            metric_params=metric_params,
+            empty_window=empty_window,
+            algorithm=algorithm,
+            n_jobs=n_jobs,
+        )
+        self.min_eigenvalue = min_eigenvalue
+        self.noise_variance = noise_variance
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, sample_weight=None):
+        """Select kernel and bandwidth by cross-validation, then fit.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training inputs.
+        y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+            Targets.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative frequency weights, used in the weighted sums and in the
+            scores.
+
+        Returns
+        -------
+        self : LocalLinearRegressorCV
+            The fitted estimator.
+        """
+        return self._fit_regression(X, y, sample_weight)
+
+    def _cv_values(self, X, Y, w):
+        """Moments of the local fit, and the local linear estimates from their
+        left-out averages.
+
+        The moments are taken in standardised coordinates: the local fit does
+        not depend on a linear change of coordinates, and these keep the
+        moments of order one.
+        """
+        X64 = np.asarray(X, dtype=np.float64)
+        spread = X64.std(axis=0)
+        spread = np.where(spread > 0, spread, 1.0)
+        Z = (X64 - X64.mean(axis=0)) / spread
+        mean = np.average(Y, axis=0, weights=w)
+        V, cols = moment_columns(Z, Y - mean)
+        d, k = Z.shape[1], Y.shape[1]
+
+        def finish(averages, cands):
+            out = np.empty((len(cands), Z.shape[0], k))
+            for i, cand in enumerate(cands):
+                bw = np.asarray(cand["bandwidth"], dtype=np.float64)
+                sol = local_solution(
+                    averages[i],
+                    cols,
+                    d,
+                    k,
+                    Z,
+                    self.min_eigenvalue,
+                    to_bandwidth=np.broadcast_to(spread / bw, (d,)),
+                )
+                out[i] = sol.estimate + mean
+            return out
+
+        return V, finish

@@ -1,16 +1,21 @@
 """Nadaraya--Watson kernel regression."""
 
+from numbers import Real
+
 import numpy as np
+from scipy.stats import norm
 from sklearn.base import RegressorMixin, _fit_context
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._base import (
     NadarayaWatsonBase,
     check_dense_target,
     check_not_text,
-    check_sample_weight,
 )
 from ._selection import CVSelectionMixin, cv_parameter_constraints
+from ._uncertainty import LocalFit, global_noise_variance, local_noise_variance
+from .exceptions import UndefinedStdWarning, warn
 from .kernels import KERNELS
 
 
@@ -50,6 +55,13 @@ class NadarayaWatsonRegressor(RegressorMixin, NadarayaWatsonBase):
         Every policy but ``"raise"`` emits an
         :class:`~sknw.exceptions.EmptyWindowWarning` naming how many queries
         were affected.
+    noise_variance : {"local", "global"} or float, default="local"
+        The noise variance behind the standard errors of ``predict(X,
+        return_std=True)``, :meth:`standard_error` and :meth:`predict_interval`:
+        estimated in each query's window (``"local"``, for heteroscedastic
+        noise), once from the residuals at the training points (``"global"``,
+        an extra pass over the training data in ``fit``), or given. It does not
+        change the estimates.
 
     algorithm : {"auto", "brute", "tree", "sorted"}, default="auto"
         How the weights are summed. ``"brute"``: every query against every
@@ -93,6 +105,9 @@ class NadarayaWatsonRegressor(RegressorMixin, NadarayaWatsonBase):
         Training targets (the values), as float64.
     sample_weight_ : ndarray of shape (n_samples,) or None
         Training sample weights, ``None`` when not given.
+    noise_variance_ : ndarray of shape (n_outputs,) or None
+        The noise variance per output for ``noise_variance="global"`` or a
+        float; ``None`` for ``"local"`` (estimated per query).
     n_features_in_ : int
         Number of features seen during fit.
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
@@ -154,6 +169,14 @@ class NadarayaWatsonRegressor(RegressorMixin, NadarayaWatsonBase):
     array([[0.009, 0.491, 0.491, 0.009]])
     """
 
+    _parameter_constraints = {
+        **NadarayaWatsonBase._parameter_constraints,
+        "noise_variance": [
+            StrOptions({"local", "global"}),
+            Interval(Real, 0, None, closed="left"),
+        ],
+    }
+
     def __init__(
         self,
         *,
@@ -162,6 +185,7 @@ class NadarayaWatsonRegressor(RegressorMixin, NadarayaWatsonBase):
         metric="euclidean",
         metric_params=None,
         empty_window="nearest",
+        noise_variance="local",
         algorithm="auto",
         n_jobs=None,
     ):
@@ -174,6 +198,7 @@ class NadarayaWatsonRegressor(RegressorMixin, NadarayaWatsonBase):
             algorithm=algorithm,
             n_jobs=n_jobs,
         )
+        self.noise_variance = noise_variance
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None):
@@ -207,14 +232,45 @@ class NadarayaWatsonRegressor(RegressorMixin, NadarayaWatsonBase):
         self._fit_common(X, sample_weight)
         self.y_fit_ = np.asarray(y, dtype=np.float64)
         self._resolve_algorithm()
+        self._fit_noise_variance()
         return self
 
     def _values(self):
         """The values averaged by the weights: the targets, as columns."""
         return self.y_fit_.reshape(self.y_fit_.shape[0], -1)
 
-    def predict(self, X):
+    def predict(self, X, return_std=False):
         """Kernel-weighted average of the training targets at each query.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_queries, n_features)
+            Queries.
+        return_std : bool, default=False
+            Also return the pointwise standard error of each estimate (see
+            ``noise_variance`` and the Notes of :meth:`standard_error`).
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_queries,) or (n_queries, n_outputs)
+            Estimates, as float64.
+        y_std : ndarray of shape (n_queries,) or (n_queries, n_outputs)
+            Standard errors of the estimates; only with ``return_std=True``.
+        """
+        check_is_fitted(self)
+        if return_std:
+            fit = self._local_fit(self._validate_queries(X))
+            return self._shaped(fit.estimate), self._shaped(self._std(fit))
+        return self._shaped(self._estimate(X))
+
+    def _estimate(self, X):
+        return self._weighted_average(X, self._values())
+
+    def _shaped(self, A):
+        return A.ravel() if self.y_fit_.ndim == 1 else A
+
+    def standard_error(self, X):
+        r"""Pointwise standard error of the estimate at each query.
 
         Parameters
         ----------
@@ -224,11 +280,157 @@ class NadarayaWatsonRegressor(RegressorMixin, NadarayaWatsonBase):
         Returns
         -------
         ndarray of shape (n_queries,) or (n_queries, n_outputs)
-            Estimates, as float64.
+            Standard errors. NaN, with an
+            :class:`~sknw.exceptions.UndefinedStdWarning`, where no variance
+            can be estimated (see Notes).
+
+        Notes
+        -----
+        The estimate is a linear smoother, :math:`\hat m(q) = \sum_j \ell_j(q)
+        y_j`. Reading sample weights as frequencies (a weight of 2 counts as
+        two observations), its variance is
+        :math:`\sigma^2(q) \sum_u \ell_u(q)^2` over the observations
+        :math:`u`, and the standard error is its square root. The noise
+        variance :math:`\sigma^2(q)` is, by ``noise_variance``:
+
+        - ``"local"``: the kernel-weighted mean squared residual of the local
+          fit in the query's window, divided by its expectation per unit noise
+          variance, :math:`1 - \operatorname{tr}(G^{-1} G_2)` (:math:`G` and
+          :math:`G_2` the local design's moments with the weights and their
+          squares; :math:`1 - \sum_u \ell_u^2` for the local-constant fit).
+          It follows heteroscedastic noise. It is undefined (NaN) where the
+          window holds, in effect, no more observations than the local fit
+          has parameters, and at queries with an empty window.
+        - ``"global"``: one variance per output from the residuals at the
+          training points, :math:`\sum_i r_i^2 / \sum_i (1 - 2 \ell_{ii} +
+          \sum_j \ell_{ij}^2)` (the linear smoother's degrees-of-freedom
+          correction), computed in ``fit``.
+        - a float: that variance.
+
+        The standard error measures the variance of the estimate, not its
+        bias: where the function curves within the window (and at the
+        boundary for the local-constant estimate), intervals built on it are
+        centred off the true value. Smaller bandwidths trade bias for
+        variance.
         """
         check_is_fitted(self)
-        avg = self._weighted_average(X, self._values())
-        return avg.ravel() if self.y_fit_.ndim == 1 else avg
+        return self._shaped(self._std(self._local_fit(self._validate_queries(X))))
+
+    def predict_interval(self, X, confidence=0.95):
+        """Pointwise normal confidence intervals for the regression function.
+
+        The estimate plus and minus the normal quantile times its standard
+        error (see :meth:`standard_error` for what it covers: the variance of
+        the estimate, not its smoothing bias).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_queries, n_features)
+            Queries.
+        confidence : float, default=0.95
+            Confidence level, in (0, 1).
+
+        Returns
+        -------
+        lower, upper : ndarray of shape (n_queries,) or (n_queries, n_outputs)
+            Bounds of the intervals.
+        """
+        check_is_fitted(self)
+        if not (isinstance(confidence, Real) and 0 < confidence < 1):
+            raise ValueError(f"confidence must be in (0, 1), got {confidence!r}.")
+        fit = self._local_fit(self._validate_queries(X))
+        half = norm.ppf(0.5 + confidence / 2) * self._std(fit)
+        return self._shaped(fit.estimate - half), self._shaped(fit.estimate + half)
+
+    def effective_sample_size(self, X):
+        r"""Effective number of observations behind the estimate at each query.
+
+        :math:`1 / \sum_u \ell_u(q)^2`: the number of observations whose
+        plain mean would have the estimate's variance. For the local-constant
+        estimate it is :math:`(\sum_j w_j K_j)^2 / \sum_j w_j K_j^2`; it is
+        1 for a single point in the window and the total sample weight for a
+        flat kernel covering all the data.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_queries, n_features)
+            Queries.
+
+        Returns
+        -------
+        ndarray of shape (n_queries,)
+            Effective numbers of observations (NaN for an empty window).
+        """
+        check_is_fitted(self)
+        fit = self._local_fit(self._validate_queries(X))
+        with np.errstate(divide="ignore"):
+            return 1.0 / fit.spread
+
+    def _centred_targets(self):
+        """Targets minus their weighted mean, and the mean."""
+        y = self._values()
+        w = self.sample_weight_
+        mean = np.average(y, axis=0, weights=w)
+        return y - mean, mean
+
+    def _local_fit(self, Q):
+        """The local-constant fit and its weight sums (see ``_uncertainty``)."""
+        yc, mean = self._centred_targets()
+        k = yc.shape[1]
+        avg, sq = self._weighted_average(Q, np.hstack([yc, yc * yc]), squared=True)
+        fitted = avg[:, :k]
+        return LocalFit(
+            estimate=fitted + mean,
+            rss=avg[:, k:] - fitted * fitted,
+            spread=sq.total,
+            dof=sq.total,
+            leverage=sq.self_weight,
+            undefined=sq.undefined,
+        )
+
+    def _fit_noise_variance(self):
+        """Resolve ``noise_variance_`` (the global one needs a pass over X)."""
+        nv = self.noise_variance
+        k = self._values().shape[1]
+        if nv == "local":
+            self.noise_variance_ = None
+        elif nv == "global":
+            fit = self._local_fit(self.X_fit_)
+            self.noise_variance_ = global_noise_variance(
+                fit, self._values(), self.sample_weight_
+            )
+            if not np.all(np.isfinite(self.noise_variance_)):
+                warn(
+                    "The global noise variance is undefined: the fit "
+                    "interpolates the training targets (the bandwidth is too "
+                    "small for any residual). Standard errors will be NaN.",
+                    UndefinedStdWarning,
+                )
+        else:
+            self.noise_variance_ = np.full(k, float(nv))
+
+    def _std(self, fit):
+        """Standard errors (m, k) of a :class:`LocalFit`, warning on NaN."""
+        if self.noise_variance_ is None:
+            var, undefined = local_noise_variance(fit)
+        else:
+            var = np.broadcast_to(self.noise_variance_, fit.estimate.shape)
+            undefined = fit.undefined | ~np.all(np.isfinite(var), axis=1)
+        with np.errstate(invalid="ignore"):
+            std = np.sqrt(var * fit.spread[:, None])
+        std[undefined] = np.nan
+        n_undefined = int(undefined.sum())
+        if n_undefined:
+            warn(
+                f"{n_undefined} of {undefined.shape[0]} queries have no standard "
+                "error (NaN): their window is empty, or holds in effect no more "
+                "observations than the local fit has parameters, so no noise "
+                "variance can be estimated there. A larger bandwidth gives them "
+                "observations; outside empty windows, noise_variance='global' or "
+                "a float gives them a variance.",
+                UndefinedStdWarning,
+            )
+        return std
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -288,6 +490,9 @@ class NadarayaWatsonRegressorCV(CVSelectionMixin, NadarayaWatsonRegressor):
         windows are counted in ``cv_results_["n_empty_windows"]``; no warning
         is emitted during the search.
 
+    noise_variance : {"local", "global"} or float, default="local"
+        As in :class:`NadarayaWatsonRegressor`, with the selected kernel and
+        bandwidth.
     algorithm : {"auto", "brute", "tree", "sorted"}, default="auto"
         How the weights are summed. ``"brute"``: every query against every
         training point, in tiles. ``"tree"``: for a kernel of finite support and
@@ -341,6 +546,8 @@ class NadarayaWatsonRegressorCV(CVSelectionMixin, NadarayaWatsonRegressor):
         Training targets.
     sample_weight_ : ndarray of shape (n_samples,) or None
         Training sample weights.
+    noise_variance_ : ndarray of shape (n_outputs,) or None
+        As in :class:`NadarayaWatsonRegressor`.
     n_features_in_ : int
         Number of features seen during fit.
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
@@ -390,6 +597,35 @@ class NadarayaWatsonRegressorCV(CVSelectionMixin, NadarayaWatsonRegressor):
         NadarayaWatsonRegressor._parameter_constraints, set(KERNELS)
     )
 
+    def __init__(
+        self,
+        *,
+        kernels=("gaussian",),
+        bandwidths=None,
+        cv=None,
+        scoring=None,
+        refine=False,
+        metric="euclidean",
+        metric_params=None,
+        empty_window="nearest",
+        noise_variance="local",
+        algorithm="auto",
+        n_jobs=None,
+    ):
+        super().__init__(
+            kernels=kernels,
+            bandwidths=bandwidths,
+            cv=cv,
+            scoring=scoring,
+            refine=refine,
+            metric=metric,
+            metric_params=metric_params,
+            empty_window=empty_window,
+            algorithm=algorithm,
+            n_jobs=n_jobs,
+        )
+        self.noise_variance = noise_variance
+
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None):
         """Select kernel and bandwidth by cross-validation, then fit.
@@ -409,21 +645,4 @@ class NadarayaWatsonRegressorCV(CVSelectionMixin, NadarayaWatsonRegressor):
         self : NadarayaWatsonRegressorCV
             The fitted estimator.
         """
-        check_not_text(X)
-        check_dense_target(y)
-        X, y = validate_data(
-            self,
-            X,
-            y,
-            dtype=[np.float64, np.float32],
-            order="C",
-            multi_output=True,
-            y_numeric=True,
-        )
-        w = check_sample_weight(sample_weight, X.shape[0])
-        self.metric_params_ = self._resolve_metric_params(X, w)
-        y = np.asarray(y, dtype=np.float64)
-        self._select(X, y.reshape(y.shape[0], -1), y, w, "regression")
-        self.X_fit_, self.y_fit_, self.sample_weight_ = X, y, w
-        self._resolve_algorithm()
-        return self
+        return self._fit_regression(X, y, sample_weight)

@@ -16,9 +16,15 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.metrics import get_scorer, get_scorer_names
 from sklearn.model_selection import check_cv
 from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import validate_data
 
 from ._bandwidth import rule_bandwidth
-from ._base import check_bandwidth
+from ._base import (
+    check_bandwidth,
+    check_dense_target,
+    check_not_text,
+    check_sample_weight,
+)
 from ._weights import Head, default_tile_elements, kernel_sums, nearest_sums
 from .kernels import Kernel, get_kernel
 
@@ -388,7 +394,36 @@ class CVSelectionMixin:
         self.algorithm = algorithm
         self.n_jobs = n_jobs
 
-    def _select(self, X, V, y_score, w, kind, classes=None):
+    def _fit_regression(self, X, y, sample_weight):
+        """Validate, select kernel and bandwidth, then fit (the regressors)."""
+        check_not_text(X)
+        check_dense_target(y)
+        X, y = validate_data(
+            self,
+            X,
+            y,
+            dtype=[np.float64, np.float32],
+            order="C",
+            multi_output=True,
+            y_numeric=True,
+        )
+        w = check_sample_weight(sample_weight, X.shape[0])
+        self.metric_params_ = self._resolve_metric_params(X, w)
+        y = np.asarray(y, dtype=np.float64)
+        V, finish = self._cv_values(X, y.reshape(y.shape[0], -1), w)
+        self._select(X, V, y, w, "regression", finish=finish)
+        self.X_fit_, self.y_fit_, self.sample_weight_ = X, y, w
+        self._resolve_algorithm()
+        self._fit_noise_variance()
+        return self
+
+    def _cv_values(self, X, Y, w):
+        """The values whose weighted averages the selection needs, and the
+        function from their averages to out-of-sample estimates (None: the
+        averages are the estimates, as for Nadaraya--Watson)."""
+        return Y, None
+
+    def _select(self, X, V, y_score, w, kind, classes=None, finish=None):
         kernels = self.kernels
         if isinstance(kernels, (str, Kernel)):
             kernels = [kernels]
@@ -436,6 +471,8 @@ class CVSelectionMixin:
                 empty_window=self.empty_window,
                 tile_elements=default_tile_elements(),
             )
+            if finish is not None:
+                preds = finish(preds, cands)
             return score_candidates(preds, y_score, w, folds, scorer), n_empty
 
         cands = candidate_grid(X, w, resolved, grid, self.metric, self.metric_params_)

@@ -1,6 +1,17 @@
 """Warnings raised by sknw estimators."""
 
-__all__ = ["EmptyWindowWarning", "SingularDesignWarning"]
+import sys
+import warnings
+
+__all__ = ["EmptyWindowWarning", "SingularDesignWarning", "UndefinedStdWarning"]
+
+
+def warn(message, category):
+    """Warn with the location of the first caller outside sknw (not public)."""
+    level, frame = 2, sys._getframe(1)
+    while frame is not None and frame.f_globals.get("__name__", "").startswith("sknw."):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, category, stacklevel=level)
 
 
 class EmptyWindowWarning(UserWarning):
@@ -45,5 +56,30 @@ class SingularDesignWarning(UserWarning):
     ...     reg.predict([[0.1]])
     array([0.])
     >>> caught[0].category is SingularDesignWarning
+    True
+    """
+
+
+class UndefinedStdWarning(UserWarning):
+    """Some queries have no standard error: it is NaN.
+
+    Raised by ``predict(X, return_std=True)``, ``standard_error`` and
+    ``predict_interval`` of the regressors where no noise variance can be
+    estimated: an empty window, or, with ``noise_variance="local"``, a window
+    that holds in effect no more observations than the local fit has
+    parameters. The message says how many queries.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from sknw import NadarayaWatsonRegressor
+    >>> from sknw.exceptions import UndefinedStdWarning
+    >>> reg = NadarayaWatsonRegressor(kernel="boxcar", bandwidth=0.5)
+    >>> reg = reg.fit([[0.0], [1.0], [1.2]], [0.0, 1.0, 2.0])
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     reg.predict([[0.1], [1.1]], return_std=True)
+    (array([0. , 1.5]), array([nan, 0.5]))
+    >>> caught[0].category is UndefinedStdWarning
     True
     """

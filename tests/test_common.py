@@ -8,6 +8,7 @@ from sklearn.utils.estimator_checks import (
 
 from sknw import (
     LocalLinearRegressor,
+    LocalLinearRegressorCV,
     NadarayaWatsonClassifier,
     NadarayaWatsonClassifierCV,
     NadarayaWatsonRegressor,
@@ -32,15 +33,30 @@ CV_CONFIGS = [
     {"kernels": "triangular", "bandwidths": [0.1, 1.0], "empty_window": "mean"},
 ]
 
-ESTIMATORS = [
-    cls(**params)
-    for cls in (NadarayaWatsonRegressor, NadarayaWatsonClassifier, LocalLinearRegressor)
-    for params in CONFIGS
-] + [
-    cls(**params)
-    for cls in (NadarayaWatsonRegressorCV, NadarayaWatsonClassifierCV)
-    for params in CV_CONFIGS
-]
+ESTIMATORS = (
+    [
+        cls(**params)
+        for cls in (
+            NadarayaWatsonRegressor,
+            NadarayaWatsonClassifier,
+            LocalLinearRegressor,
+        )
+        for params in CONFIGS
+    ]
+    + [
+        cls(**params)
+        for cls in (
+            NadarayaWatsonRegressorCV,
+            NadarayaWatsonClassifierCV,
+            LocalLinearRegressorCV,
+        )
+        for params in CV_CONFIGS
+    ]
+    + [
+        NadarayaWatsonRegressor(noise_variance="global"),
+        LocalLinearRegressor(noise_variance=0.5, kernel="biweight", bandwidth=2.0),
+    ]
+)
 
 
 @parametrize_with_checks(ESTIMATORS)
@@ -56,6 +72,7 @@ def test_sklearn_compatible_estimator(estimator, check):
         NadarayaWatsonRegressorCV(),
         NadarayaWatsonClassifierCV(),
         LocalLinearRegressor(),
+        LocalLinearRegressorCV(),
     ],
     ids=type,
 )

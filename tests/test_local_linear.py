@@ -6,8 +6,14 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose
 from scipy.spatial.distance import cdist
+from sklearn.model_selection import GridSearchCV, KFold, LeaveOneOut
 
-from sknw import LocalLinearRegressor, NadarayaWatsonRegressor
+from sknw import (
+    LocalLinearRegressor,
+    LocalLinearRegressorCV,
+    NadarayaWatsonRegressor,
+    NadarayaWatsonRegressorCV,
+)
 from sknw.exceptions import EmptyWindowWarning, SingularDesignWarning
 from sknw.kernels import KERNELS
 
@@ -87,12 +93,16 @@ def test_singular_designs_fall_back_to_local_constant_with_a_warning():
     ll = LocalLinearRegressor(**kw).fit(X, y)
     nw = NadarayaWatsonRegressor(**kw).fit(X, y)
     # Collinear neighbours (on the diagonal), a single neighbour, and an empty
-    # window (the empty-window policy, here the nearest point).
+    # window (the empty-window policy, here the nearest point, and its own
+    # warning only).
     Q = np.array([[1.5, 1.5], [10.0, 0.5], [6.0, -5.0]])
-    with pytest.warns(SingularDesignWarning, match="3 of 3 queries"):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", EmptyWindowWarning)
-            got = ll.predict(Q)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = ll.predict(Q)
+    messages = [(w.category, str(w.message)) for w in caught]
+    assert len(messages) == 2
+    assert messages[0][0] is EmptyWindowWarning and "1 of 3" in messages[0][1]
+    assert messages[1][0] is SingularDesignWarning and "2 of 3" in messages[1][1]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert_allclose(got, nw.predict(Q), rtol=1e-12)
@@ -109,3 +119,106 @@ def test_multi_output_shapes_and_sorted_is_refused():
     assert LocalLinearRegressor().fit(X, Y[:, :1]).predict(X[:3]).shape == (3, 1)
     with pytest.raises(ValueError, match="sorted"):
         LocalLinearRegressor(kernel="epanechnikov", algorithm="sorted").fit(X, Y)
+
+
+# -- LocalLinearRegressorCV ------------------------------------------------------
+
+
+def brute_loo(X, y, w, kernel, bandwidth):
+    """Leave-one-out predictions by refitting without one unit of weight."""
+    preds = []
+    for i in range(X.shape[0]):
+        wi = w.copy()
+        wi[i] -= 1.0
+        est = LocalLinearRegressor(kernel=kernel, bandwidth=bandwidth)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", SingularDesignWarning)
+            warnings.simplefilter("ignore", EmptyWindowWarning)
+            est.fit(X[wi > 0], y[wi > 0], sample_weight=wi[wi > 0])
+            preds.append(est.predict(X[i : i + 1])[0])
+    return np.array(preds)
+
+
+@pytest.mark.parametrize("kernel", ["gaussian", "epanechnikov", "tricube", "cauchy"])
+@pytest.mark.parametrize("d", [1, 2])
+def test_cv_loo_scores_equal_brute_force(kernel, d):
+    rng = np.random.default_rng(d)
+    X = rng.uniform(0, 3, (40, d))
+    y = np.sin(2 * X).sum(axis=1) + X[:, 0] + rng.normal(0, 0.2, 40)
+    w = rng.integers(1, 4, 40).astype(float)
+    bandwidths = [0.6, 1.5] if d == 1 else [np.array([0.9, 1.4]), 2.0]
+    cv = LocalLinearRegressorCV(kernels=kernel, bandwidths=bandwidths)
+    cv.fit(X, y, sample_weight=w)
+    for i, bw in enumerate(bandwidths):
+        pred = brute_loo(X, y, w, kernel, bw)
+        expected = -np.average((y - pred) ** 2, weights=w)
+        assert_allclose(cv.cv_results_["mean_test_score"][i], expected, rtol=1e-10)
+
+
+def test_cv_scores_singular_left_out_designs_like_predict():
+    """Small compact windows: many left-out points have fewer than two
+    neighbours and are scored with the local-constant fallback."""
+    rng = np.random.default_rng(7)
+    X = np.sort(rng.uniform(0, 10, (30, 1)), axis=0)
+    y = np.cos(X[:, 0]) + rng.normal(0, 0.1, 30)
+    bandwidths = [0.3, 0.6, 1.2]
+    cv = LocalLinearRegressorCV(kernels="epanechnikov", bandwidths=bandwidths)
+    cv.fit(X, y)
+    for i, bw in enumerate(bandwidths):
+        pred = brute_loo(X, y, np.ones(30), "epanechnikov", bw)
+        expected = -np.mean((y - pred) ** 2)
+        assert_allclose(cv.cv_results_["mean_test_score"][i], expected, rtol=1e-10)
+
+
+def test_cv_choice_equals_grid_search():
+    rng = np.random.default_rng(3)
+    X = rng.uniform(0, 3, (60, 1))
+    y = 2 * X[:, 0] + np.sin(3 * X[:, 0]) + rng.normal(0, 0.3, 60)
+    grid = list(np.geomspace(0.05, 2.0, 12))
+    for splitter in (LeaveOneOut(), KFold(5, shuffle=True, random_state=0)):
+        cv = LocalLinearRegressorCV(bandwidths=grid, cv=splitter).fit(X, y)
+        search = GridSearchCV(
+            LocalLinearRegressor(),
+            {"bandwidth": grid},
+            cv=splitter,
+            scoring="neg_mean_squared_error",
+        ).fit(X, y)
+        assert cv.bandwidth_ == search.best_params_["bandwidth"]
+        scores = cv.cv_results_["mean_test_score"]
+        assert_allclose(scores, search.cv_results_["mean_test_score"], rtol=1e-9)
+        assert_allclose(cv.predict(X), search.best_estimator_.predict(X), rtol=1e-12)
+
+
+def test_cv_prefers_local_linear_where_the_slope_matters():
+    """On a line, local linear is exact at any bandwidth: the CV score is the
+    noise level at every bandwidth, far better than local constant's at large
+    bandwidths."""
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0, 1, (100, 1))
+    y = 5 * X[:, 0] + rng.normal(0, 0.1, 100)
+    grid = [0.05, 0.2, 1.0]
+    ll = LocalLinearRegressorCV(bandwidths=grid).fit(X, y)
+    nw = NadarayaWatsonRegressorCV(bandwidths=grid).fit(X, y)
+    assert ll.best_score_ > nw.best_score_
+    assert ll.cv_results_["mean_test_score"][-1] > -0.015
+    assert nw.cv_results_["mean_test_score"][-1] < -0.5
+
+
+def test_cv_refine_and_multi_output():
+    rng = np.random.default_rng(5)
+    X = rng.uniform(0, 3, (80, 2))
+    Y = np.column_stack([np.sin(X[:, 0]), X[:, 1] ** 2]) + rng.normal(0, 0.1, (80, 2))
+    cv = LocalLinearRegressorCV(bandwidths=8, refine=True).fit(X, Y)
+    assert np.all(np.asarray(cv.bandwidth_) > 0)
+    grid_best = cv.cv_results_["mean_test_score"].max()
+    assert cv.best_score_ >= grid_best
+    assert cv.predict(X).shape == (80, 2)
+    # The refined bandwidth's score is that of a fixed-bandwidth CV run.
+    again = LocalLinearRegressorCV(bandwidths=[cv.bandwidth_]).fit(X, Y)
+    assert_allclose(again.best_score_, cv.best_score_, rtol=1e-10)
+
+
+def test_cv_rejects_sorted():
+    X = np.linspace(0, 1, 20)[:, None]
+    with pytest.raises(ValueError, match="algorithm"):
+        LocalLinearRegressorCV(algorithm="sorted").fit(X, X[:, 0])
