@@ -10,11 +10,13 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._bandwidth import BANDWIDTH_RULES, rule_bandwidth
+from ._binned import binned_eligible, binned_grid, binned_kernel_sums, gaussian_sigma
 from ._uncertainty import SquaredKernel, SquaredWeights
 from ._weights import (
     TREE_MAX_FRACTION,
     Head,
     SortedIndex,
+    _scaled_rows,
     build_tree,
     default_tile_elements,
     log_weight_rows,
@@ -200,7 +202,7 @@ class NadarayaWatsonBase(BaseEstimator):
         "metric": [StrOptions(set(CDIST_METRICS)), callable],
         "metric_params": [dict, None],
         "empty_window": [StrOptions(set(EMPTY_WINDOW_POLICIES))],
-        "algorithm": [StrOptions({"auto", "brute", "tree", "sorted"})],
+        "algorithm": [StrOptions({"auto", "brute", "tree", "sorted", "binned"})],
         "n_jobs": [Integral, None],
     }
 
@@ -309,6 +311,10 @@ class NadarayaWatsonBase(BaseEstimator):
                 f"algorithm='sorted' is not available for {type(self).__name__}; "
                 "use 'auto', 'brute' or 'tree'."
             )
+        if self.algorithm == "binned":
+            self._check_binned()
+            self.algorithm_ = "binned"
+            return
         sorted_ok = self._supports_sorted and sorted_eligible(
             self.kernel_, self.metric, self.metric_params_, self.n_features_in_
         )
@@ -355,6 +361,33 @@ class NadarayaWatsonBase(BaseEstimator):
             if fraction >= TREE_MAX_FRACTION:
                 return
         self._tree, self.algorithm_ = tree, "tree"
+
+    def _check_binned(self):
+        """Whether ``algorithm="binned"`` applies, and its grid fits."""
+        if not hasattr(self, "binned_tol"):
+            raise ValueError(
+                f"algorithm='binned' is not available for {type(self).__name__}; "
+                "use 'auto', 'brute' or 'tree'."
+            )
+        if not binned_eligible(
+            self.kernel_, self.metric, self.metric_params_, self.n_features_in_
+        ):
+            raise ValueError(
+                "algorithm='binned' needs one feature, the Gaussian kernel (not "
+                f"{self.kernel_!r}) and a metric that is |x - q| in one dimension "
+                "('euclidean', 'cityblock', 'chebyshev', 'minkowski'), not "
+                f"{self.metric!r}."
+            )
+        x = _scaled_rows(self.X_fit_, 0, self.X_fit_.shape[0], self._scale())[:, 0]
+        w = self.sample_weight_
+        if w is not None:
+            x = x[w > 0]
+        binned_grid(
+            float(x.min()),
+            float(x.max()),
+            gaussian_sigma(self._head()),
+            self.binned_tol,
+        )
 
     # -- the weighted average ----------------------------------------------------
 
@@ -472,7 +505,9 @@ class NadarayaWatsonBase(BaseEstimator):
         """The core's sums for every head, by the fitted ``algorithm_``.
 
         The sorted index holds the sums of the fitted values for the fitted
-        kernel only; other values or heads take the brute-force path.
+        kernel only; other values or heads take the brute-force path, and so do
+        several heads for the binned path (whose tolerance bounds ratios of one
+        head's sums).
         """
         params = {
             "metric": self.metric,
@@ -495,6 +530,10 @@ class NadarayaWatsonBase(BaseEstimator):
                 Q, self.X_fit_, V, heads, n_jobs=self.n_jobs,
                 sums=sorted_kernel_sums, index=self._index, **params,
             )  # fmt: skip
+        if self.algorithm_ == "binned" and len(heads) == 1:
+            return binned_kernel_sums(
+                Q, self.X_fit_, V, heads, tol=self.binned_tol, **params
+            )
         return parallel_kernel_sums(
             Q, self.X_fit_, V, heads, n_jobs=self.n_jobs, **params
         )
@@ -549,13 +588,18 @@ class NadarayaWatsonBase(BaseEstimator):
             return w / w.sum() if V is None else (w @ V) / w.sum()
         params = {"metric": self.metric, "metric_params": self.metric_params_}
         scale = self._scale()
-        if scale is not None and self.metric in self._DEGREE_ONE:
+        if self.metric in self._DEGREE_ONE:
             # Nearest points do not change under a common factor: choose it so
-            # that scaled coordinates are of order one (squares representable).
+            # that scaled coordinates, of the training points and the queries,
+            # are of order one (squares representable).
+            base = np.ones(self.n_features_in_) if scale is None else scale
             with np.errstate(over="ignore"):
-                largest = np.max(np.abs(self.X_fit_ / scale), initial=0.0)
+                largest = max(
+                    np.max(np.abs(self.X_fit_ / base), initial=0.0),
+                    np.max(np.abs(Qe / base), initial=0.0),
+                )
             if np.isfinite(largest) and largest > 0:
-                scale = scale * power_of_two_scale(largest)
+                scale = base * power_of_two_scale(largest)
         if V is None:
             Qs, Xs = Qe, self.X_fit_
             if scale is not None:

@@ -1,8 +1,10 @@
 """Nadaraya--Watson kernel classification."""
 
+from numbers import Real
+
 import numpy as np
 from sklearn.base import ClassifierMixin, _fit_context
-from sklearn.utils._param_validation import StrOptions
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
@@ -47,7 +49,7 @@ class NadarayaWatsonClassifier(ClassifierMixin, NadarayaWatsonBase):
         then raises), or a ``ValueError``. Every policy but ``"raise"`` emits an
         :class:`~sknw.exceptions.EmptyWindowWarning`.
 
-    algorithm : {"auto", "brute", "tree", "sorted"}, default="auto"
+    algorithm : {"auto", "brute", "tree", "sorted", "binned"}, default="auto"
         How the weights are summed. ``"brute"``: every query against every
         training point, in tiles. ``"tree"``: for a kernel of finite support and
         a metric a KD-tree can search (euclidean, cityblock, chebyshev,
@@ -62,8 +64,17 @@ class NadarayaWatsonClassifier(ClassifierMixin, NadarayaWatsonBase):
         points (probed at fit time on training points), else brute. All give
         the same estimates up to rounding (for ``"sorted"``, relative errors up
         to about 1e-9 for the high-degree triweight and tricube kernels, where a
-        window holds only points near its edge). The choice is stored in
-        ``algorithm_``.
+        window holds only points near its edge). ``"binned"`` (never chosen by
+        ``"auto"``): with one feature and the Gaussian kernel, an approximation
+        within ``binned_tol`` by linear binning and FFT convolution, in
+        :math:`O(n + m + G \log G)` for a grid of :math:`G` nodes. The choice is
+        stored in ``algorithm_``.
+    binned_tol : float, default=1e-6
+        With ``algorithm="binned"``: the largest error of an estimate relative
+        to the range of the targets (of each class's indicator for the
+        classifier). The grid step follows from it; queries whose error bound
+        exceeds it (in sparse regions or outside the data) are computed
+        exactly.
     n_jobs : int, default=None
         Number of parallel workers for predictions: the queries are split into
         batches run through joblib (threads unless ``joblib.parallel_config``
@@ -73,7 +84,7 @@ class NadarayaWatsonClassifier(ClassifierMixin, NadarayaWatsonBase):
 
     Attributes
     ----------
-    algorithm_ : {"brute", "tree", "sorted"}
+    algorithm_ : {"brute", "tree", "sorted", "binned"}
         The summation used by predictions (see ``algorithm``).
     classes_ : ndarray of shape (n_classes,)
         Class labels, in the order of the columns of :meth:`predict_proba`.
@@ -133,6 +144,7 @@ class NadarayaWatsonClassifier(ClassifierMixin, NadarayaWatsonBase):
     _parameter_constraints = {
         **NadarayaWatsonBase._parameter_constraints,
         "kernel": [StrOptions(CLASSIFIER_KERNELS), Kernel],
+        "binned_tol": [Interval(Real, 0, 1, closed="neither")],
     }
 
     def __init__(
@@ -144,6 +156,7 @@ class NadarayaWatsonClassifier(ClassifierMixin, NadarayaWatsonBase):
         metric_params=None,
         empty_window="nearest",
         algorithm="auto",
+        binned_tol=1e-6,
         n_jobs=None,
     ):
         super().__init__(
@@ -155,6 +168,7 @@ class NadarayaWatsonClassifier(ClassifierMixin, NadarayaWatsonBase):
             algorithm=algorithm,
             n_jobs=n_jobs,
         )
+        self.binned_tol = binned_tol
 
     def _check_kernel(self, kernel):
         if not kernel.nonnegative:

@@ -7,6 +7,7 @@ import numpy as np
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from ._base import NadarayaWatsonBase
 from ._regression import NadarayaWatsonRegressor
 from ._selection import CVSelectionMixin, cv_parameter_constraints
 from ._uncertainty import LocalFit
@@ -218,7 +219,12 @@ class LocalLinearRegressor(NadarayaWatsonRegressor):
     """
 
     _parameter_constraints = {
-        **NadarayaWatsonRegressor._parameter_constraints,
+        **{
+            k: v
+            for k, v in NadarayaWatsonRegressor._parameter_constraints.items()
+            if k != "binned_tol"
+        },
+        "algorithm": [StrOptions({"auto", "brute", "tree", "sorted"})],
         "min_eigenvalue": [Interval(Real, 0, 1, closed="both")],
     }
 
@@ -235,16 +241,17 @@ class LocalLinearRegressor(NadarayaWatsonRegressor):
         algorithm="auto",
         n_jobs=None,
     ):
-        super().__init__(
+        NadarayaWatsonBase.__init__(
+            self,
             kernel=kernel,
             bandwidth=bandwidth,
             metric=metric,
             metric_params=metric_params,
             empty_window=empty_window,
-            noise_variance=noise_variance,
             algorithm=algorithm,
             n_jobs=n_jobs,
         )
+        self.noise_variance = noise_variance
         self.min_eigenvalue = min_eigenvalue
 
     # The sorted path sums the targets only, not the moments a local line needs.

@@ -63,7 +63,7 @@ class NadarayaWatsonRegressor(RegressorMixin, NadarayaWatsonBase):
         an extra pass over the training data in ``fit``), or given. It does not
         change the estimates.
 
-    algorithm : {"auto", "brute", "tree", "sorted"}, default="auto"
+    algorithm : {"auto", "brute", "tree", "sorted", "binned"}, default="auto"
         How the weights are summed. ``"brute"``: every query against every
         training point, in tiles. ``"tree"``: for a kernel of finite support and
         a metric a KD-tree can search (euclidean, cityblock, chebyshev,
@@ -78,8 +78,17 @@ class NadarayaWatsonRegressor(RegressorMixin, NadarayaWatsonBase):
         points (probed at fit time on training points), else brute. All give
         the same estimates up to rounding (for ``"sorted"``, relative errors up
         to about 1e-9 for the high-degree triweight and tricube kernels, where a
-        window holds only points near its edge). The choice is stored in
-        ``algorithm_``.
+        window holds only points near its edge). ``"binned"`` (never chosen by
+        ``"auto"``): with one feature and the Gaussian kernel, an approximation
+        within ``binned_tol`` by linear binning and FFT convolution, in
+        :math:`O(n + m + G \log G)` for a grid of :math:`G` nodes. The choice is
+        stored in ``algorithm_``.
+    binned_tol : float, default=1e-6
+        With ``algorithm="binned"``: the largest error of an estimate relative
+        to the range of the targets (of each class's indicator for the
+        classifier). The grid step follows from it; queries whose error bound
+        exceeds it (in sparse regions or outside the data) are computed
+        exactly.
     n_jobs : int, default=None
         Number of parallel workers for predictions: the queries are split into
         batches run through joblib (threads unless ``joblib.parallel_config``
@@ -92,7 +101,7 @@ class NadarayaWatsonRegressor(RegressorMixin, NadarayaWatsonBase):
     kernel_ : Kernel
         The resolved kernel object (a copy: the ``kernel`` parameter is never
         modified).
-    algorithm_ : {"brute", "tree", "sorted"}
+    algorithm_ : {"brute", "tree", "sorted", "binned"}
         The summation used by predictions (see ``algorithm``).
     bandwidth_ : float or ndarray of shape (n_features,)
         The resolved bandwidth: a float for a scalar ``bandwidth``, otherwise one
@@ -175,6 +184,7 @@ class NadarayaWatsonRegressor(RegressorMixin, NadarayaWatsonBase):
             StrOptions({"local", "global"}),
             Interval(Real, 0, None, closed="left"),
         ],
+        "binned_tol": [Interval(Real, 0, 1, closed="neither")],
     }
 
     def __init__(
@@ -187,6 +197,7 @@ class NadarayaWatsonRegressor(RegressorMixin, NadarayaWatsonBase):
         empty_window="nearest",
         noise_variance="local",
         algorithm="auto",
+        binned_tol=1e-6,
         n_jobs=None,
     ):
         super().__init__(
@@ -198,6 +209,7 @@ class NadarayaWatsonRegressor(RegressorMixin, NadarayaWatsonBase):
             algorithm=algorithm,
             n_jobs=n_jobs,
         )
+        self.binned_tol = binned_tol
         self.noise_variance = noise_variance
 
     @_fit_context(prefer_skip_nested_validation=True)

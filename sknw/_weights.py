@@ -28,6 +28,8 @@ Two other summations return the same quantities for compact kernels:
 :func:`tree_kernel_sums` evaluates only the pairs within reach, found with a
 KD-tree, and :func:`sorted_kernel_sums` answers 1-D polynomial kernels exactly
 from sorted points and prefix sums of their moments (:class:`SortedIndex`).
+For the Gaussian in 1-D, :func:`sknw._binned.binned_kernel_sums`
+approximates them within a tolerance by linear binning and FFT convolution.
 :func:`parallel_kernel_sums` runs any of them over batches of queries.
 """
 
