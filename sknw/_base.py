@@ -189,6 +189,36 @@ def power_of_two_scale(A, axis=None):
     return np.ldexp(1.0, exponent - 1)  # <= big, so never overflows
 
 
+#: Metrics with d(x / h, q / h) = d(x, q) / h for h > 0.
+DEGREE_ONE = frozenset(
+    {"euclidean", "cityblock", "chebyshev", "minkowski", "seuclidean",
+     "mahalanobis"}
+)  # fmt: skip
+
+
+def nearest_scale(scale, metric, X, Q):
+    """What divides the features for a search of nearest points.
+
+    Nearest points do not change under a common factor, for metrics
+    homogeneous of degree one: a scale equal for every feature is dropped
+    (dividing by it would round distances and break exact ties), and a power
+    of two brings the coordinates of the training points and the queries to
+    order one (squared distances representable).
+    """
+    if metric not in DEGREE_ONE:
+        return scale
+    d = X.shape[1]
+    base = np.ones(d) if scale is None or np.all(scale == scale[0]) else scale
+    with np.errstate(over="ignore"):
+        largest = max(
+            np.max(np.abs(X / base), initial=0.0),
+            np.max(np.abs(Q / base), initial=0.0),
+        )
+    if np.isfinite(largest) and largest > 0:
+        return base * power_of_two_scale(largest)
+    return base
+
+
 class NadarayaWatsonBase(BaseEstimator):
     """Shared machinery of the Nadaraya--Watson estimators (not public)."""
 
@@ -300,6 +330,7 @@ class NadarayaWatsonBase(BaseEstimator):
         Called at the end of ``fit``, once the values to average are known.
         """
         self._coordinates_scaled = self._decide_coordinate_scaling()
+        self._feature_power = self._decide_feature_power()
         p = tree_p(self.metric, self.metric_params_)
         compact = bool(np.isfinite(self.kernel_.support))
         self._tree = self._index = None
@@ -391,11 +422,7 @@ class NadarayaWatsonBase(BaseEstimator):
 
     # -- the weighted average ----------------------------------------------------
 
-    #: Metrics with d(x / h, q / h) = d(x, q) / h for h > 0.
-    _DEGREE_ONE = frozenset(
-        {"euclidean", "cityblock", "chebyshev", "minkowski", "seuclidean",
-         "mahalanobis"}
-    )  # fmt: skip
+    _DEGREE_ONE = DEGREE_ONE
 
     def _scale(self):
         """What divides the features (None: nothing), see :meth:`_head`.
@@ -409,7 +436,7 @@ class NadarayaWatsonBase(BaseEstimator):
         """
         bw = self.bandwidth_
         if np.ndim(bw):
-            return np.asarray(bw, dtype=np.float64)
+            return np.asarray(bw, dtype=np.float64) * self._power()
         if self._scalar_scales_features():
             return np.full(self.n_features_in_, self._power_of_two())
         return None
@@ -419,6 +446,29 @@ class NadarayaWatsonBase(BaseEstimator):
         by it is exact, so ties between distances stay ties)."""
         _, exponent = np.frexp(float(self.bandwidth_))
         return float(np.ldexp(1.0, exponent - 1))  # in (h / 2, h]
+
+    def _power(self):
+        return getattr(self, "_feature_power", 1.0)
+
+    def _decide_feature_power(self):
+        """For a per-feature bandwidth ``b`` and a metric homogeneous of degree
+        one, a power of two ``p`` (decided at fit): the features are divided by
+        ``b * p`` and the distances by ``1 / p``, the same weights, with
+        coordinates of order one where ``x / b`` would be huge (a bandwidth
+        near 1e-300), so that squared distances stay representable. ``p`` is 1
+        unless ``x / b`` exceeds 1e150."""
+        bw = self.bandwidth_
+        if not np.ndim(bw) or self.metric not in self._DEGREE_ONE:
+            return 1.0
+        X = self.X_fit_
+        top = np.maximum(np.abs(X.max(axis=0)), np.abs(X.min(axis=0)))
+        with np.errstate(divide="ignore"):
+            exponent = np.log2(top.astype(np.float64)) - np.log2(bw)
+        exponent = exponent[np.isfinite(exponent)]
+        if not exponent.size or np.max(exponent) <= np.log2(1e150):
+            return 1.0
+        power = float(np.exp2(np.ceil(np.max(exponent))))
+        return power if np.isfinite(power) and 1.0 / power > 0 else 1.0
 
     def _scalar_scales_features(self):
         return getattr(self, "_coordinates_scaled", False)
@@ -439,7 +489,7 @@ class NadarayaWatsonBase(BaseEstimator):
     def _head(self):
         bw = self.bandwidth_
         if np.ndim(bw):
-            return Head(self.kernel_, 1.0)
+            return Head(self.kernel_, 1.0 / self._power())
         if self._scalar_scales_features():
             return Head(self.kernel_, float(bw) / self._power_of_two())
         return Head(self.kernel_, float(bw))
@@ -588,18 +638,7 @@ class NadarayaWatsonBase(BaseEstimator):
             return w / w.sum() if V is None else (w @ V) / w.sum()
         params = {"metric": self.metric, "metric_params": self.metric_params_}
         scale = self._scale()
-        if self.metric in self._DEGREE_ONE:
-            # Nearest points do not change under a common factor: choose it so
-            # that scaled coordinates, of the training points and the queries,
-            # are of order one (squares representable).
-            base = np.ones(self.n_features_in_) if scale is None else scale
-            with np.errstate(over="ignore"):
-                largest = max(
-                    np.max(np.abs(self.X_fit_ / base), initial=0.0),
-                    np.max(np.abs(Qe / base), initial=0.0),
-                )
-            if np.isfinite(largest) and largest > 0:
-                scale = base * power_of_two_scale(largest)
+        scale = nearest_scale(scale, self.metric, self.X_fit_, Qe)
         if V is None:
             Qs, Xs = Qe, self.X_fit_
             if scale is not None:

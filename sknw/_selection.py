@@ -24,6 +24,8 @@ from ._base import (
     check_dense_target,
     check_not_text,
     check_sample_weight,
+    nearest_scale,
+    power_of_two_scale,
 )
 from ._weights import Head, default_tile_elements, kernel_sums, nearest_sums
 from .kernels import Kernel, get_kernel
@@ -94,20 +96,35 @@ def candidate_grid(X, w, kernels, bandwidths, metric, metric_params):
     ]
 
 
-def group_candidates(cands, metric):
+def _coordinate_power(top, bw):
+    """A power of two ``p`` with ``max(top / (bw * p))`` in (1/2, 1] (1 when
+    ``top`` is None or all zero)."""
+    if top is None:
+        return 1.0
+    with np.errstate(divide="ignore"):
+        exponent = np.log2(top) - np.log2(bw)
+    exponent = exponent[np.isfinite(exponent)]
+    if not exponent.size:
+        return 1.0
+    return float(np.exp2(np.ceil(np.max(exponent))))
+
+
+def group_candidates(cands, metric, X=None):
     """Group candidates that can share one pass over the distances.
 
-    A per-feature bandwidth ``b`` is split into a shape ``b / g`` and a size
-    ``g`` (the power of two nearest its geometric mean): for metrics homogeneous
-    of degree ``p``,
-    ``d(x / b, q / b) = d(x / (b / g), q / (b / g)) / g**p``, so candidates
-    with the same shape share their distances.
+    A per-feature bandwidth ``b`` is split into a shape ``s`` (``b`` times a
+    power of two) and a size ``g = b / s``: for metrics homogeneous of degree
+    ``p``, ``d(x / b, q / b) = d(x / s, q / s) / g**p``, so candidates with the
+    same shape share their distances. The power of two makes the largest
+    coordinate of the training data ``X`` (when given) divided by ``s`` about
+    one, so that squared distances stay representable.
 
     Returns a list of ``(scale, [(candidate index, Head), ...])``: the features
     are divided by ``scale`` (None: unscaled) and each head's divisor completes
     its candidate's bandwidth.
     """
     degree = _HOMOGENEOUS_DEGREE.get(metric)
+    top = None if X is None else np.max(np.abs(X), axis=0, initial=0.0)
     groups = {}
     for i, cand in enumerate(cands):
         bw = cand["bandwidth"]
@@ -119,9 +136,11 @@ def group_candidates(cands, metric):
             if key in groups:
                 scale = groups[key][0]
             else:
-                # The first bandwidth of the group over a power of two: exact,
-                # so its distances (and their ties) are those of ``bw`` itself.
-                scale = bw / np.exp2(np.round(np.mean(np.log2(bw))))
+                # The group's first bandwidth times a power of two (exact, so
+                # its distances and their ties are those of ``bw`` itself)
+                # that brings the largest scaled coordinate near one: squared
+                # distances stay representable at any scale of the features.
+                scale = np.asarray(bw, dtype=np.float64) * _coordinate_power(top, bw)
             divisor = float(np.exp(np.mean(np.log(bw / scale)))) ** degree
         else:
             key, scale, divisor = ("array", *map(float, bw)), bw, 1.0
@@ -229,7 +248,7 @@ def _fallback(
             Vt,
             metric=metric,
             metric_params=metric_params,
-            scale=scale,
+            scale=nearest_scale(scale, metric, Xt, Xq),
             sample_weight=wt,
             exclude_self=loo,
             self_weight=kept,
@@ -457,6 +476,13 @@ class CVSelectionMixin:
                             "it cannot be scored; use other folds or weights."
                         )
         scorer = make_scorer(self.scoring, kind, classes)
+        w_score = w
+        with np.errstate(over="ignore"):
+            overflows = w is not None and not np.isfinite(w.sum())
+        if overflows:
+            # Weights whose sum overflows: divided by a power of two (exactly),
+            # which leaves weighted-mean scores unchanged.
+            w_score = w / power_of_two_scale(w)
 
         def evaluate(cands):
             """Out-of-sample scores and empty-window counts of candidates."""
@@ -465,7 +491,7 @@ class CVSelectionMixin:
                 V,
                 w,
                 cands,
-                group_candidates(cands, self.metric),
+                group_candidates(cands, self.metric, X),
                 folds=folds,
                 metric=self.metric,
                 metric_params=self.metric_params_,
@@ -474,7 +500,7 @@ class CVSelectionMixin:
             )
             if finish is not None:
                 preds = finish(preds, cands)
-            return score_candidates(preds, y_score, w, folds, scorer), n_empty
+            return score_candidates(preds, y_score, w_score, folds, scorer), n_empty
 
         cands = candidate_grid(X, w, resolved, grid, self.metric, self.metric_params_)
         (mean, splits), n_empty = evaluate(cands)
