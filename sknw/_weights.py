@@ -49,6 +49,7 @@ TILE_ELEMENTS = 1 << 17
 #: and their terms set to exactly 0 after: below ``e**-700`` times the row's
 #: largest term (exactly 1), a term cannot change a float64 sum.
 EXP_FLOOR = -700.0
+_FLOOR_VALUE = float(np.exp(EXP_FLOOR))
 #: Largest error in squared scaled distances allowed on the GEMM path.
 GEMM_U2_TOLERANCE = 1e-11
 
@@ -308,6 +309,7 @@ def kernel_sums(
     fused = [h for h, coef in enumerate(coefs) if coef is not None]
     general = [h for h, coef in enumerate(coefs) if coef is None]
     bq, bn = _tile_shape(m, n, tile_elements)
+    near = np.full(m, np.inf) if fused else None
     dbuf = np.empty(bq * bn)
     ebuf = np.empty(bq * bn) if len(heads) > 1 else None
     for x0 in range(0, n, bn):
@@ -351,15 +353,21 @@ def kernel_sums(
                 acc.acc[rows] += E @ train.Vx
             if fused:
                 # Shared by every log-linear head: the largest log value of a
-                # row is coef times its smallest unmasked distance, the
-                # smallest is coef times its largest distance.
+                # row is coef times its smallest unmasked distance so far (the
+                # head's shift), the smallest is coef times its largest
+                # distance. D becomes the excess over that nearest distance.
                 dmax = D.max(axis=1)
                 for ix in masked:
                     D[ix] = np.inf
                 dmin = D.min(axis=1)
+                nearest = np.minimum(near[rows], dmin)
+                near[rows] = nearest
+                base = np.where(np.isfinite(nearest), nearest, 0.0)
+                D -= base[:, None]
+                excess = dmax - base
             for h in fused:
                 acc = out[h]
-                E = _fused_tile(D, coefs[h], dmin, dmax, target, acc, rows)
+                E = _fused_tile(D, coefs[h], dmin, excess, target, acc, rows)
                 _adjust_kept(E, keep_ratio, exclude_self, q0, q1, x0, x1)
                 acc.acc[rows] += E @ train.Vx
     if single is not None and gemm:
@@ -806,23 +814,32 @@ def _exp(T, floor):
     return T
 
 
-def _fused_tile(D, coef, dmin, dmax, target, acc, rows):
-    """``exp(coef * D - shift)`` for a log-linear kernel, into ``target``.
+def _fused_tile(D, coef, dmin, excess, target, acc, rows):
+    """``exp(coef * D)`` for a log-linear kernel, into ``target``.
 
-    ``D`` has its masked entries at ``inf``; ``dmin`` and ``dmax`` are the row
-    extremes of the unmasked distances (``dmax`` may include masked ones), so
-    the shift is ``coef * dmin`` and the floor of :func:`_exp` is needed only
-    when ``coef * dmax - shift`` falls below it.
+    ``D`` holds the excess of each distance over its row's smallest unmasked
+    distance so far (masked entries at ``inf``), so the head's shift is
+    ``coef`` times that distance (moved here from ``coef * dmin``, this tile's
+    smallest). ``excess`` is the row's largest excess. Where some argument
+    falls below :data:`EXP_FLOOR`, arguments are raised to it (``exp`` stays
+    fast) and ``exp(EXP_FLOOR)`` is subtracted from every term: floored and
+    masked terms are exactly 0, the others change by less than their
+    resolution (the row's largest term is 1).
     """
     with np.errstate(over="ignore"):
         tile_max = coef * dmin
-    safe = _rescale(acc, rows, tile_max)
+    _rescale(acc, rows, tile_max)
     with np.errstate(over="ignore", invalid="ignore"):
         np.multiply(D, coef, out=target)
-        target -= safe[:, None]
-        lowest = coef * dmax - safe
-    # Masked entries give exp(-inf) = 0 exactly without the floor.
-    return _exp(target, bool(np.any(lowest < EXP_FLOOR)))
+        lowest = coef * excess
+    if not np.any(lowest < EXP_FLOOR):
+        return np.exp(target, out=target)
+    np.maximum(target, EXP_FLOOR, out=target)
+    np.exp(target, out=target)
+    # Floored (and masked) terms become exactly 0; the others lose
+    # exp(EXP_FLOOR), below their resolution.
+    target -= _FLOOR_VALUE
+    return target
 
 
 def log_weight_rows(
