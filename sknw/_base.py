@@ -499,15 +499,27 @@ class NadarayaWatsonBase(BaseEstimator):
         check_not_text(X)
         return validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
 
-    def _weighted_average(self, X, V, squared=False):
+    def _weighted_average(self, X, V, squared=False, validated=False):
         """Kernel-weighted averages of the rows of ``V`` at the queries ``X``.
 
         Queries with an empty window are handled by the ``empty_window`` policy.
         With ``squared=True``, also returns the sums of the squared weights
         (:class:`~sknw._uncertainty.SquaredWeights`), from the same pass with a
-        second head, the squared kernel.
+        second head, the squared kernel. ``validated``: ``X`` is already an
+        array of validated queries.
         """
-        Q = self._validate_queries(X)
+        Q = X if validated else self._validate_queries(X)
+        k = V.shape[1]
+        if squared:
+            # The kernel-weighted mean of 1 / w (0 for weight 0): the second
+            # moment of the noise under precision weights.
+            w0 = self.sample_weight_
+            if w0 is None:
+                recip = np.ones(V.shape[0])
+            else:
+                with np.errstate(divide="ignore", over="ignore"):
+                    recip = np.where(w0 > 0, 1.0 / np.where(w0 > 0, w0, 1.0), 0.0)
+            V = np.hstack([V, recip[:, None]])
         V, w, column_scale = self._normalised(V)
         head = self._head()
         heads = [head]
@@ -523,14 +535,19 @@ class NadarayaWatsonBase(BaseEstimator):
         avg *= column_scale
         if not squared:
             return avg
-        return avg, self._squared_weights(results, column_scale, empty)
+        sq = self._squared_weights(results, column_scale, empty, Q, V, w)
+        return avg[:, :k], sq._replace(
+            average=sq.average[:, :k], inverse_weight=avg[:, k]
+        )
 
-    def _squared_weights(self, results, column_scale, empty):
+    def _squared_weights(self, results, column_scale, empty, Q, V, w):
         """Sums of the squared weights of one observation, from the two heads.
 
         With sample weights divided by ``c`` (a power of two), the weight of
-        one observation of point ``j`` is ``a_j = K_j / (c * den)`` (shifts
-        aside), and ``sum_j w_j a_j**2 V_j = S2 / (c * den**2)``.
+        one unit of weight of point ``j`` is ``a_j = K_j / (c * den)`` (shifts
+        aside), and ``sum_j w_j a_j**2 V_j = S2 / (c * den**2)``. Rows of a
+        kernel of unbounded support whose weights all underflowed (an extreme
+        bandwidth) take those of their limit, the nearest training points.
         """
         (_, den, M), (S2, den2, M2) = results
         c = 1.0
@@ -547,9 +564,27 @@ class NadarayaWatsonBase(BaseEstimator):
             self_weight = np.exp(log_k0 - M) * inv / c
             average = S2 * ratio[:, None] * column_scale
             total = den2 * ratio
+        undefined = empty.copy()
+        if empty.any() and not np.isfinite(self.kernel_.support):
+            # The nearest points, of total weight c * den_t, each get 1 / den_t.
+            S_t, den_t = nearest_sums(
+                Q[empty],
+                self.X_fit_,
+                V,
+                metric=self.metric,
+                metric_params=self.metric_params_,
+                scale=nearest_scale(self._scale(), self.metric, self.X_fit_, Q[empty]),
+                sample_weight=w,
+                tile_elements=_tile_elements(),
+            )
+            inv_t = 1.0 / (c * den_t)
+            average[empty] = S_t * (inv_t * inv_t * c)[:, None] * column_scale
+            total[empty] = inv_t
+            self_weight[empty] = inv_t
+            undefined[empty] = False
         for a in (average, total, self_weight):
-            a[empty] = np.nan
-        return SquaredWeights(average, total, self_weight, empty)
+            a[undefined] = np.nan
+        return SquaredWeights(average, total, self_weight, undefined, None)
 
     def _kernel_sums(self, Q, V, w, heads):
         """The core's sums for every head, by the fitted ``algorithm_``.

@@ -7,7 +7,7 @@ import numpy as np
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ._base import NadarayaWatsonBase
+from ._base import NadarayaWatsonBase, power_of_two_scale
 from ._regression import NadarayaWatsonRegressor
 from ._selection import CVSelectionMixin, cv_parameter_constraints
 from ._uncertainty import LocalFit
@@ -28,6 +28,19 @@ def symmetric(upper, d):
     out[:, iu[0], iu[1]] = upper
     out[:, iu[1], iu[0]] = upper
     return out
+
+
+def coordinate_frame(X):
+    """Centre and unit of the local fit's coordinates, per feature: the
+    mid-range and a power of two near the largest distance from it, so that
+    coordinates lie within [-2, 2] (exact division: the local fit does not
+    depend on a linear change of coordinates, and these keep the moments of
+    order one at any scale of the data or the bandwidth)."""
+    X = np.asarray(X, dtype=np.float64)
+    lo, hi = X.min(axis=0), X.max(axis=0)
+    centre = lo / 2 + hi / 2
+    half = np.maximum(hi - centre, centre - lo)
+    return centre, power_of_two_scale(half[None, :], axis=0)
 
 
 def moment_columns(Z, yc, squares=False):
@@ -257,12 +270,6 @@ class LocalLinearRegressor(NadarayaWatsonRegressor):
     # The sorted path sums the targets only, not the moments a local line needs.
     _supports_sorted = False
 
-    def _coordinates(self, A, centre):
-        """Features centred on the training mean, divided by the bandwidth."""
-        bw = self.bandwidth_
-        scale = np.asarray(bw, dtype=np.float64) if np.ndim(bw) else float(bw)
-        return (np.asarray(A, dtype=np.float64) - centre) / scale
-
     def predict(self, X, return_std=False):
         """Local linear estimate at each query.
 
@@ -284,38 +291,41 @@ class LocalLinearRegressor(NadarayaWatsonRegressor):
         return super().predict(X, return_std=return_std)
 
     def _estimate(self, X):
-        return self._local_fit(self._validate_queries(X), with_std=False).estimate
+        return self._local_fit(X, with_std=False).estimate
 
-    def _local_fit(self, Q, with_std=True):
+    def _local_fit(self, X, validated=False, with_std=True):
         """The local linear fit, and with ``with_std`` its weight sums.
 
-        Moments are taken of the features centred on the training mean and
-        divided by the bandwidth, and of the targets centred on their mean,
+        Moments are taken of the features in the frame of
+        :func:`coordinate_frame` and of the targets centred on their mean,
         then moved to each query's local mean (see ``_uncertainty``).
         """
-        yc, y_mean = self._centred_targets()
-        d, k = self.n_features_in_, yc.shape[1]
-        centre = self.X_fit_.mean(axis=0)
-        V, cols = moment_columns(self._coordinates(self.X_fit_, centre), yc, with_std)
+        Q = X if validated else self._validate_queries(X)
+        ys, y_mean, y_scale = self._centred_targets()
+        d, k = self.n_features_in_, ys.shape[1]
+        centre, unit = coordinate_frame(self.X_fit_)
+        Z = (np.asarray(self.X_fit_, dtype=np.float64) - centre) / unit
+        V, cols = moment_columns(Z, ys, with_std)
         # Kernel-weighted means of the moments; empty windows follow the
         # empty_window policy (their estimate is then that of the moments'
         # fallback, whose covariance is checked below).
         if with_std:
-            A, sq = self._weighted_average(Q, V, squared=True)
+            A, sq = self._weighted_average(Q, V, squared=True, validated=True)
         else:
-            A = self._weighted_average(Q, V)
+            A = self._weighted_average(Q, V, validated=True)
         counts = self._window_counts(Q)
         sol = local_solution(
             A,
             cols,
             d,
             k,
-            self._coordinates(Q, centre),
+            (np.asarray(Q, dtype=np.float64) - centre) / unit,
             self.min_eigenvalue,
             few=counts < d + 1,
+            to_bandwidth=self._to_bandwidth(unit),
         )
         mean_y, mean_z, cov, cross = sol.mean_y, sol.mean_z, sol.cov, sol.cross
-        a, ok, finite, estimate = sol.a, sol.ok, sol.finite, sol.estimate
+        a, ok, finite = sol.a, sol.ok, sol.finite
         # Empty windows are counted by the empty-window warning.
         n_singular = int((finite & ~ok & (counts > 0)).sum())
         if n_singular:
@@ -325,12 +335,12 @@ class LocalLinearRegressor(NadarayaWatsonRegressor):
                 "they get the local-constant estimate.",
                 SingularDesignWarning,
             )
-        estimate += y_mean
+        estimate = sol.estimate * y_scale + y_mean
         if not with_std:
-            return LocalFit(estimate, None, None, None, None, None)
+            return LocalFit(estimate, *([None] * 8))
         # Residual mean square of the weighted least-squares fit in the window.
-        mean_yy = A[:, cols[4] : cols[5]]
-        rss = mean_yy - mean_y * mean_y
+        second = A[:, cols[4] : cols[5]]
+        rss = second - mean_y * mean_y
         if ok.any():
             slope = np.linalg.solve(cov[ok], cross[ok])  # (m, d, k)
             rss[ok] -= np.einsum("mdk,mdk->mk", cross[ok], slope)
@@ -355,7 +365,24 @@ class LocalLinearRegressor(NadarayaWatsonRegressor):
             )
             dof[ok] += np.trace(np.linalg.solve(Co, So), axis1=1, axis2=2)
             leverage[ok] *= 1.0 + np.einsum("md,mde,me->m", ao, Co, ao)
-        return LocalFit(estimate, rss, spread, dof, leverage, sq.undefined)
+        return LocalFit(
+            estimate,
+            rss,
+            second,
+            spread,
+            dof,
+            sq.inverse_weight,
+            leverage,
+            sq.undefined,
+            y_scale,
+        )
+
+    def _to_bandwidth(self, unit):
+        """Coordinates of the frame to bandwidth units, up to a common factor
+        (only ratios matter to the singularity test)."""
+        t = unit / np.asarray(self.bandwidth_, dtype=np.float64)
+        t = np.broadcast_to(t, unit.shape)
+        return t / np.max(t)
 
     def _window_counts(self, Q):
         """Training points of positive weight with a non-zero kernel weight.
@@ -551,25 +578,19 @@ class LocalLinearRegressorCV(CVSelectionMixin, LocalLinearRegressor):
         return self._fit_regression(X, y, sample_weight)
 
     def _cv_values(self, X, Y, w):
-        """Moments of the local fit, and the local linear estimates from their
-        left-out averages.
-
-        The moments are taken in standardised coordinates: the local fit does
-        not depend on a linear change of coordinates, and these keep the
-        moments of order one.
-        """
-        X64 = np.asarray(X, dtype=np.float64)
-        spread = X64.std(axis=0)
-        spread = np.where(spread > 0, spread, 1.0)
-        Z = (X64 - X64.mean(axis=0)) / spread
+        """Moments of the local fit (in the frame of :func:`coordinate_frame`),
+        and the local linear estimates from their left-out averages."""
+        centre, unit = coordinate_frame(X)
+        Z = (np.asarray(X, dtype=np.float64) - centre) / unit
         mean = np.average(Y, axis=0, weights=w)
         V, cols = moment_columns(Z, Y - mean)
         d, k = Z.shape[1], Y.shape[1]
 
-        def finish(averages, cands):
+        def finish(averages, cands, empty):
             out = np.empty((len(cands), Z.shape[0], k))
             for i, cand in enumerate(cands):
-                bw = np.asarray(cand["bandwidth"], dtype=np.float64)
+                t = unit / np.asarray(cand["bandwidth"], dtype=np.float64)
+                t = np.broadcast_to(t, (d,))
                 sol = local_solution(
                     averages[i],
                     cols,
@@ -577,7 +598,8 @@ class LocalLinearRegressorCV(CVSelectionMixin, LocalLinearRegressor):
                     k,
                     Z,
                     self.min_eigenvalue,
-                    to_bandwidth=np.broadcast_to(spread / bw, (d,)),
+                    few=empty[i],
+                    to_bandwidth=t / np.max(t),
                 )
                 out[i] = sol.estimate + mean
             return out

@@ -12,6 +12,7 @@ from ._base import (
     NadarayaWatsonBase,
     check_dense_target,
     check_not_text,
+    power_of_two_scale,
 )
 from ._selection import CVSelectionMixin, cv_parameter_constraints
 from ._uncertainty import LocalFit, global_noise_variance, local_noise_variance
@@ -223,7 +224,9 @@ class NadarayaWatsonRegressor(RegressorMixin, NadarayaWatsonBase):
         y : array-like of shape (n_samples,) or (n_samples, n_outputs)
             Targets.
         sample_weight : array-like of shape (n_samples,), default=None
-            Non-negative weights of the training points (frequency weights).
+            Non-negative weights of the training points: frequencies for the
+            estimates and bandwidth rules (a weight of 2 is a repeated row),
+            precisions for the standard errors (see :meth:`standard_error`).
 
         Returns
         -------
@@ -271,7 +274,7 @@ class NadarayaWatsonRegressor(RegressorMixin, NadarayaWatsonBase):
         """
         check_is_fitted(self)
         if return_std:
-            fit = self._local_fit(self._validate_queries(X))
+            fit = self._local_fit(X)
             return self._shaped(fit.estimate), self._shaped(self._std(fit))
         return self._shaped(self._estimate(X))
 
@@ -299,24 +302,30 @@ class NadarayaWatsonRegressor(RegressorMixin, NadarayaWatsonBase):
         Notes
         -----
         The estimate is a linear smoother, :math:`\hat m(q) = \sum_j \ell_j(q)
-        y_j`. Reading sample weights as frequencies (a weight of 2 counts as
-        two observations), its variance is
-        :math:`\sigma^2(q) \sum_u \ell_u(q)^2` over the observations
-        :math:`u`, and the standard error is its square root. The noise
-        variance :math:`\sigma^2(q)` is, by ``noise_variance``:
+        y_j`. Sample weights are read as precisions, as in weighted least
+        squares: point :math:`j` has noise of variance :math:`\sigma^2 / w_j`
+        (standard errors do not change when all weights are multiplied by a
+        constant). The variance of the estimate is
+        :math:`\sigma^2(q) \sum_j \ell_j(q)^2 / w_j`, and the standard error
+        is its square root. The noise variance :math:`\sigma^2(q)` (of an
+        observation of weight one) is, by ``noise_variance``:
 
         - ``"local"``: the kernel-weighted mean squared residual of the local
-          fit in the query's window, divided by its expectation per unit noise
-          variance, :math:`1 - \operatorname{tr}(G^{-1} G_2)` (:math:`G` and
-          :math:`G_2` the local design's moments with the weights and their
-          squares; :math:`1 - \sum_u \ell_u^2` for the local-constant fit).
-          It follows heteroscedastic noise. It is undefined (NaN) where the
-          window holds, in effect, no more observations than the local fit
-          has parameters, and at queries with an empty window.
+          fit in the query's window, :math:`\sum_j p_j r_j^2` with
+          :math:`p_j \propto w_j K_j`, divided by its expectation per unit
+          noise variance, :math:`\sum_j p_j / w_j - \operatorname{tr}(G^{-1}
+          G_2)` (:math:`G` and :math:`G_2` the local design's moments with the
+          weights :math:`p_j` and :math:`p_j^2 / w_j`; :math:`1 - \sum_j
+          \ell_j^2` for the local-constant fit without sample weights). It
+          follows heteroscedastic noise. It is undefined (NaN) where the window
+          holds, in effect, no more points than the local fit has parameters,
+          where the residuals are below the rounding of the targets (or
+          negative, for a kernel with negative values), and at queries with an
+          empty window.
         - ``"global"``: one variance per output from the residuals at the
-          training points, :math:`\sum_i r_i^2 / \sum_i (1 - 2 \ell_{ii} +
-          \sum_j \ell_{ij}^2)` (the linear smoother's degrees-of-freedom
-          correction), computed in ``fit``.
+          training points, :math:`\sum_i w_i r_i^2 / \sum_i (1 - 2
+          \ell_{ii} + w_i \sum_j \ell_{ij}^2 / w_j)` (the linear smoother's
+          degrees-of-freedom correction), computed in ``fit``.
         - a float: that variance.
 
         The standard error measures the variance of the estimate, not its
@@ -326,7 +335,7 @@ class NadarayaWatsonRegressor(RegressorMixin, NadarayaWatsonBase):
         variance.
         """
         check_is_fitted(self)
-        return self._shaped(self._std(self._local_fit(self._validate_queries(X))))
+        return self._shaped(self._std(self._local_fit(X)))
 
     def predict_interval(self, X, confidence=0.95):
         """Pointwise normal confidence intervals for the regression function.
@@ -350,17 +359,18 @@ class NadarayaWatsonRegressor(RegressorMixin, NadarayaWatsonBase):
         check_is_fitted(self)
         if not (isinstance(confidence, Real) and 0 < confidence < 1):
             raise ValueError(f"confidence must be in (0, 1), got {confidence!r}.")
-        fit = self._local_fit(self._validate_queries(X))
+        fit = self._local_fit(X)
         half = norm.ppf(0.5 + confidence / 2) * self._std(fit)
         return self._shaped(fit.estimate - half), self._shaped(fit.estimate + half)
 
     def effective_sample_size(self, X):
         r"""Effective number of observations behind the estimate at each query.
 
-        :math:`1 / \sum_u \ell_u(q)^2`: the number of observations whose
-        plain mean would have the estimate's variance. For the local-constant
-        estimate it is :math:`(\sum_j w_j K_j)^2 / \sum_j w_j K_j^2`; it is
-        1 for a single point in the window and the total sample weight for a
+        :math:`1 / \sum_j \ell_j(q)^2 / w_j`: the number of observations of
+        weight one whose plain mean would have the estimate's variance (see
+        :meth:`standard_error`). For the local-constant estimate it is
+        :math:`(\sum_j w_j K_j)^2 / \sum_j w_j K_j^2`: the weight of the
+        point for a single point in the window, the total sample weight for a
         flat kernel covering all the data.
 
         Parameters
@@ -374,44 +384,64 @@ class NadarayaWatsonRegressor(RegressorMixin, NadarayaWatsonBase):
             Effective numbers of observations (NaN for an empty window).
         """
         check_is_fitted(self)
-        fit = self._local_fit(self._validate_queries(X))
+        fit = self._local_fit(X)
         with np.errstate(divide="ignore"):
             return 1.0 / fit.spread
 
     def _centred_targets(self):
-        """Targets minus their weighted mean, and the mean."""
+        """Targets divided by a power of two per output (so that squares
+        neither overflow nor underflow) minus their weighted mean; the mean (in
+        the units of the targets) and the power of two."""
         y = self._values()
+        scale = power_of_two_scale(y, axis=0)
         w = self.sample_weight_
-        mean = np.average(y, axis=0, weights=w)
-        return y - mean, mean
+        if w is not None:
+            w = w / power_of_two_scale(w)
+        yn = y / scale
+        mean = np.average(yn, axis=0, weights=w)
+        # Differences of values within a factor 2 of 1 neither overflow nor,
+        # squared, underflow (they are multiples of 2**-52 or 0).
+        return yn - mean, mean * scale, scale
 
-    def _local_fit(self, Q):
+    def _local_fit(self, X, validated=False):
         """The local-constant fit and its weight sums (see ``_uncertainty``)."""
-        yc, mean = self._centred_targets()
-        k = yc.shape[1]
-        avg, sq = self._weighted_average(Q, np.hstack([yc, yc * yc]), squared=True)
-        fitted = avg[:, :k]
+        Q = X if validated else self._validate_queries(X)
+        ys, mean, y_scale = self._centred_targets()
+        k = ys.shape[1]
+        avg, sq = self._weighted_average(
+            Q, np.hstack([ys, ys * ys]), squared=True, validated=True
+        )
+        fitted, second = avg[:, :k], avg[:, k:]
         return LocalFit(
-            estimate=fitted + mean,
-            rss=avg[:, k:] - fitted * fitted,
+            estimate=fitted * y_scale + mean,
+            rss=second - fitted * fitted,
+            second=second,
             spread=sq.total,
             dof=sq.total,
+            inverse_weight=sq.inverse_weight,
             leverage=sq.self_weight,
             undefined=sq.undefined,
+            y_scale=y_scale,
         )
 
     def _fit_noise_variance(self):
-        """Resolve ``noise_variance_`` (the global one needs a pass over X)."""
+        """Resolve ``noise_variance_`` (the global one needs a pass over X).
+
+        ``_noise_scaled`` holds it in units of the squared target scale of
+        :meth:`_centred_targets` (None for ``"local"``).
+        """
         nv = self.noise_variance
-        k = self._values().shape[1]
         if nv == "local":
-            self.noise_variance_ = None
-        elif nv == "global":
-            fit = self._local_fit(self.X_fit_)
-            self.noise_variance_ = global_noise_variance(
-                fit, self._values(), self.sample_weight_
-            )
-            if not np.all(np.isfinite(self.noise_variance_)):
+            self.noise_variance_ = self._noise_scaled = None
+            return
+        _, _, y_scale = self._centred_targets()
+        if nv == "global":
+            w = self.sample_weight_
+            rows = slice(None) if w is None else w > 0
+            fit = self._local_fit(self.X_fit_[rows], validated=True)
+            y = self._values()[rows]
+            scaled = global_noise_variance(fit, y, None if w is None else w[rows])
+            if not np.all(np.isfinite(scaled)):
                 warn(
                     "The global noise variance is undefined: the fit "
                     "interpolates the training targets (the bandwidth is too "
@@ -419,27 +449,32 @@ class NadarayaWatsonRegressor(RegressorMixin, NadarayaWatsonBase):
                     UndefinedStdWarning,
                 )
         else:
-            self.noise_variance_ = np.full(k, float(nv))
+            scaled = np.full(y_scale.shape, float(nv)) / y_scale**2
+        self._noise_scaled = scaled
+        with np.errstate(over="ignore"):
+            self.noise_variance_ = scaled * y_scale**2
 
     def _std(self, fit):
         """Standard errors (m, k) of a :class:`LocalFit`, warning on NaN."""
-        if self.noise_variance_ is None:
+        scaled = getattr(self, "_noise_scaled", None)
+        if scaled is None:
             var, undefined = local_noise_variance(fit)
         else:
-            var = np.broadcast_to(self.noise_variance_, fit.estimate.shape)
-            undefined = fit.undefined | ~np.all(np.isfinite(var), axis=1)
-        with np.errstate(invalid="ignore"):
-            std = np.sqrt(var * fit.spread[:, None])
+            var = np.broadcast_to(scaled, fit.estimate.shape)
+            undefined = fit.undefined[:, None] | ~np.isfinite(var)
+        with np.errstate(invalid="ignore", over="ignore"):
+            std = np.sqrt(var * fit.spread[:, None]) * fit.y_scale
         std[undefined] = np.nan
-        n_undefined = int(undefined.sum())
+        n_undefined = int(undefined.any(axis=1).sum())
         if n_undefined:
             warn(
                 f"{n_undefined} of {undefined.shape[0]} queries have no standard "
                 "error (NaN): their window is empty, or holds in effect no more "
-                "observations than the local fit has parameters, so no noise "
-                "variance can be estimated there. A larger bandwidth gives them "
-                "observations; outside empty windows, noise_variance='global' or "
-                "a float gives them a variance.",
+                "observations than the local fit has parameters, or the "
+                "residuals of the local fit are below the rounding of the "
+                "targets, so no noise variance can be estimated there. A larger "
+                "bandwidth gives them observations; outside empty windows, "
+                "noise_variance='global' or a float gives them a variance.",
                 UndefinedStdWarning,
             )
         return std

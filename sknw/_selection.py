@@ -166,13 +166,15 @@ def cv_predictions(
 
     ``folds`` is None for exact leave-one-out, else a list of (train, test)
     index arrays. Returns ``preds`` of shape (n_candidates, n_samples, k) (each
-    sample predicted from the fold that holds it out) and the number of empty
-    windows per candidate. Empty windows follow ``empty_window``; under
-    ``"nan"`` and ``"raise"`` their predictions are NaN.
+    sample predicted from the fold that holds it out), the number of empty
+    windows per candidate and their mask, of shape (n_candidates, n_samples).
+    Empty windows follow ``empty_window``; under ``"nan"`` and ``"raise"``
+    their predictions are NaN.
     """
     n, k = V.shape
     preds = np.full((len(cands), n, k), np.nan)
     n_empty = np.zeros(len(cands), dtype=np.intp)
+    empties = np.zeros((len(cands), n), dtype=bool)
     # Frequency weights: leaving a point out removes one unit of its weight.
     # Weights are divided by a power of two (exactly) so that products with
     # the values cannot overflow; one unit of weight is then ``unit``.
@@ -218,6 +220,7 @@ def cv_predictions(
                     policy = empty_window
                     if np.isfinite(head.kernel.support):
                         n_empty[i] += int(empty.sum())
+                        empties[i][rows] = empty
                     else:
                         policy = "nearest"
                     if policy in ("nearest", "mean"):
@@ -231,7 +234,7 @@ def cv_predictions(
                     else:
                         out[empty] = np.nan
                 preds[i][rows] = out
-    return preds, n_empty
+    return preds, n_empty, empties
 
 
 def _fallback(
@@ -439,7 +442,8 @@ class CVSelectionMixin:
 
     def _cv_values(self, X, Y, w):
         """The values whose weighted averages the selection needs, and the
-        function from their averages to out-of-sample estimates (None: the
+        function ``finish(averages, cands, empty)`` from their averages (and
+        the mask of empty windows) to out-of-sample estimates (None: the
         averages are the estimates, as for Nadaraya--Watson)."""
         return Y, None
 
@@ -486,7 +490,7 @@ class CVSelectionMixin:
 
         def evaluate(cands):
             """Out-of-sample scores and empty-window counts of candidates."""
-            preds, n_empty = cv_predictions(
+            preds, n_empty, empties = cv_predictions(
                 X,
                 V,
                 w,
@@ -499,7 +503,7 @@ class CVSelectionMixin:
                 tile_elements=default_tile_elements(),
             )
             if finish is not None:
-                preds = finish(preds, cands)
+                preds = finish(preds, cands, empties)
             return score_candidates(preds, y_score, w_score, folds, scorer), n_empty
 
         cands = candidate_grid(X, w, resolved, grid, self.metric, self.metric_params_)

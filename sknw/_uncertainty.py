@@ -1,27 +1,32 @@
 """Pointwise standard errors of the kernel regression estimates.
 
 Both regressors are linear smoothers: the estimate at a query ``q`` is
-``sum_j l_j(q) y_j`` with weights that depend on the inputs only. With sample
-weights read as frequencies (a point of weight ``w_j`` stands for ``w_j``
-observations of the same input, each with noise of variance ``sigma**2``), the
-variance of the estimate is ``sigma**2 * sum_units l_u(q)**2``. Every quantity
-below comes from the kernel-weighted sums of the core with two heads, the
-kernel ``K`` and its square ``K**2`` (:class:`SquaredKernel`), in one pass:
+``sum_j l_j(q) y_j`` with weights that depend on the inputs only. Sample weights
+are read as precisions, as in weighted least squares: the noise of point ``j``
+has variance ``sigma**2 / w_j`` (a point of weight 2 is as precise as the mean
+of two observations), so standard errors do not change when all weights are
+multiplied by a constant. The variance of the estimate is
+``sigma**2 * sum_j l_j(q)**2 / w_j``. Every quantity below comes from the
+kernel-weighted sums of the core with two heads, the kernel ``K`` and its
+square ``K**2`` (:class:`SquaredKernel`), in one pass:
 
-- ``spread``: ``sum_units l_u(q)**2``, so the standard error is
+- ``spread``: ``sum_j l_j(q)**2 / w_j``, so the standard error is
   ``sigma * sqrt(spread)`` and ``1 / spread`` is the effective number of
-  observations (``(sum_j w_j K_j)**2 / sum_j w_j K_j**2`` for the local-constant
-  estimate);
+  observations of weight one (``(sum_j w_j K_j)**2 / sum_j w_j K_j**2`` for the
+  local-constant estimate);
 - ``rss``: the kernel-weighted mean squared residual of the local fit in the
-  window, whose expectation under locally constant noise is
-  ``sigma**2 * (1 - dof)``, so ``rss / (1 - dof)`` estimates the local noise
-  variance;
-- ``leverage``: the weight of one observation of a training point in its own
-  estimate, for the global noise variance
-  ``sum_i w_i r_i**2 / sum_i w_i (1 - 2 leverage_i + spread_i)``.
+  window, ``sum_j p_j r_j**2`` with ``p_j = w_j K_j / sum_l w_l K_l``, whose
+  expectation under locally constant noise is
+  ``sigma**2 * (inverse_weight - dof)``, with ``inverse_weight = sum_j p_j / w_j``
+  and ``dof = tr(G^-1 G_2)`` (``G`` and ``G_2`` the local design's moments with
+  the weights ``p_j`` and ``p_j**2 / w_j``), so that
+  ``rss / (inverse_weight - dof)`` estimates the local noise variance;
+- ``leverage``: ``l_ii / w_i`` at a training point, for the global noise
+  variance ``sum_i w_i r_i**2 / sum_i (1 - 2 l_ii + w_i spread_i)``.
 """
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -68,53 +73,70 @@ class SquaredKernel(Kernel):
         return np.ones_like(np.asarray(u, dtype=np.float64))
 
 
-@dataclass
-class SquaredWeights:
-    """Sums of the squared per-observation weights at each query.
+class SquaredWeights(NamedTuple):
+    """Sums of the squared weights at each query.
 
     ``average`` (m, k): ``sum_j w_j a_j**2 V_j``, with ``a_j`` the normalised
-    weight of one observation of point ``j``; ``total`` (m,): ``sum_j w_j
-    a_j**2``; ``self_weight`` (m,): ``K(0)`` normalised likewise (one
-    observation's weight in its own estimate when the query is a training
-    point); ``undefined`` (m,): queries with an empty window.
+    weight of one unit of weight of point ``j``; ``total`` (m,):
+    ``sum_j w_j a_j**2``; ``self_weight`` (m,): ``K(0)`` normalised likewise
+    (a unit of weight's weight in its own estimate when the query is a
+    training point); ``undefined`` (m,): queries with an empty window;
+    ``inverse_weight`` (m,): the kernel-weighted mean of ``1 / w_j``.
     """
 
     average: np.ndarray
     total: np.ndarray
     self_weight: np.ndarray
     undefined: np.ndarray
+    inverse_weight: np.ndarray
 
 
 @dataclass
 class LocalFit:
     """The local fit at each query and what its standard error needs.
 
-    ``estimate`` and ``rss`` have shape (m, k); ``spread``, ``dof`` and
-    ``leverage`` shape (m,); ``undefined`` marks queries whose standard error
-    is not defined (empty windows).
+    ``estimate`` (m, k) is in the units of the targets; ``rss`` and ``second``
+    (m, k), the weighted mean squared residual and the weighted mean squared
+    centred target, are in units of ``y_scale**2`` (``y_scale`` (k,) a power of
+    two per output, against overflow and underflow). ``spread``, ``dof``,
+    ``inverse_weight`` and ``leverage`` have shape (m,); ``undefined`` marks
+    queries whose standard error is not defined (empty windows).
     """
 
     estimate: np.ndarray
     rss: np.ndarray
+    second: np.ndarray
     spread: np.ndarray
     dof: np.ndarray
+    inverse_weight: np.ndarray
     leverage: np.ndarray
     undefined: np.ndarray
+    y_scale: np.ndarray
 
 
-#: The local noise variance is not estimated where ``1 - dof`` is below this:
-#: the window holds (in effect) no more observations than the local fit has
-#: parameters, so its residuals are zero.
+#: The local noise variance is not estimated where ``inverse_weight - dof`` is
+#: at most this times ``inverse_weight``: the window holds (in effect) no more
+#: observations than the local fit has parameters, so its residuals vanish.
 MIN_RESIDUAL_DOF = 1e-9
+#: Nor where the weighted mean squared residual is within this many units of
+#: roundoff of the weighted mean squared target (cancellation in the one-pass
+#: formula leaves no significant digit) or negative (a signed kernel).
+RSS_ROUNDING = 64.0
 
 
 def local_noise_variance(fit):
-    """``rss / (1 - dof)`` per query and output; NaN where undefined.
+    """``rss / (inverse_weight - dof)`` per query and output, in units of
+    ``y_scale**2``; NaN where undefined.
 
-    Returns the variances and the mask of queries where they are undefined.
+    Returns the variances and the (m, k) mask where they are undefined.
     """
-    free = 1.0 - fit.dof
-    undefined = fit.undefined | ~(free > MIN_RESIDUAL_DOF)
+    free = fit.inverse_weight - fit.dof
+    undefined = (fit.undefined | ~(free > MIN_RESIDUAL_DOF * fit.inverse_weight))[
+        :, None
+    ]
+    eps = np.finfo(np.float64).eps
+    unresolved = ~(fit.rss > RSS_ROUNDING * eps * fit.second) & (fit.second != 0)
+    undefined = undefined | unresolved | ~np.isfinite(fit.rss)
     with np.errstate(invalid="ignore", divide="ignore"):
         var = np.maximum(fit.rss, 0.0) / free[:, None]
     var[undefined] = np.nan
@@ -122,21 +144,23 @@ def local_noise_variance(fit):
 
 
 def global_noise_variance(fit, y, sample_weight):
-    """One noise variance per output from the fit at the training points.
+    """One noise variance per output (of an observation of weight one) from the
+    fit at the training points, in units of ``fit.y_scale**2``.
 
-    ``sum_i w_i r_i**2 / sum_i w_i (1 - 2 l_ii + sum_j l_ij**2)``: the residual
-    sum of squares over its expectation per unit variance, the
-    degrees-of-freedom correction of a linear smoother. Points whose fit is
-    undefined (empty windows) are left out. NaN when the smoother interpolates
-    every observation.
+    ``sum_i w_i r_i**2 / sum_i (1 - 2 l_ii + w_i spread_i)``: the weighted
+    residual sum of squares over its expectation per unit variance, the
+    degrees-of-freedom correction of a linear smoother under precision
+    weights. Points of weight zero and points whose fit is undefined (empty
+    windows) are left out. NaN when the smoother interpolates every point.
     """
     w = np.ones(y.shape[0]) if sample_weight is None else sample_weight
     keep = ~fit.undefined & (w > 0)
     w = w[keep]
-    resid = y[keep] - fit.estimate[keep]
-    free = 1.0 - 2.0 * fit.leverage[keep] + fit.spread[keep]
-    denominator = float(w @ np.maximum(free, 0.0))
+    resid = (y[keep] - fit.estimate[keep]) / fit.y_scale
+    lever = w * fit.leverage[keep]
+    free = 1.0 - 2.0 * lever + w * fit.spread[keep]
+    denominator = float(np.sum(free))
     numerator = w @ resid**2
-    if not denominator > MIN_RESIDUAL_DOF * max(float(w.sum()), 1.0):
+    if not denominator > MIN_RESIDUAL_DOF * max(float(keep.sum()), 1.0):
         return np.full(y.shape[1], np.nan)
     return numerator / denominator

@@ -222,3 +222,53 @@ def test_cv_rejects_sorted():
     X = np.linspace(0, 1, 20)[:, None]
     with pytest.raises(ValueError, match="algorithm"):
         LocalLinearRegressorCV(algorithm="sorted").fit(X, X[:, 0])
+
+
+@pytest.mark.parametrize("policy", ["mean", "nearest"])
+def test_cv_empty_left_out_windows_score_like_predict(policy):
+    """A left-out point whose window is empty gets the empty-window value of
+    the local-constant estimate, as predict gives it, not a line through the
+    fallback's points."""
+    cases = [
+        (np.array([[0.0], [1], [2], [3], [4], [10]]), 1.5),
+        (np.array([[0.0, 0], [1, 0], [0, 1], [-1, 0], [5, 5]]), 0.5),
+    ]
+    for X, bw in cases:
+        y = 2 * X[:, 0] + (X[:, 1] if X.shape[1] > 1 else 0) + 1
+        cv = LocalLinearRegressorCV(
+            kernels="epanechnikov", bandwidths=[bw], empty_window=policy
+        ).fit(X, y)
+        preds = []
+        for i in range(X.shape[0]):
+            keep = np.arange(X.shape[0]) != i
+            est = LocalLinearRegressor(
+                kernel="epanechnikov", bandwidth=bw, empty_window=policy
+            )
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                preds.append(est.fit(X[keep], y[keep]).predict(X[i : i + 1])[0])
+        expected = -np.mean((y - np.array(preds)) ** 2)
+        assert_allclose(cv.cv_results_["mean_test_score"][0], expected, rtol=1e-10)
+
+
+@pytest.mark.parametrize("h", [1e-300, 1e300])
+def test_extreme_bandwidths(h):
+    """A vanishing bandwidth: the nearest point; an infinite one: the
+    ordinary least-squares line. No overflow on the way."""
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0, 1, (30, 1))
+    y = 3 * X[:, 0] + rng.normal(0, 0.1, 30)
+    Q = np.array([[0.25], [0.5]])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        pred = LocalLinearRegressor(bandwidth=h).fit(X, y).predict(Q)
+    # One point carries all the weight at a vanishing bandwidth: a singular
+    # local design, said so; nothing else (no overflow).
+    expected = [SingularDesignWarning] if h < 1 else []
+    assert [w.category for w in caught] == expected
+    if h > 1:
+        coef = np.polyfit(X[:, 0], y, 1)
+        assert_allclose(pred, np.polyval(coef, Q[:, 0]), rtol=1e-9)
+    else:
+        nearest = np.abs(X[:, 0][None, :] - Q).argmin(axis=1)
+        assert_allclose(pred, y[nearest])

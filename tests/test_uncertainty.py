@@ -12,25 +12,26 @@ from sknw import (
     NadarayaWatsonRegressorCV,
     UndefinedStdWarning,
 )
-from sknw._uncertainty import SquaredKernel
+from sknw._uncertainty import SquaredKernel, local_noise_variance
 from sknw.kernels import KERNELS, Gaussian, get_kernel
 
 ESTIMATORS = [NadarayaWatsonRegressor, LocalLinearRegressor]
 
 
-# -- independent reference: the smoother matrix, with weights as repetitions ----
+# -- independent reference: explicit smoother matrices, weights as precisions ---
 
 
-def smoother_rows(est_class, Q, X, kernel, h):
-    """Rows l(q) of the smoother matrix by brute force (no sample weights).
+def smoother_rows(est_class, Q, X, kernel, h, w=None):
+    """Rows l(q) of the smoother matrix by brute force.
 
-    Local constant: normalised kernel weights. Local linear: the first row of
-    the weighted least-squares solution operator, e_0^T (Z^T K Z)^+ Z^T K, with
-    Z = [1, x - q] (numpy's pinv, from scratch per query).
+    Local constant: normalised weights w_j K_j. Local linear: the first row of
+    the weighted least-squares solution operator, e_0^T (Z^T P Z)^+ Z^T P, with
+    Z = [1, x - q] and P = diag(w_j K_j) (numpy's pinv, per query).
     """
+    w = np.ones(X.shape[0]) if w is None else w
     kernel = get_kernel(kernel)
     u = np.sqrt(((Q[:, None, :] - X[None, :, :]) ** 2).sum(-1)) / h
-    K = kernel(u)
+    K = kernel(u) * w
     if est_class is NadarayaWatsonRegressor:
         return K / K.sum(axis=1, keepdims=True)
     rows = []
@@ -41,40 +42,48 @@ def smoother_rows(est_class, Q, X, kernel, h):
     return np.array(rows)
 
 
-def reference(est_class, Q, X, y, kernel, h):
+def reference(est_class, Q, X, y, kernel, h, w=None):
     """Estimate, local noise variance and standard error by the textbook
-    formulas on the data as given (each row one observation).
+    formulas, with noise of variance sigma^2 / w_j at point j.
 
-    The local noise variance is the kernel-weighted mean of the squared
-    residuals of the local fit divided by its expectation per unit noise
-    variance, E = sum_j p_j ((I - H) (I - H)^T)_jj for the local smoother
-    H in the window, computed here from explicit matrices.
+    The local noise variance is the weighted mean of the squared residuals of
+    the local weighted least-squares fit, sum_j p_j r_j^2, divided by its
+    expectation per unit sigma^2, tr(R^T P R Omega) with R = I - H the local
+    residual operator, P = diag(p) and Omega = diag(1 / w), from explicit
+    matrices. The variance of the estimate is sigma^2 sum_j l_j^2 / w_j.
     """
-    L = smoother_rows(est_class, Q, X, kernel, h)
+    w = np.ones(X.shape[0]) if w is None else w
+    L = smoother_rows(est_class, Q, X, kernel, h, w)
     kern = get_kernel(kernel)
+    keep = w > 0
     est, var = L @ y, []
     for q in Q:
-        k = kern(np.sqrt(((X - q) ** 2).sum(-1)) / h)
-        p = k / k.sum()
+        k = kern(np.sqrt(((X - q) ** 2).sum(-1)) / h) * w
+        p = (k / k.sum())[keep]
         if est_class is NadarayaWatsonRegressor:
-            Z = np.ones((X.shape[0], 1))
+            Z = np.ones((keep.sum(), 1))
         else:
-            Z = np.hstack([np.ones((X.shape[0], 1)), X - q])
+            Z = np.hstack([np.ones((keep.sum(), 1)), X[keep] - q])
         H = Z @ np.linalg.pinv(Z.T @ (p[:, None] * Z)) @ (Z.T * p)
-        R = np.eye(X.shape[0]) - H
-        rss = p @ (R @ y) ** 2
-        expected = p @ np.diag(R @ R.T)
+        R = np.eye(keep.sum()) - H
+        rss = p @ (R @ y[keep]) ** 2
+        expected = np.trace(R.T @ np.diag(p) @ R @ np.diag(1 / w[keep]))
         var.append(rss / expected)
     var = np.array(var)
-    return est, var, np.sqrt(var * (L**2).sum(axis=1)), L
+    spread = (L[:, keep] ** 2 / w[keep]).sum(axis=1)
+    return est, var, np.sqrt(var * spread), spread
 
 
-def global_reference(est_class, X, y, kernel, h):
-    """sum r_i^2 / (n - 2 tr L + tr L^T L), on the training points."""
-    L = smoother_rows(est_class, X, X, kernel, h)
-    r = y - L @ y
-    n = X.shape[0]
-    return r @ r / (n - 2 * np.trace(L) + np.trace(L.T @ L))
+def global_reference(est_class, X, y, kernel, h, w=None):
+    """sum_i w_i r_i^2 / (n - 2 tr L + sum_i w_i sum_j L_ij^2 / w_j) over the
+    points of positive weight."""
+    w = np.ones(X.shape[0]) if w is None else w
+    keep = w > 0
+    L = smoother_rows(est_class, X[keep], X, kernel, h, w)[:, keep]
+    wk = w[keep]
+    r = y[keep] - L @ y[keep]
+    spread = (L**2 / wk).sum(axis=1)
+    return (wk * r) @ r / (keep.sum() - 2 * np.trace(L) + wk @ spread)
 
 
 def data(n=60, d=1, seed=0):
@@ -84,44 +93,74 @@ def data(n=60, d=1, seed=0):
     return X, y
 
 
+@pytest.mark.parametrize("weighted", [False, True], ids=["unweighted", "weighted"])
 @pytest.mark.parametrize("est_class", ESTIMATORS)
 @pytest.mark.parametrize("kernel", ["gaussian", "epanechnikov", "tricube", "cauchy"])
 @pytest.mark.parametrize("d", [1, 2])
-def test_local_std_matches_brute_force(est_class, kernel, d):
+def test_local_std_matches_brute_force(est_class, kernel, d, weighted):
     X, y = data(d=d)
+    w = np.random.default_rng(7).uniform(0.2, 3.0, X.shape[0]) if weighted else None
+    if weighted:
+        w[::9] = 0.0
     h = 1.2 if d == 2 else 0.7
     Q = np.random.default_rng(1).uniform(0.3, 2.7, (15, d))
-    est = est_class(kernel=kernel, bandwidth=h, algorithm="brute").fit(X, y)
+    est = est_class(kernel=kernel, bandwidth=h, algorithm="brute")
+    est.fit(X, y, sample_weight=w)
     mean, std = est.predict(Q, return_std=True)
-    ref_mean, _, ref_std, L = reference(est_class, Q, X, y, kernel, h)
+    ref_mean, _, ref_std, spread = reference(est_class, Q, X, y, kernel, h, w)
     np.testing.assert_allclose(mean, ref_mean, rtol=1e-9, atol=1e-10)
     np.testing.assert_allclose(std, ref_std, rtol=1e-7)
-    np.testing.assert_allclose(
-        est.effective_sample_size(Q), 1 / (L**2).sum(axis=1), rtol=1e-9
-    )
+    np.testing.assert_allclose(est.effective_sample_size(Q), 1 / spread, rtol=1e-9)
 
 
+@pytest.mark.parametrize("weighted", [False, True], ids=["unweighted", "weighted"])
 @pytest.mark.parametrize("est_class", ESTIMATORS)
 @pytest.mark.parametrize("kernel", ["gaussian", "biweight"])
-def test_global_noise_variance_matches_brute_force(est_class, kernel):
+def test_global_noise_variance_matches_brute_force(est_class, kernel, weighted):
     X, y = data(d=1)
-    est = est_class(kernel=kernel, bandwidth=0.6, noise_variance="global").fit(X, y)
-    ref = global_reference(est_class, X, y, kernel, 0.6)
+    w = np.random.default_rng(8).uniform(0.2, 3.0, X.shape[0]) if weighted else None
+    if weighted:
+        w[::7] = 0.0
+    est = est_class(kernel=kernel, bandwidth=0.6, noise_variance="global")
+    est.fit(X, y, sample_weight=w)
+    ref = global_reference(est_class, X, y, kernel, 0.6, w)
     np.testing.assert_allclose(est.noise_variance_, [ref], rtol=1e-9)
     Q = np.linspace(0.2, 2.8, 9)[:, None]
-    L = smoother_rows(est_class, Q, X, kernel, 0.6)
-    np.testing.assert_allclose(
-        est.standard_error(Q), np.sqrt(ref * (L**2).sum(axis=1)), rtol=1e-8
-    )
+    _, _, _, spread = reference(est_class, Q, X, y, kernel, 0.6, w)
+    np.testing.assert_allclose(est.standard_error(Q), np.sqrt(ref * spread), rtol=1e-8)
 
 
 @pytest.mark.parametrize("est_class", ESTIMATORS)
 @pytest.mark.parametrize("noise_variance", ["local", "global"])
-def test_integer_weights_are_repeated_observations(est_class, noise_variance):
+def test_standard_errors_do_not_depend_on_the_scale_of_the_weights(
+    est_class, noise_variance
+):
+    X, y = data(n=40, d=1)
+    w = np.random.default_rng(2).uniform(0.5, 3.0, X.shape[0])
+    Q = np.linspace(0.1, 2.9, 11)[:, None]
+    params = {"bandwidth": 0.5, "noise_variance": noise_variance}
+    unit = est_class(**params).fit(X, y, sample_weight=w)
+    for factor in (1e-3, 7.3, 2.0**40):
+        scaled = est_class(**params).fit(X, y, sample_weight=factor * w)
+        np.testing.assert_allclose(
+            scaled.standard_error(Q), unit.standard_error(Q), rtol=1e-9
+        )
+        # Effective observations are counted in units of weight one.
+        np.testing.assert_allclose(
+            scaled.effective_sample_size(Q),
+            factor * unit.effective_sample_size(Q),
+            rtol=1e-9,
+        )
+
+
+@pytest.mark.parametrize("est_class", ESTIMATORS)
+def test_integer_weights_have_the_precision_of_repeated_rows(est_class):
+    """A point of weight w is as precise as the mean of w observations: with a
+    given noise variance, standard errors equal those of repeated rows."""
     X, y = data(n=40, d=1)
     w = np.random.default_rng(2).integers(1, 4, X.shape[0])
     Q = np.linspace(0.1, 2.9, 11)[:, None]
-    params = {"bandwidth": 0.5, "noise_variance": noise_variance}
+    params = {"bandwidth": 0.5, "noise_variance": 0.3}
     weighted = est_class(**params).fit(X, y, sample_weight=w)
     repeated = est_class(**params).fit(np.repeat(X, w, 0), np.repeat(y, w))
     for a, b in zip(
@@ -365,3 +404,122 @@ def test_coverage_of_nominal_95_bands(est_class):
     assert np.all(coverage >= 0.85), coverage
     ratio = np.mean(stds, axis=0) / np.std(estimates, axis=0, ddof=1)
     assert np.all((ratio > 0.8) & (ratio < 1.25)), ratio
+
+
+def test_precision_weights_simulation():
+    """Noise of variance sigma^2 / w_j: the local and global noise variances
+    estimate sigma^2, and the standard errors match the spread of the
+    estimates across repetitions."""
+    rng = np.random.default_rng(99)
+    n, reps, sigma = 150, 300, 0.3
+    X = rng.uniform(0, 2, (n, 1))
+    w = rng.choice([0.5, 1.0, 4.0], n)
+    Q = np.array([[0.6], [1.0], [1.4]])
+    for est_class in ESTIMATORS:
+        local, pooled, estimates, stds = [], [], [], []
+        for _ in range(reps):
+            # A mean each fit reproduces: the local fit's residuals are noise.
+            slope = 0.5 if est_class is LocalLinearRegressor else 0.0
+            y = slope * X[:, 0] + rng.normal(0, sigma / np.sqrt(w))
+            est = est_class(bandwidth=0.3, noise_variance="global")
+            est.fit(X, y, sample_weight=w)
+            pooled.append(est.noise_variance_[0])
+            fit = est._local_fit(Q)
+            var, _ = local_noise_variance(fit)
+            local.append(var[:, 0] * fit.y_scale[0] ** 2)
+            estimates.append(est.predict(Q))
+            stds.append(est.standard_error(Q))
+        assert 0.9 < np.mean(pooled) / sigma**2 < 1.1
+        assert np.all(np.abs(np.mean(local, axis=0) / sigma**2 - 1) < 0.1)
+        ratio = np.mean(stds, axis=0) / np.std(estimates, axis=0, ddof=1)
+        assert np.all((ratio > 0.85) & (ratio < 1.15)), ratio
+
+
+def test_one_observation_of_large_weight_has_no_local_variance():
+    """A window holding one point, of any weight: no residual, no variance."""
+    X = np.array([[0.0], [5.0], [5.5]])
+    y = np.array([1.0, 2.0, 3.0])
+    est = NadarayaWatsonRegressor(kernel="boxcar", bandwidth=1.0)
+    est.fit(X, y, sample_weight=[3.0, 1.0, 1.0])
+    with pytest.warns(UndefinedStdWarning, match="1 of 2"):
+        std = est.standard_error([[0.0], [5.2]])
+    assert np.isnan(std[0]) and std[1] > 0
+    line = LocalLinearRegressor(kernel="epanechnikov", bandwidth=2.0)
+    line.fit([[0.0], [1.0], [5.0]], [1.0, 2.0, 0.0], sample_weight=[2, 3, 1])
+    with pytest.warns(UndefinedStdWarning):
+        assert np.isnan(line.standard_error([[0.5]])[0])
+
+
+def test_negative_or_unresolved_residuals_give_nan_with_a_warning():
+    # A signed kernel: the weighted residual mean square can be negative.
+    X = np.arange(6.0)[:, None]
+    signed = NadarayaWatsonRegressor(kernel="silverman", bandwidth=1.0)
+    signed.fit(X, [0, 0, 0, 0, 0, 10.0])
+    with pytest.warns(UndefinedStdWarning):
+        assert np.isnan(signed.standard_error([[0.0]])[0])
+    # Steps of 1e5 and noise of 1e-3: the one-pass residual is rounding.
+    rng = np.random.default_rng(0)
+    Xs = rng.uniform(0, 40, (400, 1))
+    ys = 1e5 * (Xs[:, 0] > 20) + rng.normal(0, 1e-3, 400)
+    steps = NadarayaWatsonRegressor(kernel="epanechnikov", bandwidth=10.0)
+    steps.fit(Xs, ys)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedStdWarning)
+        std = steps.standard_error([[20.0]])
+    exact = reference(NadarayaWatsonRegressor, np.array([[20.0]]), Xs, ys,
+                      "epanechnikov", 10.0)[2]  # fmt: skip
+    assert np.isnan(std[0]) or abs(std[0] / exact[0] - 1) < 1e-3
+
+
+@pytest.mark.parametrize("scale", [1e-170, 1e-100, 1e100, 1e160])
+@pytest.mark.parametrize("noise_variance", ["local", "global"])
+def test_targets_at_extreme_scales(scale, noise_variance):
+    X, y = data(n=50)
+    Q = np.linspace(0.2, 2.8, 7)[:, None]
+    for est_class in ESTIMATORS:
+        params = {"bandwidth": 0.5, "noise_variance": noise_variance}
+        unit = est_class(**params).fit(X, y).standard_error(Q)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            scaled = est_class(**params).fit(X, scale * y).standard_error(Q)
+        np.testing.assert_allclose(scaled, scale * unit, rtol=1e-9)
+
+
+def test_no_feature_name_warning():
+    pd = pytest.importorskip("pandas")
+    X, y = data(n=40)
+    frame = pd.DataFrame(X, columns=["x"])
+    for est_class in ESTIMATORS:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            est = est_class(bandwidth=0.5, noise_variance="global").fit(frame, y)
+            est.predict(frame, return_std=True)
+            est.standard_error(frame)
+            est.predict_interval(frame)
+            est.effective_sample_size(frame)
+            est.predict(frame)
+
+
+def test_global_variance_skips_points_of_weight_zero():
+    X = np.array([[0.0], [0.5], [1.0], [10.0]])
+    y = np.array([0.0, 1.0, 2.0, 3.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        est = NadarayaWatsonRegressor(
+            kernel="epanechnikov",
+            bandwidth=2.0,
+            empty_window="raise",
+            noise_variance="global",
+        ).fit(X, y, sample_weight=[1, 1, 1, 0])
+    ref = global_reference(
+        NadarayaWatsonRegressor, X, y, "epanechnikov", 2.0, np.array([1, 1, 1, 0.0])
+    )
+    np.testing.assert_allclose(est.noise_variance_, [ref], rtol=1e-12)
+
+
+def test_gaussian_at_a_vanishing_bandwidth_is_the_nearest_point():
+    X, y = data(n=30)
+    Q = np.vstack([X[:3], [[1.234567]]])
+    est = NadarayaWatsonRegressor(bandwidth=1e-200, noise_variance=0.25).fit(X, y)
+    np.testing.assert_allclose(est.effective_sample_size(Q), 1.0)
+    np.testing.assert_allclose(est.standard_error(Q), 0.5)
