@@ -537,8 +537,11 @@ class CVSelectionMixin:
                 cand = {"kernel": self.kernel_, "bandwidth": bandwidth}
                 return evaluate([cand])[0][0][0]
 
+            same_kernel = [
+                c["bandwidth"] for c in cands if c["kernel"] is cands[best]["kernel"]
+            ]
             bandwidth, score = refine_bandwidth(
-                score_of, self.bandwidth_, self.best_score_
+                score_of, self.bandwidth_, self.best_score_, same_kernel
             )
             self.bandwidth_, self.best_score_ = bandwidth, score
 
@@ -547,49 +550,68 @@ class CVSelectionMixin:
 REFINE_RANGE = 1e6
 
 
-def refine_bandwidth(evaluate, start, start_score):
+def refine_bandwidth(evaluate, start, start_score, grid=()):
     """Maximise ``evaluate(bandwidth)`` over log-bandwidths, from ``start``.
 
-    A bounded Nelder--Mead search (scipy) over the logarithm of the bandwidth, one
-    coordinate per feature for a per-feature bandwidth, within a factor
-    :data:`REFINE_RANGE` of ``start``; a NaN score counts as the worst. Then
-    each feature's bandwidth is tried at the upper bound, where a feature that
-    does not matter is effectively ignored. The result is positive by
-    construction, and is ``start`` itself unless a strictly better score was
-    found.
+    One coordinate (a scalar bandwidth, or one feature): Brent's bounded
+    search (scipy) between the grid bandwidths (``grid``) nearest ``start``
+    on either side, which bracket the grid's best, or a factor
+    :data:`REFINE_RANGE` where there is none. Several features: a bounded
+    Nelder--Mead search over the logarithms of the per-feature bandwidths,
+    within a factor :data:`REFINE_RANGE` of ``start``, after which each
+    feature's bandwidth is tried at the upper bound, where a feature that does
+    not matter is effectively ignored. A NaN score counts as the worst. The
+    result is positive by construction, and is ``start`` itself unless a
+    strictly better score was found.
 
     Returns
     -------
     bandwidth : float or ndarray
     score : float
     """
-    from scipy.optimize import minimize
+    from scipy.optimize import minimize, minimize_scalar
 
     x0 = np.log(np.atleast_1d(np.asarray(start, dtype=np.float64)))
     worst = np.finfo(np.float64).max
 
     def objective(theta):
-        bw = np.exp(theta)
+        bw = np.exp(np.atleast_1d(theta))
         score = evaluate(bw if np.ndim(start) else float(bw[0]))
         return worst if np.isnan(score) else -score
 
     span = np.log(REFINE_RANGE)
-    result = minimize(
-        objective,
-        x0,
-        method="Nelder-Mead",
-        bounds=[(x - span, x + span) for x in x0],
-        options={"xatol": 1e-4, "fatol": 1e-12, "maxfev": 200 * x0.size},
-    )
-    theta, value = result.x.copy(), float(result.fun)
-    # A feature that does not matter wants an unbounded bandwidth, where the
-    # score is flat: try each at the upper bound.
-    for i in range(theta.size if theta.size > 1 else 0):
-        trial = theta.copy()
-        trial[i] = x0[i] + span
-        trial_value = objective(trial)
-        if trial_value < value:
-            theta, value = trial, trial_value
+    if x0.size == 1:
+        logs = np.array([np.log(np.atleast_1d(b)[0]) for b in grid])
+        below, above = logs[logs < x0[0]], logs[logs > x0[0]]
+        lo = below.max() if below.size else x0[0] - span
+        hi = above.min() if above.size else x0[0] + span
+        result = minimize_scalar(
+            objective, bounds=(lo, hi), method="bounded", options={"xatol": 1e-4}
+        )
+        theta, value = np.atleast_1d(result.x).copy(), float(result.fun)
+    else:
+        result = minimize(
+            objective,
+            x0,
+            method="Nelder-Mead",
+            bounds=[(x - span, x + span) for x in x0],
+            # Converged when the simplex spans 1 % in bandwidth and its scores
+            # agree to 1e-10: the score is flat near its optimum.
+            options={
+                "xatol": 1e-2,
+                "fatol": 1e-10 * abs(start_score) if np.isfinite(start_score) else 0.0,
+                "maxfev": 200 * x0.size,
+            },
+        )
+        theta, value = result.x.copy(), float(result.fun)
+        # A feature that does not matter wants an unbounded bandwidth, where
+        # the score is flat: try each at the upper bound.
+        for i in range(theta.size):
+            trial = theta.copy()
+            trial[i] = x0[i] + span
+            trial_value = objective(trial)
+            if trial_value < value:
+                theta, value = trial, trial_value
     score = -value
     if not score > start_score:
         return start, start_score
