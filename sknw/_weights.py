@@ -305,6 +305,8 @@ def kernel_sums(
         and (gemm or Q.shape[1] == 1)
     ):
         single = coefs[0]
+    if single is not None and not gemm and not exclude_self:
+        return [_line_sums(Q, X, V, w, single, scale, tile_elements)]
     out = [_Accumulator(m, k) for _ in heads]
     fused = [h for h, coef in enumerate(coefs) if coef is not None]
     general = [h for h, coef in enumerate(coefs) if coef is None]
@@ -376,6 +378,72 @@ def kernel_sums(
             Qc = _scaled_rows(Q, q0, q0 + bq, scale) - centre
             out[0].M[q0 : q0 + bq] += single * np.einsum("ij,ij->i", Qc, Qc)
     return [(a.acc[:, :k], a.acc[:, k].copy(), a.M) for a in out]
+
+
+def _line_sums(Q, X, V, w, coef, scale, tile_elements):
+    """:func:`kernel_sums` of one log-linear head ``coef * d**2`` in 1-D.
+
+    Coordinates are multiplied by ``s = sqrt(-coef)``, so that the log weight
+    is ``-(q - x)**2``. The training points of positive weight are sorted once
+    and each query's shift, its nearest point, found by binary search; queries
+    are taken in sorted tiles, and each tile meets only the training points
+    within ``sqrt(near**2 - EXP_FLOOR)`` of it: the others' terms are below
+    ``exp(EXP_FLOOR)`` times the query's largest, where the dense path sets them
+    to exactly 0 too.
+    """
+    m, k = Q.shape[0], V.shape[1]
+    s = np.sqrt(-coef)
+    x = _scaled_rows(X, 0, X.shape[0], scale)[:, 0] * s
+    q = _scaled_rows(Q, 0, m, scale)[:, 0] * s
+    keep = np.ones(x.shape[0], dtype=bool) if w is None else w > 0
+    order = np.flatnonzero(keep)[np.argsort(x[keep], kind="stable")]
+    xs = x[order]
+    Vx = np.empty((order.size, k + 1))
+    Vx[:, :k] = V[order]
+    Vx[:, k] = 1.0
+    if w is not None:
+        Vx *= w[order][:, None]
+    # The nearest training point of each query gives its shift.
+    pos = np.searchsorted(xs, q)
+    with np.errstate(invalid="ignore", over="ignore"):
+        left = np.abs(q - xs[np.maximum(pos - 1, 0)])
+        right = np.abs(q - xs[np.minimum(pos, xs.size - 1)])
+        near2 = np.minimum(left, right) ** 2
+    acc = np.zeros((m, k + 1))
+    qorder = np.argsort(q, kind="stable")
+    bn = int(min(xs.size, TILE_TRAIN_ROWS, max(64, tile_elements)))
+    bq = int(max(1, min(m, tile_elements // bn)))
+    buf = np.empty(bq * bn)
+    for q0 in range(0, m, bq):
+        rows = qorder[q0 : q0 + bq]
+        qt = q[rows]
+        nt = near2[rows]
+        with np.errstate(over="ignore", invalid="ignore"):
+            reach = np.sqrt(np.max(nt) - EXP_FLOOR)
+        j0 = int(np.searchsorted(xs, qt[0] - reach, side="left"))
+        j1 = int(np.searchsorted(xs, qt[-1] + reach, side="right"))
+        if not np.isfinite(reach):
+            j0, j1 = 0, xs.size
+        total = np.zeros((rows.size, k + 1))
+        for a in range(j0, j1, bn):
+            b = min(a + bn, j1)
+            T = buf[: rows.size * (b - a)].reshape(rows.size, b - a)
+            with np.errstate(over="ignore", invalid="ignore"):
+                np.subtract(qt[:, None], xs[None, a:b], out=T)
+                np.multiply(T, T, out=T)
+                np.subtract(nt[:, None], T, out=T)
+                # The smallest log weight of each row is at an end of the span.
+                lowest = nt - np.maximum((qt - xs[a]) ** 2, (qt - xs[b - 1]) ** 2)
+            if np.any(~(lowest >= EXP_FLOOR)):
+                np.maximum(T, EXP_FLOOR, out=T)
+                np.exp(T, out=T)
+                T -= _FLOOR_VALUE
+            else:
+                np.exp(T, out=T)
+            total += T @ Vx[a:b]
+        acc[rows] = total
+    M = np.where(np.isfinite(near2), -near2, -np.inf)
+    return acc[:, :k], acc[:, k].copy(), M
 
 
 class _TrainTile:

@@ -545,3 +545,37 @@ def test_tree_metric_support():
     assert _weights.tree_p("cosine", None) is None
     assert _weights.tree_p("euclidean", {"w": [1.0]}) is None
     assert _weights.tree_p(lambda a, b: 0.0, None) is None
+
+
+@pytest.mark.parametrize("tile_elements", [64, 1000, 1 << 17])
+@pytest.mark.parametrize("h", [0.002, 0.05, 0.7, 50.0])
+def test_one_feature_gaussian_skips_only_negligible_terms(
+    monkeypatch, h, tile_elements
+):
+    """The 1-D single-head path (sorted, each query tile against the training
+    points within reach) equals the general path: terms it skips are below
+    exp(EXP_FLOOR) times each query's largest."""
+    rng = np.random.default_rng(21)
+    X = np.concatenate([rng.uniform(-3, 3, 400), rng.normal(10, 0.01, 50)])[:, None]
+    V = np.column_stack([np.sin(X[:, 0]), X[:, 0] ** 2])
+    w = rng.uniform(0.5, 2.0, X.shape[0])
+    w[::11] = 0.0
+    Q = np.concatenate([rng.uniform(-5, 12, 300), [1e6, -1e6, 10.0]])[:, None]
+    heads = [Head(Gaussian(), h)]
+    params = {"sample_weight": w, "tile_elements": tile_elements}
+    fast = kernel_sums(Q, X, V, heads, **params)[0]
+    monkeypatch.setattr(_weights, "_log_linear_coef", lambda *args: None)
+    slow = kernel_sums(Q, X, V, heads, **params)[0]
+    # Shifts agree up to the rounding of the scaled distances (relative to
+    # their size: the log weights of queries far from the data in bandwidth
+    # units are large), and so do the shifted sums and the averages.
+    assert_allclose(fast[2], slow[2], rtol=1e-12, atol=1e-12)
+    near = np.abs(Q[:, 0]) < 100
+    assert_allclose(fast[1][near], slow[1][near], rtol=1e-9)
+    assert_allclose(fast[0][near], slow[0][near], rtol=1e-9, atol=1e-300)
+    # Far queries (1e6 away): both paths lose digits to the cancellation of
+    # squared distances near 1e12, differently; the estimate stays close.
+    avg_fast, avg_slow = fast[0] / fast[1][:, None], slow[0] / slow[1][:, None]
+    assert_allclose(avg_fast[near], avg_slow[near], rtol=1e-9)
+    assert_allclose(avg_fast[~near], avg_slow[~near], rtol=1e-3)
+    assert np.all(fast[1] > 0)
