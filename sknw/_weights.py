@@ -410,20 +410,21 @@ def _line_sums(Q, X, V, w, coef, scale, tile_elements):
         right = np.abs(q - xs[np.minimum(pos, xs.size - 1)])
         near2 = np.minimum(left, right) ** 2
     acc = np.zeros((m, k + 1))
-    qorder = np.argsort(q, kind="stable")
+    # Queries whose distances overflow have no representable weight: they
+    # stay empty (zero sums), for the estimators' nearest-point limit.
+    finite = np.isfinite(near2)
+    qorder = np.flatnonzero(finite)[np.argsort(q[finite], kind="stable")]
     bn = int(min(xs.size, TILE_TRAIN_ROWS, max(64, tile_elements)))
     bq = int(max(1, min(m, tile_elements // bn)))
     buf = np.empty(bq * bn)
-    for q0 in range(0, m, bq):
+    for q0 in range(0, qorder.size, bq):
         rows = qorder[q0 : q0 + bq]
         qt = q[rows]
         nt = near2[rows]
+        reach = np.sqrt(np.max(nt) - EXP_FLOOR)
         with np.errstate(over="ignore", invalid="ignore"):
-            reach = np.sqrt(np.max(nt) - EXP_FLOOR)
-        j0 = int(np.searchsorted(xs, qt[0] - reach, side="left"))
-        j1 = int(np.searchsorted(xs, qt[-1] + reach, side="right"))
-        if not np.isfinite(reach):
-            j0, j1 = 0, xs.size
+            j0 = int(np.searchsorted(xs, qt[0] - reach, side="left"))
+            j1 = int(np.searchsorted(xs, qt[-1] + reach, side="right"))
         total = np.zeros((rows.size, k + 1))
         for a in range(j0, j1, bn):
             b = min(a + bn, j1)
@@ -442,7 +443,7 @@ def _line_sums(Q, X, V, w, coef, scale, tile_elements):
                 np.exp(T, out=T)
             total += T @ Vx[a:b]
         acc[rows] = total
-    M = np.where(np.isfinite(near2), -near2, -np.inf)
+    M = np.where(finite, -near2, -np.inf)
     return acc[:, :k], acc[:, k].copy(), M
 
 

@@ -579,3 +579,15 @@ def test_one_feature_gaussian_skips_only_negligible_terms(
     assert_allclose(avg_fast[near], avg_slow[near], rtol=1e-9)
     assert_allclose(avg_fast[~near], avg_slow[~near], rtol=1e-3)
     assert np.all(fast[1] > 0)
+
+
+def test_one_feature_gaussian_overflowing_query_is_empty():
+    """A query whose squared distances overflow has no representable weight:
+    zero sums and no shift (the estimators then take the nearest points),
+    never NaN."""
+    X = np.array([[0.0], [1.0], [2.0]])
+    V = np.ones((3, 1))
+    Q = np.array([[1e300], [1.5]])
+    ((S, den, M),) = kernel_sums(Q, X, V, [Head(Gaussian(), 0.5)])
+    assert den[0] == 0.0 and S[0, 0] == 0.0 and M[0] == -np.inf
+    assert den[1] > 0 and np.isfinite(M[1])
