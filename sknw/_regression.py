@@ -516,13 +516,14 @@ class NadarayaWatsonRegressorCV(CVSelectionMixin, NadarayaWatsonRegressor):
         y)`` is called with an estimator whose ``predict`` returns ``X``, the
         out-of-sample predictions. Sample weights are passed to the scorer.
     refine : bool, default=False
-        After the grid, maximise the same cross-validated score continuously: a
-        bounded Nelder-Mead search over the logarithm of the bandwidth (one
-        coordinate per feature for a per-feature bandwidth, so features can
-        get bandwidths in other ratios than the rule's), within a factor 10^6
-        of the grid's best, with the selected kernel. The bandwidth stays
-        positive by construction, and the grid's choice is kept unless the
-        score strictly improves. Each step costs one pass of the
+        After the grid, maximise the same cross-validated score continuously
+        over the logarithm of the bandwidth, with the selected kernel: Brent's
+        bounded search between the grid's neighbours of its best for one
+        coordinate; for a per-feature bandwidth, a bounded Nelder-Mead search
+        (one coordinate per feature, so features can get bandwidths in other
+        ratios than the rule's) within a factor 10^6 of the grid's best. The
+        bandwidth stays positive by construction, and the grid's choice is
+        kept unless the score strictly improves. Each step costs one pass of the
         cross-validation; worth it with several features of unequal relevance.
     metric : str or callable, default="euclidean"
         Any metric of :func:`scipy.spatial.distance.cdist`.
