@@ -46,8 +46,9 @@ from threadpoolctl import threadpool_limits
 TILE_ELEMENTS = 1 << 17
 #: For kernels of unbounded support, shifted log weights below this are raised
 #: to it before ``exp`` (which is many times slower where its result underflows)
-#: and their terms set to exactly 0 after: below ``e**-700`` times the row's
-#: largest term (exactly 1), a term cannot change a float64 sum.
+#: and ``exp`` of it is subtracted after, so their terms are exactly 0: below
+#: ``e**-700`` times the row's largest term (exactly 1), a term cannot change a
+#: float64 sum.
 EXP_FLOOR = -700.0
 _FLOOR_VALUE = float(np.exp(EXP_FLOOR))
 #: Largest error in squared scaled distances allowed on the GEMM path.
@@ -435,12 +436,7 @@ def _line_sums(Q, X, V, w, coef, scale, tile_elements):
                 np.subtract(nt[:, None], T, out=T)
                 # The smallest log weight of each row is at an end of the span.
                 lowest = nt - np.maximum((qt - xs[a]) ** 2, (qt - xs[b - 1]) ** 2)
-            if np.any(~(lowest >= EXP_FLOOR)):
-                np.maximum(T, EXP_FLOOR, out=T)
-                np.exp(T, out=T)
-                T -= _FLOOR_VALUE
-            else:
-                np.exp(T, out=T)
+            _exp(T, bool(np.any(~(lowest >= EXP_FLOOR))))
             total += T @ Vx[a:b]
         acc[rows] = total
     M = np.where(finite, -near2, -np.inf)
@@ -866,20 +862,19 @@ def _exp(T, floor):
     argument is below :data:`EXP_FLOOR`).
 
     ``exp`` is many times slower where its result underflows (or is
-    subnormal). For kernels of unbounded support, arguments below
-    :data:`EXP_FLOOR` are raised to it before ``exp`` and their results set to
-    exactly 0 after, so the result equals plain ``exp`` to within the
-    subnormal range, with exact zeros where plain ``exp`` gives 0 at
-    arguments below the floor (masked terms, underflow).
+    subnormal). For kernels of unbounded support, arguments are raised to
+    :data:`EXP_FLOOR` before ``exp`` and ``exp(EXP_FLOOR)`` is subtracted
+    after: terms below the floor (and masked ones, at ``-inf``) are exactly 0,
+    the others change by less than ``1e-304``, below their resolution in a sum
+    whose largest term is 1.
     """
     if floor is None:
         floor = bool(T.size) and T.min() < EXP_FLOOR
     if not floor:
         return np.exp(T, out=T)
-    tiny = T < EXP_FLOOR
     np.maximum(T, EXP_FLOOR, out=T)
     np.exp(T, out=T)
-    np.copyto(T, 0.0, where=tiny)
+    T -= _FLOOR_VALUE
     return T
 
 
@@ -901,14 +896,7 @@ def _fused_tile(D, coef, dmin, excess, target, acc, rows):
     with np.errstate(over="ignore", invalid="ignore"):
         np.multiply(D, coef, out=target)
         lowest = coef * excess
-    if not np.any(lowest < EXP_FLOOR):
-        return np.exp(target, out=target)
-    np.maximum(target, EXP_FLOOR, out=target)
-    np.exp(target, out=target)
-    # Floored (and masked) terms become exactly 0; the others lose
-    # exp(EXP_FLOOR), below their resolution.
-    target -= _FLOOR_VALUE
-    return target
+    return _exp(target, bool(np.any(lowest < EXP_FLOOR)))
 
 
 def log_weight_rows(
