@@ -14,7 +14,11 @@ training points of positive weight, and the shifted sums
 for non-negative kernels). The ratio ``S / den`` is the Nadaraya--Watson
 average; since the nearest term is exactly ``w[j] > 0`` it never underflows to
 0/0, however small the bandwidth. A query whose weights are all zero (an empty
-window of a compact kernel) has ``M = -inf`` and ``den = 0``.
+window of a compact kernel) has ``M = -inf`` and ``den = 0``. Paths that know
+the largest log weight of a query lies in ``[UNSHIFTED_MIN_LOG, 0]`` may leave
+its sums unshifted, with ``M = 0`` (the largest term is then between
+``exp(UNSHIFTED_MIN_LOG)`` and 1: no overflow, no underflow): the tree and
+sorted paths for compact kernels, and the GEMM path of a single Gaussian head.
 
 The work is split into tiles over query rows *and* training rows so that the
 extra memory is a few tiles of ``tile_elements`` doubles, whatever ``m`` and
@@ -246,6 +250,7 @@ def kernel_sums(
     exclude_self=False,
     self_weight=None,
     tile_elements=TILE_ELEMENTS,
+    _shifted=False,
 ):
     """Shifted kernel-weighted sums of ``V`` for every query and head.
 
@@ -306,8 +311,27 @@ def kernel_sums(
         and (gemm or Q.shape[1] == 1)
     ):
         single = coefs[0]
-    if single is not None and not gemm and not exclude_self:
-        return [_line_sums(Q, X, V, w, single, scale, tile_elements)]
+    if single is not None and not exclude_self and not _shifted:
+        if not gemm:
+            return [_line_sums(Q, X, V, w, single, scale, tile_elements)]
+        near = _unshifted_rows(Q, X, w, single, scale, centre)
+        if near.all():
+            return [_plane_sums(Q, X, V, w, single, scale, centre, tile_elements)]
+        if near.any():
+            # Rows far from every probe keep the shifted path below.
+            parts = [
+                _plane_sums(Q[near], X, V, w, single, scale, centre, tile_elements),
+                kernel_sums(
+                    Q[~near], X, V, heads, metric=metric, scale=scale,
+                    sample_weight=sample_weight, tile_elements=tile_elements,
+                    _shifted=True,
+                )[0],
+            ]  # fmt: skip
+            S = np.empty((m, k))
+            den, M = np.empty(m), np.empty(m)
+            for mask, (S_p, den_p, M_p) in zip((near, ~near), parts, strict=True):
+                S[mask], den[mask], M[mask] = S_p, den_p, M_p
+            return [(S, den, M)]
     out = [_Accumulator(m, k) for _ in heads]
     fused = [h for h, coef in enumerate(coefs) if coef is not None]
     general = [h for h, coef in enumerate(coefs) if coef is None]
@@ -441,6 +465,77 @@ def _line_sums(Q, X, V, w, coef, scale, tile_elements):
         acc[rows] = total
     M = np.where(finite, -near2, -np.inf)
     return acc[:, :k], acc[:, k].copy(), M
+
+
+#: Training rows probed for an upper bound of each query's nearest distance.
+N_PROBES = 64
+#: The unshifted GEMM path serves queries whose largest log weight is surely
+#: above this: terms below ``EXP_FLOOR`` are then below ``e**-40`` times the
+#: largest, under the resolution of the sum.
+UNSHIFTED_MIN_LOG = EXP_FLOOR + 40.0
+
+
+def _unshifted_rows(Q, X, w, coef, scale, centre):
+    """Queries whose largest log weight ``coef |q - x|^2`` is surely above
+    :data:`UNSHIFTED_MIN_LOG`: some probed training point of positive weight
+    is near enough."""
+    keep = np.arange(X.shape[0]) if w is None else np.flatnonzero(w > 0)
+    probes = keep[np.linspace(0, keep.size - 1, min(N_PROBES, keep.size)).astype(int)]
+    P = _scaled_rows(X[probes], 0, probes.size, scale) - centre
+    bound = np.empty(Q.shape[0])
+    chunk = 1 << 12
+    for q0 in range(0, Q.shape[0], chunk):
+        Qc = _scaled_rows(Q, q0, q0 + chunk, scale) - centre
+        d2 = cdist(Qc, P, "sqeuclidean")
+        bound[q0 : q0 + chunk] = d2.min(axis=1)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return coef * bound >= UNSHIFTED_MIN_LOG
+
+
+def _plane_sums(Q, X, V, w, coef, scale, centre, tile_elements):
+    """:func:`kernel_sums` of one log-linear head ``coef * d**2`` by GEMM,
+    for queries whose largest log weight is known to exceed
+    :data:`UNSHIFTED_MIN_LOG` (see :func:`_unshifted_rows`).
+
+    The log weights ``coef |q - x|^2 <= 0`` come out of one GEMM of the centred
+    coordinates (``[q - c, 1, |q - c|^2]`` against ``coef [-2 (x - c), |x -
+    c|^2, 1]``) and are exponentiated unshifted (``M = 0``): no pass for the
+    rows' maxima. Whether a tile needs the floor follows from a bound on its
+    distances (its centre and radius).
+    """
+    m, k = Q.shape[0], V.shape[1]
+    keep = np.arange(X.shape[0]) if w is None else np.flatnonzero(w > 0)
+    acc = np.zeros((m, k + 1))
+    bq, bn = _tile_shape(m, keep.size, tile_elements)
+    buf = np.empty(bq * bn)
+    for a in range(0, keep.size, bn):
+        idx = keep[a : a + bn]
+        Xc = _scaled_rows(X[idx], 0, idx.size, scale) - centre
+        xn = np.einsum("ij,ij->i", Xc, Xc)
+        B = np.vstack([-2.0 * coef * Xc.T, coef * xn, np.full(idx.size, coef)])
+        Vx = np.empty((idx.size, k + 1))
+        Vx[:, :k] = V[idx]
+        Vx[:, k] = 1.0
+        if w is not None:
+            Vx *= w[idx][:, None]
+        t_centre = Xc.mean(axis=0)
+        t_radius = np.sqrt(np.max(np.einsum("ij,ij->i", Xc - t_centre, Xc - t_centre)))
+        for q0 in range(0, m, bq):
+            Qc = _scaled_rows(Q, q0, q0 + bq, scale) - centre
+            left = np.hstack(
+                [Qc, np.ones((Qc.shape[0], 1)), np.einsum("ij,ij->i", Qc, Qc)[:, None]]
+            )
+            L = np.matmul(
+                left, B, out=buf[: Qc.shape[0] * idx.size].reshape(-1, idx.size)
+            )
+            # Rounding can lift a log weight just above 0: at most exp(tiny).
+            far = (
+                np.sqrt(np.einsum("ij,ij->i", Qc - t_centre, Qc - t_centre)) + t_radius
+            )
+            with np.errstate(over="ignore"):
+                lowest = coef * far * far
+            acc[q0 : q0 + Qc.shape[0]] += _exp(L, bool(np.any(lowest < EXP_FLOOR))) @ Vx
+    return acc[:, :k], acc[:, k].copy(), np.zeros(m)
 
 
 class _TrainTile:

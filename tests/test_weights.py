@@ -78,11 +78,17 @@ HEADS = [
 
 
 def assert_sums_close(result, reference):
+    """Equal sums: the same shift, or unshifted sums (``M = 0``) of a query
+    whose largest log weight is at least ``UNSHIFTED_MIN_LOG``, compared at
+    the reference's shift."""
     S, den, M = result
     S_ref, den_ref, M_ref = reference
-    assert_allclose(M, M_ref, rtol=RTOL, atol=1e-13)
-    assert_allclose(den, den_ref, rtol=RTOL)
-    assert_allclose(S, S_ref, rtol=RTOL, atol=1e-13)
+    unshifted = (M == 0) & (M_ref != 0)
+    assert np.all(M_ref[unshifted] >= _weights.UNSHIFTED_MIN_LOG)
+    assert_allclose(M[~unshifted], M_ref[~unshifted], rtol=RTOL, atol=1e-13)
+    factor = np.where(unshifted, np.exp(np.where(unshifted, -M_ref, 0.0)), 1.0)
+    assert_allclose(den * factor, den_ref, rtol=RTOL)
+    assert_allclose(S * factor[:, None], S_ref, rtol=RTOL, atol=1e-13)
 
 
 @pytest.mark.parametrize("d", [1, 3])
@@ -118,10 +124,8 @@ def test_several_heads_equal_separate_calls(d):
     together = kernel_sums(Q, X, V, HEADS, sample_weight=w)
     assert len(together) == len(HEADS)
     for head, (S, den, M) in zip(HEADS, together, strict=True):
-        ((S1, den1, M1),) = kernel_sums(Q, X, V, [head], sample_weight=w)
-        assert_allclose(M, M1, rtol=RTOL, atol=1e-13)
-        assert_allclose(den, den1, rtol=RTOL)
-        assert_allclose(S, S1, rtol=RTOL, atol=1e-13)
+        single = kernel_sums(Q, X, V, [head], sample_weight=w)[0]
+        assert_sums_close(single, (S, den, M))
         assert_sums_close((S, den, M), brute_sums(Q, X, V, head, w=w))
 
 
@@ -149,7 +153,9 @@ def test_shift_is_max_log_kernel_across_training_tiles():
     Q, X, V, w = make_data(5, 3, N_LARGE, 2)
     X[:4096] += 50.0
     head = Head(Gaussian(), 1.0)
-    ((S, den, M),) = kernel_sums(Q, X, V, [head], sample_weight=w, tile_elements=8)
+    ((S, den, M),) = kernel_sums(
+        Q, X, V, [head], sample_weight=w, tile_elements=8, _shifted=True
+    )
     D = cdist(Q, X)
     assert_allclose(M, np.max(-0.5 * D**2, axis=1), rtol=RTOL)
     assert_sums_close((S, den, M), brute_sums(Q, X, V, head, w=w))
@@ -237,11 +243,56 @@ def test_zero_weights_are_left_out(tile_elements):
 def test_shift_equals_max_log_kernel():
     Q, X, V, w = make_data(9, 10, 30, 3)
     for head in HEADS:
-        ((_, _, M),) = kernel_sums(Q, X, V, [head], sample_weight=w)
+        # The shifted paths (the GEMM path of a single Gaussian head may
+        # leave sums unshifted: see test_unshifted_gemm_path below).
+        ((_, _, M),) = kernel_sums(Q, X, V, [head], sample_weight=w, _shifted=True)
         K = np.abs(head.kernel(cdist(Q, X) / head.divisor))
         with np.errstate(divide="ignore"):
             expected = np.max(np.log(K), axis=1)
         assert_allclose(M, expected, rtol=RTOL, atol=1e-13)
+
+
+@pytest.mark.parametrize("h", [0.05, 0.3, 1.0, 1e3])
+def test_unshifted_gemm_path(h):
+    check_unshifted_gemm_path(h)
+
+
+def check_unshifted_gemm_path(h):
+    """The single Gaussian head in several dimensions leaves the sums of
+    queries near some probed training point unshifted (M = 0), and shifts the
+    others: the same averages as the general path either way."""
+    rng = np.random.default_rng(31)
+    X = np.vstack([rng.normal(size=(300, 3)), rng.normal(8, 0.01, size=(20, 3))])
+    V = rng.normal(size=(320, 2))
+    w = rng.uniform(0.5, 2, 320)
+    w[::13] = 0.0
+    Q = np.vstack([rng.normal(size=(40, 3)), [[8, 8, 8], [30, 0, 0], [0, 50, 0]]])
+    head = Head(Gaussian(), h)
+    fast = kernel_sums(Q, X, V, [head], sample_weight=w, tile_elements=500)[0]
+    # The reference in the log domain (far queries underflow K itself).
+    L = -0.5 * (cdist(Q, X) / h) ** 2
+    L[:, w == 0] = -np.inf
+    M_ref = L.max(axis=1)
+    E = np.exp(L - M_ref[:, None]) * w
+    S, den, M = fast
+    # Shift-free comparison; log weights of the far queries are large, so
+    # their rounding is relative to them.
+    factor = np.exp(np.where(M == 0, -M_ref, M - M_ref))
+    assert_allclose(den * factor, E.sum(axis=1), rtol=1e-10)
+    assert_allclose(S * factor[:, None], E @ V, rtol=1e-10, atol=1e-13)
+    centre = X.mean(axis=0)
+    if _weights._gemm_usable(Q, X, [head], None, centre):
+        near = _weights._unshifted_rows(Q, X, w, -0.5 / h**2, None, centre)
+        assert np.all(fast[2][near] == 0.0)
+        assert_allclose(fast[2][~near], M_ref[~near], rtol=1e-12)
+        return near
+    assert_allclose(fast[2], M_ref, rtol=1e-12)
+    return None
+
+
+def test_unshifted_gemm_path_serves_near_rows_and_shifts_far_ones():
+    near = check_unshifted_gemm_path(1.0)
+    assert near is not None and near[:40].all() and not near[-1]
 
 
 def test_largest_shifted_term_is_one_at_tiny_bandwidth():
@@ -461,13 +512,16 @@ def test_fast_paths_equal_cdist_path(monkeypatch, d, heads):
     slow = kernel_sums(Q, X, V, heads, scale=scale, sample_weight=w)
     loo_slow = kernel_sums(X, X, V, heads, sample_weight=w, exclude_self=True)
     for a, b in zip(fast + loo_fast, slow + loo_slow, strict=True):
-        assert_allclose(a[0], b[0], rtol=1e-11)
-        assert_allclose(a[1], b[1], rtol=1e-11)
-        assert_allclose(a[2], b[2], rtol=1e-11, atol=1e-12)
+        unshifted = (a[2] == 0) & (b[2] != 0)
+        factor = np.exp(np.where(unshifted, -b[2], 0.0))
+        assert_allclose(a[0] * factor[:, None], b[0], rtol=1e-11)
+        assert_allclose(a[1] * factor, b[1], rtol=1e-11)
+        assert_allclose(a[2][~unshifted], b[2][~unshifted], rtol=1e-11, atol=1e-12)
     for head, result in zip(heads, fast, strict=True):
         ref = brute_sums(Q / scale, X / scale, V, head, w=w)
-        assert_allclose(result[0], ref[0], rtol=1e-11)
-        assert_allclose(result[1], ref[1], rtol=1e-11)
+        factor = np.exp(np.where(result[2] == 0, -ref[2], result[2] - ref[2]))
+        assert_allclose(result[0] * factor[:, None], ref[0], rtol=1e-11)
+        assert_allclose(result[1] * factor, ref[1], rtol=1e-11)
 
 
 def test_gemm_path_refused_where_rounding_could_matter():
