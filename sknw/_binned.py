@@ -153,13 +153,13 @@ def binned_kernel_sums(
     q = _scaled_rows(Q, 0, m, scale)[:, 0]
     w = np.ones(x.shape[0]) if sample_weight is None else sample_weight
     sigma = gaussian_sigma(head)
+    # Points of weight zero are not part of the sums (nor of the grid).
     positive = w > 0
-    lo, delta, n_nodes = binned_grid(
-        float(x[positive].min()), float(x[positive].max()), sigma, tol
-    )
+    x, Vp, w = x[positive], V[positive], w[positive]
+    lo, delta, n_nodes = binned_grid(float(x.min()), float(x.max()), sigma, tol)
     # Values centred on their mid-range: the bound is relative to the range.
-    mid = 0.5 * (V.max(axis=0) + V.min(axis=0))
-    columns = np.column_stack([(V - mid) * w[:, None], w])
+    mid = 0.5 * (Vp.max(axis=0) + Vp.min(axis=0))
+    columns = np.column_stack([(Vp - mid) * w[:, None], w])
     binned = _linear_bins((x - lo) / delta, columns, n_nodes)
     sums, wide = _convolve(
         binned, [(sigma, slice(None)), (math.sqrt(2.0) * sigma, [k])], delta

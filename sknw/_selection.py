@@ -96,17 +96,18 @@ def candidate_grid(X, w, kernels, bandwidths, metric, metric_params):
     ]
 
 
-def _coordinate_power(top, bw):
-    """A power of two ``p`` with ``max(top / (bw * p))`` in (1/2, 1] (1 when
-    ``top`` is None or all zero)."""
+def _coordinate_exponent(top, bw):
+    """An integer ``e`` with ``max(top / (bw * 2**e))`` in [1/2, 1) (0 when
+    ``top`` is None or all zero): dividing by ``ldexp(bw, e)`` brings the
+    largest coordinate near one, exactly."""
     if top is None:
-        return 1.0
+        return 0
     with np.errstate(divide="ignore"):
-        exponent = np.log2(top) - np.log2(bw)
+        exponent = np.log2(np.atleast_1d(top)) - np.log2(np.atleast_1d(bw))
     exponent = exponent[np.isfinite(exponent)]
     if not exponent.size:
-        return 1.0
-    return float(np.exp2(np.ceil(np.max(exponent))))
+        return 0
+    return int(np.floor(np.max(exponent))) + 1
 
 
 def group_candidates(cands, metric, X=None):
@@ -128,7 +129,16 @@ def group_candidates(cands, metric, X=None):
     groups = {}
     for i, cand in enumerate(cands):
         bw = cand["bandwidth"]
-        if np.ndim(bw) == 0:
+        if np.ndim(bw) == 0 and degree is not None and top is not None:
+            # A power of two common to every feature brings the coordinates
+            # near one (exact: distances and their ties unchanged).
+            e = _coordinate_exponent(np.max(top, initial=0.0), 1.0)
+            divisor = float(np.ldexp(float(bw), -e * degree))
+            if divisor >= np.finfo(np.float64).tiny and np.isfinite(divisor):
+                key, scale = "scalar", np.full(top.shape, np.ldexp(1.0, e))
+            else:  # the scaled bandwidth would leave the normal range
+                key, scale, divisor = None, None, float(bw)
+        elif np.ndim(bw) == 0:
             key, scale, divisor = None, None, float(bw)
         elif degree is not None:
             shape = bw / np.exp(np.mean(np.log(bw)))
@@ -140,7 +150,9 @@ def group_candidates(cands, metric, X=None):
                 # its distances and their ties are those of ``bw`` itself)
                 # that brings the largest scaled coordinate near one: squared
                 # distances stay representable at any scale of the features.
-                scale = np.asarray(bw, dtype=np.float64) * _coordinate_power(top, bw)
+                scale = np.ldexp(
+                    np.asarray(bw, dtype=np.float64), _coordinate_exponent(top, bw)
+                )
             divisor = float(np.exp(np.mean(np.log(bw / scale)))) ** degree
         else:
             key, scale, divisor = ("array", *map(float, bw)), bw, 1.0

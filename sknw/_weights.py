@@ -14,11 +14,13 @@ training points of positive weight, and the shifted sums
 for non-negative kernels). The ratio ``S / den`` is the Nadaraya--Watson
 average; since the nearest term is exactly ``w[j] > 0`` it never underflows to
 0/0, however small the bandwidth. A query whose weights are all zero (an empty
-window of a compact kernel) has ``M = -inf`` and ``den = 0``. Paths that know
-the largest log weight of a query lies in ``[UNSHIFTED_MIN_LOG, 0]`` may leave
-its sums unshifted, with ``M = 0`` (the largest term is then between
-``exp(UNSHIFTED_MIN_LOG)`` and 1: no overflow, no underflow): the tree and
-sorted paths for compact kernels, and the GEMM path of a single Gaussian head.
+window of a compact kernel) has ``M = -inf`` and ``den = 0``. Two kinds of
+path use another shift: the tree and sorted paths for compact kernels leave
+their sums unshifted (``M = 0``: compact kernels are bounded and have no tail
+to underflow), and the GEMM path of a single Gaussian head shifts each query
+by a bound from probed training points, at most 660 below its largest log
+weight (the largest term is then between 1 and ``exp(660)``; terms below
+``exp(EXP_FLOOR)`` times the shift are 0, as elsewhere).
 
 The work is split into tiles over query rows *and* training rows so that the
 extra memory is a few tiles of ``tile_elements`` doubles, whatever ``m`` and
@@ -311,16 +313,24 @@ def kernel_sums(
         and (gemm or Q.shape[1] == 1)
     ):
         single = coefs[0]
+    if w is not None and not np.any(w > 0):
+        # No training point of positive weight: every window is empty.
+        return [(np.zeros((m, k)), np.zeros(m), np.full(m, -np.inf)) for _ in heads]
     if single is not None and not exclude_self and not _shifted:
         if not gemm:
             return [_line_sums(Q, X, V, w, single, scale, tile_elements)]
-        near = _unshifted_rows(Q, X, w, single, scale, centre)
+        shift = _probe_shifts(Q, X, w, single, scale, centre)
+        near = shift >= PROBE_MIN_LOG
         if near.all():
-            return [_plane_sums(Q, X, V, w, single, scale, centre, tile_elements)]
+            return [
+                _plane_sums(Q, X, V, w, single, scale, centre, shift, tile_elements)
+            ]
         if near.any():
             # Rows far from every probe keep the shifted path below.
             parts = [
-                _plane_sums(Q[near], X, V, w, single, scale, centre, tile_elements),
+                _plane_sums(
+                    Q[near], X, V, w, single, scale, centre, shift[near], tile_elements
+                ),
                 kernel_sums(
                     Q[~near], X, V, heads, metric=metric, scale=scale,
                     sample_weight=sample_weight, tile_elements=tile_elements,
@@ -469,16 +479,15 @@ def _line_sums(Q, X, V, w, coef, scale, tile_elements):
 
 #: Training rows probed for an upper bound of each query's nearest distance.
 N_PROBES = 64
-#: The unshifted GEMM path serves queries whose largest log weight is surely
-#: above this: terms below ``EXP_FLOOR`` are then below ``e**-40`` times the
-#: largest, under the resolution of the sum.
-UNSHIFTED_MIN_LOG = EXP_FLOOR + 40.0
+#: The probe-shifted GEMM path serves queries whose probe shift is above this:
+#: their largest term, at most ``exp(-PROBE_MIN_LOG)``, cannot overflow a sum.
+PROBE_MIN_LOG = -660.0
 
 
-def _unshifted_rows(Q, X, w, coef, scale, centre):
-    """Queries whose largest log weight ``coef |q - x|^2`` is surely above
-    :data:`UNSHIFTED_MIN_LOG`: some probed training point of positive weight
-    is near enough."""
+def _probe_shifts(Q, X, w, coef, scale, centre):
+    """A shift for each query from probed training points of positive weight:
+    ``coef`` times the smallest squared distance to a probe, a lower bound of
+    the query's largest log weight ``coef |q - x|^2``."""
     keep = np.arange(X.shape[0]) if w is None else np.flatnonzero(w > 0)
     probes = keep[np.linspace(0, keep.size - 1, min(N_PROBES, keep.size)).astype(int)]
     P = _scaled_rows(X[probes], 0, probes.size, scale) - centre
@@ -489,19 +498,20 @@ def _unshifted_rows(Q, X, w, coef, scale, centre):
         d2 = cdist(Qc, P, "sqeuclidean")
         bound[q0 : q0 + chunk] = d2.min(axis=1)
     with np.errstate(over="ignore", invalid="ignore"):
-        return coef * bound >= UNSHIFTED_MIN_LOG
+        return coef * bound
 
 
-def _plane_sums(Q, X, V, w, coef, scale, centre, tile_elements):
+def _plane_sums(Q, X, V, w, coef, scale, centre, shift, tile_elements):
     """:func:`kernel_sums` of one log-linear head ``coef * d**2`` by GEMM,
-    for queries whose largest log weight is known to exceed
-    :data:`UNSHIFTED_MIN_LOG` (see :func:`_unshifted_rows`).
+    shifted by ``shift`` (from :func:`_probe_shifts`, at least
+    :data:`PROBE_MIN_LOG` and at most each query's largest log weight).
 
-    The log weights ``coef |q - x|^2 <= 0`` come out of one GEMM of the centred
-    coordinates (``[q - c, 1, |q - c|^2]`` against ``coef [-2 (x - c), |x -
-    c|^2, 1]``) and are exponentiated unshifted (``M = 0``): no pass for the
-    rows' maxima. Whether a tile needs the floor follows from a bound on its
-    distances (its centre and radius).
+    The shifted log weights ``coef |q - x|^2 - shift`` come out of one GEMM of
+    the centred coordinates (``[q - c, 1, |q - c|^2 - shift / coef]`` against
+    ``coef [-2 (x - c), |x - c|^2, 1]``): no pass for the rows' maxima. The
+    largest term is between 1 and ``exp(-PROBE_MIN_LOG)``; terms below
+    ``exp(EXP_FLOOR)`` are 0, as on the other paths. Whether a tile needs the
+    floor follows from a bound on its distances (its centre and radius).
     """
     m, k = Q.shape[0], V.shape[1]
     keep = np.arange(X.shape[0]) if w is None else np.flatnonzero(w > 0)
@@ -522,20 +532,22 @@ def _plane_sums(Q, X, V, w, coef, scale, centre, tile_elements):
         t_radius = np.sqrt(np.max(np.einsum("ij,ij->i", Xc - t_centre, Xc - t_centre)))
         for q0 in range(0, m, bq):
             Qc = _scaled_rows(Q, q0, q0 + bq, scale) - centre
-            left = np.hstack(
-                [Qc, np.ones((Qc.shape[0], 1)), np.einsum("ij,ij->i", Qc, Qc)[:, None]]
-            )
+            rows = slice(q0, q0 + Qc.shape[0])
+            offset = np.einsum("ij,ij->i", Qc, Qc) - shift[rows] / coef
+            left = np.hstack([Qc, np.ones((Qc.shape[0], 1)), offset[:, None]])
             L = np.matmul(
                 left, B, out=buf[: Qc.shape[0] * idx.size].reshape(-1, idx.size)
             )
-            # Rounding can lift a log weight just above 0: at most exp(tiny).
+            # The tile's largest distance to each query bounds its lowest log
+            # weight: the floor is needed only if that bound falls below it.
+            # (Rounding can lift a log weight just above 0: harmless.)
             far = (
                 np.sqrt(np.einsum("ij,ij->i", Qc - t_centre, Qc - t_centre)) + t_radius
             )
             with np.errstate(over="ignore"):
-                lowest = coef * far * far
-            acc[q0 : q0 + Qc.shape[0]] += _exp(L, bool(np.any(lowest < EXP_FLOOR))) @ Vx
-    return acc[:, :k], acc[:, k].copy(), np.zeros(m)
+                lowest = coef * far * far - shift[rows]
+            acc[rows] += _exp(L, bool(np.any(lowest < EXP_FLOOR))) @ Vx
+    return acc[:, :k], acc[:, k].copy(), np.asarray(shift, dtype=np.float64).copy()
 
 
 class _TrainTile:

@@ -185,3 +185,14 @@ def test_grid_step_shrinks_with_the_tolerance():
     _, d2, n2 = binned_grid(0.0, 10.0, 0.1, 1e-6)
     np.testing.assert_allclose(d1 / d2, 10.0)
     assert n2 > 9 * n1
+
+
+@pytest.mark.parametrize("outlier", [100.0, -100.0])
+def test_zero_weight_points_outside_the_grid(outlier):
+    rng = np.random.default_rng(9)
+    X = np.r_[rng.uniform(0, 1, 200), outlier][:, None]
+    y = np.r_[np.sin(6 * X[:-1, 0]), 50.0]
+    w = np.r_[np.ones(200), 0.0]
+    Q = np.linspace(0, 1, 50)[:, None]
+    exact, binned = exact_and_binned(X, y, Q, 1e-6, sample_weight=w, bandwidth=0.05)
+    assert np.max(np.abs(binned - exact)) <= 1e-6 * np.ptp(y[:-1])

@@ -670,3 +670,18 @@ def test_gaussian_against_high_precision(d, reference):
         with raises_no_warning():
             reg = NadarayaWatsonRegressor(bandwidth=h).fit(X, y, w)
             assert_allclose(reg.predict(Q), expected, rtol=1e-11, err_msg=str(h))
+
+
+@pytest.mark.parametrize("scale", [1e-300, 1e-200, 1e-160, 1e160, 1e200, 1e300])
+def test_cv_scalar_bandwidth_grid_scales_with_the_features(scale):
+    X, y, _, w = problem(2, n=30)
+    grid = np.array([0.1, 0.5, 2.0])
+    unit = NadarayaWatsonRegressorCV(bandwidths=list(grid)).fit(X, y, w)
+    scaled = NadarayaWatsonRegressorCV(bandwidths=list(grid * scale))
+    with raises_no_warning():
+        scaled.fit(X * scale, y, w)
+    assert_allclose(
+        scaled.cv_results_["mean_test_score"],
+        unit.cv_results_["mean_test_score"],
+        rtol=1e-10,
+    )

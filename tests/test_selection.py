@@ -352,3 +352,25 @@ def test_refine_keeps_the_grid_choice_when_nothing_is_better():
     np.testing.assert_array_equal(bw, [0.3, 2.0])
     assert score == -1.0 and len(calls) > 2
     assert all(np.all(np.asarray(c) > 0) for c in calls)
+
+
+@pytest.mark.parametrize("d", [1, 2])
+def test_training_fold_of_zero_weights(d):
+    """A fold whose training points all have weight zero: its test points
+    follow the empty-window policy (no crash)."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(10, d))
+    y = rng.normal(size=10)
+    w = np.zeros(10)
+    w[[0, 1]] = 1.0
+    folds = [(np.arange(2, 10), np.arange(0, 5)), (np.arange(0, 8), np.arange(0, 10))]
+    cv = NadarayaWatsonRegressorCV(bandwidths=[0.5], cv=folds)
+    cv.fit(X, y, sample_weight=w)
+    assert np.isfinite(cv.best_score_)
+    # The second fold scores like a plain fit on rows 0 and 1 (the only
+    # training points of positive weight).
+    plain = NadarayaWatsonRegressor(bandwidth=0.5).fit(X[:2], y[:2])
+    expected = -np.average((plain.predict(X) - y) ** 2, weights=w)
+    np.testing.assert_allclose(
+        cv.cv_results_["split1_test_score"][0], expected, rtol=1e-12
+    )

@@ -78,15 +78,14 @@ HEADS = [
 
 
 def assert_sums_close(result, reference):
-    """Equal sums: the same shift, or unshifted sums (``M = 0``) of a query
-    whose largest log weight is at least ``UNSHIFTED_MIN_LOG``, compared at
-    the reference's shift."""
+    """Equal sums: the same shift, or (the probe-shifted GEMM path) a shift at
+    most 660 below the reference's, compared at the reference's shift."""
     S, den, M = result
     S_ref, den_ref, M_ref = reference
-    unshifted = (M == 0) & (M_ref != 0)
-    assert np.all(M_ref[unshifted] >= _weights.UNSHIFTED_MIN_LOG)
-    assert_allclose(M[~unshifted], M_ref[~unshifted], rtol=RTOL, atol=1e-13)
-    factor = np.where(unshifted, np.exp(np.where(unshifted, -M_ref, 0.0)), 1.0)
+    other = (M != M_ref) & np.isfinite(M_ref) & (M <= M_ref)
+    assert np.all(M[other] >= M_ref[other] - 660.0)
+    assert_allclose(M[~other], M_ref[~other], rtol=RTOL, atol=1e-13)
+    factor = np.exp(np.where(other, M - np.where(other, M_ref, 0.0), 0.0))
     assert_allclose(den * factor, den_ref, rtol=RTOL)
     assert_allclose(S * factor[:, None], S_ref, rtol=RTOL, atol=1e-13)
 
@@ -243,8 +242,8 @@ def test_zero_weights_are_left_out(tile_elements):
 def test_shift_equals_max_log_kernel():
     Q, X, V, w = make_data(9, 10, 30, 3)
     for head in HEADS:
-        # The shifted paths (the GEMM path of a single Gaussian head may
-        # leave sums unshifted: see test_unshifted_gemm_path below).
+        # The shifted paths (the GEMM path of a single Gaussian head may shift
+        # by a bound from probes: see test_probe_shifted_gemm_path below).
         ((_, _, M),) = kernel_sums(Q, X, V, [head], sample_weight=w, _shifted=True)
         K = np.abs(head.kernel(cdist(Q, X) / head.divisor))
         with np.errstate(divide="ignore"):
@@ -253,14 +252,14 @@ def test_shift_equals_max_log_kernel():
 
 
 @pytest.mark.parametrize("h", [0.05, 0.3, 1.0, 1e3])
-def test_unshifted_gemm_path(h):
-    check_unshifted_gemm_path(h)
+def test_probe_shifted_gemm_path(h):
+    check_probe_shifted_gemm_path(h)
 
 
-def check_unshifted_gemm_path(h):
-    """The single Gaussian head in several dimensions leaves the sums of
-    queries near some probed training point unshifted (M = 0), and shifts the
-    others: the same averages as the general path either way."""
+def check_probe_shifted_gemm_path(h):
+    """The single Gaussian head in several dimensions shifts queries near some
+    probed training point by the probe bound, and the others by their largest
+    log weight: the same sums, at one shift, as the reference either way."""
     rng = np.random.default_rng(31)
     X = np.vstack([rng.normal(size=(300, 3)), rng.normal(8, 0.01, size=(20, 3))])
     V = rng.normal(size=(320, 2))
@@ -277,21 +276,23 @@ def check_unshifted_gemm_path(h):
     S, den, M = fast
     # Shift-free comparison; log weights of the far queries are large, so
     # their rounding is relative to them.
-    factor = np.exp(np.where(M == 0, -M_ref, M - M_ref))
+    factor = np.exp(M - M_ref)
     assert_allclose(den * factor, E.sum(axis=1), rtol=1e-10)
     assert_allclose(S * factor[:, None], E @ V, rtol=1e-10, atol=1e-13)
     centre = X.mean(axis=0)
     if _weights._gemm_usable(Q, X, [head], None, centre):
-        near = _weights._unshifted_rows(Q, X, w, -0.5 / h**2, None, centre)
-        assert np.all(fast[2][near] == 0.0)
+        shift = _weights._probe_shifts(Q, X, w, -0.5 / h**2, None, centre)
+        near = shift >= _weights.PROBE_MIN_LOG
+        assert_allclose(fast[2][near], shift[near], rtol=1e-15)
+        assert np.all(shift <= M_ref + 1e-9 * np.abs(M_ref))
         assert_allclose(fast[2][~near], M_ref[~near], rtol=1e-12)
         return near
     assert_allclose(fast[2], M_ref, rtol=1e-12)
     return None
 
 
-def test_unshifted_gemm_path_serves_near_rows_and_shifts_far_ones():
-    near = check_unshifted_gemm_path(1.0)
+def test_probe_shifted_gemm_path_serves_near_rows_and_shifts_far_ones():
+    near = check_probe_shifted_gemm_path(1.0)
     assert near is not None and near[:40].all() and not near[-1]
 
 
@@ -512,14 +513,13 @@ def test_fast_paths_equal_cdist_path(monkeypatch, d, heads):
     slow = kernel_sums(Q, X, V, heads, scale=scale, sample_weight=w)
     loo_slow = kernel_sums(X, X, V, heads, sample_weight=w, exclude_self=True)
     for a, b in zip(fast + loo_fast, slow + loo_slow, strict=True):
-        unshifted = (a[2] == 0) & (b[2] != 0)
-        factor = np.exp(np.where(unshifted, -b[2], 0.0))
+        factor = np.exp(a[2] - b[2])
+        assert np.all(a[2] <= b[2] + 1e-11 * np.abs(b[2]) + 1e-12)
         assert_allclose(a[0] * factor[:, None], b[0], rtol=1e-11)
         assert_allclose(a[1] * factor, b[1], rtol=1e-11)
-        assert_allclose(a[2][~unshifted], b[2][~unshifted], rtol=1e-11, atol=1e-12)
     for head, result in zip(heads, fast, strict=True):
         ref = brute_sums(Q / scale, X / scale, V, head, w=w)
-        factor = np.exp(np.where(result[2] == 0, -ref[2], result[2] - ref[2]))
+        factor = np.exp(result[2] - ref[2])
         assert_allclose(result[0] * factor[:, None], ref[0], rtol=1e-11)
         assert_allclose(result[1] * factor, ref[1], rtol=1e-11)
 
@@ -645,3 +645,37 @@ def test_one_feature_gaussian_overflowing_query_is_empty():
     ((S, den, M),) = kernel_sums(Q, X, V, [Head(Gaussian(), 0.5)])
     assert den[0] == 0.0 and S[0, 0] == 0.0 and M[0] == -np.inf
     assert den[1] > 0 and np.isfinite(M[1])
+
+
+def test_probe_shift_respects_sample_weights():
+    """A light nearest point and a heavy one 47 log units further: the GEMM
+    path's shift keeps both terms (the same answer as in one dimension, and
+    as the exact value)."""
+    from sknw import NadarayaWatsonRegressor
+
+    d_a, d_b = np.sqrt(1310.0), np.sqrt(1404.0)  # log K = -655 and -702
+    X = np.array([[0.0, 0.0], [d_a + d_b, 0.0]])
+    y = np.array([0.0, 1.0])
+    w = np.array([1e-20, 1.0])
+    two = NadarayaWatsonRegressor(bandwidth=1.0).fit(X, y, sample_weight=w)
+    one = NadarayaWatsonRegressor(bandwidth=1.0).fit(X[:, :1], y, sample_weight=w)
+    exact = 1.0 / (1.0 + 1e-20 * np.exp(-655.0 + 702.0))
+    assert_allclose(two.predict([[d_a, 0.0]]), [exact], rtol=1e-9)
+    assert_allclose(one.predict([[d_a]]), [exact], rtol=1e-9)
+    # Tiny weights alone: the sums stay positive (no 0/0).
+    Xs = np.array([[0.0, 0.0], [1.0, 0.0]])
+    ((S, den, M),) = kernel_sums(
+        np.array([[-30.0, 0.0]]), Xs, np.array([[0.0], [1.0]]),
+        [Head(Gaussian(), 1.0)], sample_weight=np.array([1e-200, 1e-200]),
+    )  # fmt: skip
+    assert den[0] > 0
+    assert_allclose(S[0, 0] / den[0], np.exp(-0.5 * (31**2 - 30**2)), rtol=1e-9)
+
+
+@pytest.mark.parametrize("d", [1, 2])
+def test_all_weights_zero_gives_empty_windows(d):
+    Q, X, V, _ = make_data(3, 5, 8, d)
+    w = np.zeros(8)
+    for heads in ([Head(Gaussian(), 0.5)], HEADS[:3]):
+        for S, den, M in kernel_sums(Q, X, V, heads, sample_weight=w):
+            assert np.all(den == 0) and np.all(S == 0) and np.all(M == -np.inf)
