@@ -518,6 +518,12 @@ def _plane_sums(Q, X, V, w, coef, scale, centre, shift, tile_elements):
     acc = np.zeros((m, k + 1))
     bq, bn = _tile_shape(m, keep.size, tile_elements)
     buf = np.empty(bq * bn)
+    # The queries' side of the GEMM, once: [q - c, 1, |q - c|^2 - shift / coef].
+    left = np.empty((m, Q.shape[1] + 2))
+    left[:, :-2] = _scaled_rows(Q, 0, m, scale) - centre
+    left[:, -2] = 1.0
+    qn = np.einsum("ij,ij->i", left[:, :-2], left[:, :-2])
+    left[:, -1] = qn - shift / coef
     for a in range(0, keep.size, bn):
         idx = keep[a : a + bn]
         Xc = _scaled_rows(X[idx], 0, idx.size, scale) - centre
@@ -528,25 +534,23 @@ def _plane_sums(Q, X, V, w, coef, scale, centre, shift, tile_elements):
         Vx[:, k] = 1.0
         if w is not None:
             Vx *= w[idx][:, None]
+        # The tile's largest distance to each query (from its centre and
+        # radius) bounds the query's lowest log weight: the floor is needed
+        # only where that bound falls below it.
         t_centre = Xc.mean(axis=0)
         t_radius = np.sqrt(np.max(np.einsum("ij,ij->i", Xc - t_centre, Xc - t_centre)))
+        to_centre = qn - 2.0 * (left[:, :-2] @ t_centre) + t_centre @ t_centre
+        far = np.sqrt(np.maximum(to_centre, 0.0)) + t_radius
+        with np.errstate(over="ignore"):
+            floored = coef * far * far - shift < EXP_FLOOR
         for q0 in range(0, m, bq):
-            Qc = _scaled_rows(Q, q0, q0 + bq, scale) - centre
-            rows = slice(q0, q0 + Qc.shape[0])
-            offset = np.einsum("ij,ij->i", Qc, Qc) - shift[rows] / coef
-            left = np.hstack([Qc, np.ones((Qc.shape[0], 1)), offset[:, None]])
+            rows = slice(q0, min(q0 + bq, m))
             L = np.matmul(
-                left, B, out=buf[: Qc.shape[0] * idx.size].reshape(-1, idx.size)
+                left[rows],
+                B,
+                out=buf[: (rows.stop - q0) * idx.size].reshape(-1, idx.size),
             )
-            # The tile's largest distance to each query bounds its lowest log
-            # weight: the floor is needed only if that bound falls below it.
-            # (Rounding can lift a log weight just above 0: harmless.)
-            far = (
-                np.sqrt(np.einsum("ij,ij->i", Qc - t_centre, Qc - t_centre)) + t_radius
-            )
-            with np.errstate(over="ignore"):
-                lowest = coef * far * far - shift[rows]
-            acc[rows] += _exp(L, bool(np.any(lowest < EXP_FLOOR))) @ Vx
+            acc[rows] += _exp(L, bool(floored[rows].any())) @ Vx
     return acc[:, :k], acc[:, k].copy(), np.asarray(shift, dtype=np.float64).copy()
 
 
