@@ -278,6 +278,8 @@ def test_dask_predict_unpickles_the_model_once_per_worker(client):
     model = CountingRegressor(bandwidth=0.3).fit(X, y)
     Q = _queries(2000, 100)
     assert Q.numblocks[0] == 20
+    # Count this computation's unpickles only (not those of earlier tests).
+    client.run(unpickles, reset=True)
     got = dask_predict(model, Q).compute()
     assert_allclose(got, model.predict(Q.compute()), rtol=1e-13)
     counts = client.run(unpickles, reset=True)
