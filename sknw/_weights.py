@@ -112,6 +112,21 @@ def pairwise_distances(Q, X, metric, metric_params, *, squared=False, out=None):
     return cdist(Q, X, metric, out=out, **params)
 
 
+def _weighted_values(V, w, rows):
+    """``[w V, w]`` for the training ``rows`` (a slice or indices), the values
+    and weights one product sums; ``w`` None means weights of one."""
+    Vr = V[rows]
+    out = np.empty((Vr.shape[0], Vr.shape[1] + 1))
+    if w is None:
+        out[:, :-1] = Vr
+        out[:, -1] = 1.0
+    else:
+        wr = w[rows]
+        out[:, :-1] = Vr * wr[:, None]
+        out[:, -1] = wr
+    return out
+
+
 def _scaled_rows(A, lo, hi, scale):
     """Rows ``lo:hi`` of ``A`` in float64, divided by ``scale`` (None: as is)."""
     block = np.asarray(A[lo:hi], dtype=np.float64)
@@ -433,11 +448,7 @@ def _line_sums(Q, X, V, w, coef, scale, tile_elements):
     keep = np.ones(x.shape[0], dtype=bool) if w is None else w > 0
     order = np.flatnonzero(keep)[np.argsort(x[keep], kind="stable")]
     xs = x[order]
-    Vx = np.empty((order.size, k + 1))
-    Vx[:, :k] = V[order]
-    Vx[:, k] = 1.0
-    if w is not None:
-        Vx *= w[order][:, None]
+    Vx = _weighted_values(V, w, order)
     # The nearest training point of each query gives its shift.
     pos = np.searchsorted(xs, q)
     with np.errstate(invalid="ignore", over="ignore"):
@@ -529,11 +540,7 @@ def _plane_sums(Q, X, V, w, coef, scale, centre, shift, tile_elements):
         Xc = _scaled_rows(X[idx], 0, idx.size, scale) - centre
         xn = np.einsum("ij,ij->i", Xc, Xc)
         B = np.vstack([-2.0 * coef * Xc.T, coef * xn, np.full(idx.size, coef)])
-        Vx = np.empty((idx.size, k + 1))
-        Vx[:, :k] = V[idx]
-        Vx[:, k] = 1.0
-        if w is not None:
-            Vx *= w[idx][:, None]
+        Vx = _weighted_values(V, w, idx)
         # The tile's largest distance to each query (from its centre and
         # radius) bounds the query's lowest log weight: the floor is needed
         # only where that bound falls below it.
@@ -565,17 +572,8 @@ class _TrainTile:
 
     def __init__(self, X, V, w, x0, x1, scale, centre, gemm, single):
         self.X = _scaled_rows(X, x0, x1, scale)
-        k = V.shape[1]
-        self.Vx = np.empty((x1 - x0, k + 1))
-        if w is None:
-            self.Vx[:, :k] = V[x0:x1]
-            self.Vx[:, k] = 1.0
-            self.zero = None
-        else:
-            wt = w[x0:x1]
-            self.Vx[:, :k] = V[x0:x1] * wt[:, None]
-            self.Vx[:, k] = wt
-            self.zero = np.flatnonzero(wt == 0) + x0
+        self.Vx = _weighted_values(V, w, slice(x0, x1))
+        self.zero = None if w is None else np.flatnonzero(w[x0:x1] == 0) + x0
         self.single = single
         self.centre = centre
         if gemm:
@@ -717,12 +715,9 @@ def tree_kernel_sums(
     """
     (head,) = heads
     m, k = Q.shape[0], V.shape[1]
-    n = X.shape[0]
     Xs = tree.data
     w = None if sample_weight is None else np.asarray(sample_weight, np.float64)
-    Vx = np.empty((n, k + 1))
-    Vx[:, :k] = V if w is None else V * w[:, None]
-    Vx[:, k] = 1.0 if w is None else w
+    Vx = _weighted_values(V, w, slice(None))
     radius = head.kernel.support * head.divisor * (1.0 + 1e-12)
     acc = np.zeros((m, k + 1))
     # Queries per chunk: about tile_elements pairs, from the first chunk's size.
@@ -800,10 +795,7 @@ class SortedIndex:
         self.coef = np.asarray(kernel._polynomial, dtype=np.float64)
         self.open = not kernel._continuous  # the boxcar: u < 1
         n, k = V.shape
-        Vx = np.empty((n, k + 1))
-        Vx[:, :k] = V if w is None else V * w[:, None]
-        Vx[:, k] = 1.0 if w is None else w
-        Vx = Vx[order]
+        Vx = _weighted_values(V, w, order)
         # Prefix counts of points of positive weight: exact emptiness.
         self.positive = np.r_[0, np.cumsum(Vx[:, k] > 0)]
         block = np.floor(self.t - self.t[0]).astype(np.int64) if n else np.zeros(0)
@@ -1092,9 +1084,7 @@ def nearest_sums(
     for x0 in range(0, n, bn):
         x1 = min(x0 + bn, n)
         Xt = _scaled_rows(X, x0, x1, scale)
-        Vx = np.empty((x1 - x0, k + 1))
-        Vx[:, :k] = V[x0:x1] * w[x0:x1, None]
-        Vx[:, k] = w[x0:x1]
+        Vx = _weighted_values(V, w, slice(x0, x1))
         for q0 in range(0, m, bq):
             q1 = min(q0 + bq, m)
             Qt = _scaled_rows(Q, q0, q1, scale)
