@@ -93,6 +93,23 @@ def check_dense_target(y):
         )
 
 
+def validate_regression_data(estimator, X, y):
+    """Validated regression inputs: ``X`` as float64 or float32 (C order), ``y``
+    as float64, with one or several outputs."""
+    check_not_text(X)
+    check_dense_target(y)
+    X, y = validate_data(
+        estimator,
+        X,
+        y,
+        dtype=[np.float64, np.float32],
+        order="C",
+        multi_output=True,
+        y_numeric=True,
+    )
+    return X, np.asarray(y, dtype=np.float64)
+
+
 def check_bandwidth(bandwidth, n_features):
     """A positive finite float, or an array of them of shape (n_features,)."""
     arr = np.asarray(bandwidth, dtype=np.float64)

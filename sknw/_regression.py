@@ -6,13 +6,12 @@ import numpy as np
 from scipy.stats import norm
 from sklearn.base import RegressorMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from ._base import (
     NadarayaWatsonBase,
-    check_dense_target,
-    check_not_text,
     power_of_two_scale,
+    validate_regression_data,
 )
 from ._selection import CVSelectionMixin, cv_parameter_constraints
 from ._uncertainty import LocalFit, global_noise_variance, local_noise_variance
@@ -233,19 +232,8 @@ class NadarayaWatsonRegressor(RegressorMixin, NadarayaWatsonBase):
         self : NadarayaWatsonRegressor
             The fitted estimator.
         """
-        check_not_text(X)
-        check_dense_target(y)
-        X, y = validate_data(
-            self,
-            X,
-            y,
-            dtype=[np.float64, np.float32],
-            order="C",
-            multi_output=True,
-            y_numeric=True,
-        )
+        X, self.y_fit_ = validate_regression_data(self, X, y)
         self._fit_common(X, sample_weight)
-        self.y_fit_ = np.asarray(y, dtype=np.float64)
         self._resolve_algorithm()
         self._fit_noise_variance()
         return self
@@ -434,12 +422,11 @@ class NadarayaWatsonRegressor(RegressorMixin, NadarayaWatsonBase):
         if nv == "local":
             self.noise_variance_ = self._noise_scaled = None
             return
-        _, _, y_scale = self._centred_targets()
         if nv == "global":
             w = self.sample_weight_
             rows = slice(None) if w is None else w > 0
             fit = self._local_fit(self.X_fit_[rows], validated=True)
-            y = self._values()[rows]
+            y, y_scale = self._values()[rows], fit.y_scale
             scaled = global_noise_variance(fit, y, None if w is None else w[rows])
             if not np.all(np.isfinite(scaled)):
                 warn(
@@ -449,6 +436,7 @@ class NadarayaWatsonRegressor(RegressorMixin, NadarayaWatsonBase):
                     UndefinedStdWarning,
                 )
         else:
+            _, _, y_scale = self._centred_targets()
             scaled = np.full(y_scale.shape, float(nv)) / y_scale**2
         self._noise_scaled = scaled
         with np.errstate(over="ignore"):

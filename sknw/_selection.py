@@ -16,16 +16,14 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.metrics import get_scorer, get_scorer_names
 from sklearn.model_selection import check_cv
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import validate_data
 
 from ._bandwidth import rule_bandwidth
 from ._base import (
     check_bandwidth,
-    check_dense_target,
-    check_not_text,
     check_sample_weight,
     nearest_scale,
     power_of_two_scale,
+    validate_regression_data,
 )
 from ._weights import Head, default_tile_elements, kernel_sums, nearest_sums
 from .kernels import Kernel, get_kernel
@@ -431,20 +429,9 @@ class CVSelectionMixin:
 
     def _fit_regression(self, X, y, sample_weight):
         """Validate, select kernel and bandwidth, then fit (the regressors)."""
-        check_not_text(X)
-        check_dense_target(y)
-        X, y = validate_data(
-            self,
-            X,
-            y,
-            dtype=[np.float64, np.float32],
-            order="C",
-            multi_output=True,
-            y_numeric=True,
-        )
+        X, y = validate_regression_data(self, X, y)
         w = check_sample_weight(sample_weight, X.shape[0])
         self.metric_params_ = self._resolve_metric_params(X, w)
-        y = np.asarray(y, dtype=np.float64)
         V, finish = self._cv_values(X, y.reshape(y.shape[0], -1), w)
         self._select(X, V, y, w, "regression", finish=finish)
         self.X_fit_, self.y_fit_, self.sample_weight_ = X, y, w
