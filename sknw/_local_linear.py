@@ -426,8 +426,9 @@ class LocalLinearRegressorCV(CVSelectionMixin, LocalLinearRegressor):
         :class:`~sknw.kernels.Kernel` instances.
     bandwidths : int, array-like or None, default=None
         As in :class:`NadarayaWatsonRegressorCV`: ``None`` or an int ``n``
-        (default 30) for ``n`` multipliers, log-spaced from 0.05 to 5, of each
-        kernel's Scott-rule bandwidth; otherwise a sequence of bandwidths.
+        (default 30) for ``n`` multipliers, log-spaced by ``2**(1/j)`` over
+        about 0.05 to 5, of each kernel's Scott-rule bandwidth; otherwise a
+        sequence of bandwidths.
     cv : int, cross-validation generator, iterable or None, default=None
         ``None``: exact, efficient leave-one-out. Otherwise K-fold as in
         :func:`sklearn.model_selection.check_cv`, through the same machinery.
@@ -513,7 +514,7 @@ class LocalLinearRegressorCV(CVSelectionMixin, LocalLinearRegressor):
     >>> reg = LocalLinearRegressorCV(kernels=["gaussian", "epanechnikov"])
     >>> reg = reg.fit(X, y)
     >>> reg.kernel_, reg.bandwidth_.round(3)
-    (Epanechnikov(), array([0.233]))
+    (Epanechnikov(), array([0.225]))
     >>> len(reg.cv_results_["mean_test_score"])
     60
     """

@@ -69,6 +69,24 @@ class _ClassificationPredictions(ClassifierMixin, _Predictions):
         return self.classes
 
 
+def grid_multipliers(n):
+    """``n`` multipliers of the rule bandwidth for the default grid.
+
+    Log-spaced about the centre of :data:`DEFAULT_GRID_RANGE`, ``2**(1 / j)``
+    apart with the integer ``j`` that makes them span that range most nearly
+    (30 multipliers: ``2**(1/4)`` apart, from 0.041 to 6.2). Every ``j``-th
+    bandwidth is then twice the previous one, so the log-linear kernels'
+    coefficients of bandwidths ``j`` or ``j / 2`` apart are powers of two
+    apart, and the shared pass derives those heads' terms by squaring (see
+    :class:`sknw._weights._SquareChains`).
+    """
+    lo, hi = DEFAULT_GRID_RANGE
+    octaves = np.log2(hi / lo)
+    j = max(1, round((n - 1) / octaves))
+    centre = np.log2(lo * hi) / 2
+    return np.exp2(centre + (np.arange(n) - (n - 1) / 2) / j)
+
+
 def candidate_grid(X, w, kernels, bandwidths, metric, metric_params):
     """List the (kernel, bandwidth) candidates, kernels outer, bandwidths inner.
 
@@ -80,7 +98,7 @@ def candidate_grid(X, w, kernels, bandwidths, metric, metric_params):
     (float or array) and ``multiplier`` (of the rule bandwidth, or NaN).
     """
     if isinstance(bandwidths, Integral):
-        multipliers = np.geomspace(*DEFAULT_GRID_RANGE, int(bandwidths))
+        multipliers = grid_multipliers(int(bandwidths))
         cands = []
         for kernel in kernels:
             ref = rule_bandwidth(X, "scott", kernel, w, metric, metric_params)

@@ -364,6 +364,7 @@ def kernel_sums(
     near = np.full(m, np.inf) if fused else None
     dbuf = np.empty(bq * bn)
     ebuf = np.empty(bq * bn) if len(heads) > 1 else None
+    chains = _SquareChains(coefs, fused, bq * bn) if fused else None
     for x0 in range(0, n, bn):
         x1 = min(x0 + bn, n)
         train = _TrainTile(X, V, w, x0, x1, scale, centre, gemm, single)
@@ -417,11 +418,13 @@ def kernel_sums(
                 base = np.where(np.isfinite(nearest), nearest, 0.0)
                 D -= base[:, None]
                 excess = dmax - base
-            for h in fused:
-                acc = out[h]
-                E = _fused_tile(D, coefs[h], dmin, excess, target, acc, rows)
-                _adjust_kept(E, keep_ratio, exclude_self, q0, q1, x0, x1)
-                acc.acc[rows] += E @ train.Vx
+                with np.errstate(invalid="ignore"):
+                    gap = np.min(dmin - base, initial=np.inf)
+                adjust = exclude_self and keep_ratio is not None
+                parts = (D, dmin, gap, excess, target, out, rows, adjust)
+                for h, E in chains.tile(*parts):
+                    _adjust_kept(E, keep_ratio, exclude_self, q0, q1, x0, x1)
+                    out[h].acc[rows] += E @ train.Vx
     if single is not None and gemm:
         # The single-head GEMM path drops the per-query constant coef |q - c|^2.
         for q0 in range(0, m, bq):
@@ -981,25 +984,141 @@ def _exp(T, floor):
     return T
 
 
-def _fused_tile(D, coef, dmin, excess, target, acc, rows):
-    """``exp(coef * D)`` for a log-linear kernel, into ``target``.
+#: Most squarings between a log-linear head evaluated by ``exp`` and a head
+#: derived from it: each squaring doubles the relative error of a term, so a
+#: derived term is within ``2**12 * 2**-53`` (5e-13) of its ``exp``.
+MAX_SQUARINGS = 12
+#: Coefficients whose ratio is within this relative distance of a power of two
+#: ``2**s`` are taken as exactly ``2**s`` apart (bandwidths ``sqrt(2)`` apart
+#: are so only up to rounding): the terms that can matter in a sum, of log
+#: weight above ``-40``, then change by less than ``40 * RATIO_TOLERANCE``.
+RATIO_TOLERANCE = 2.0**-46
 
-    ``D`` holds the excess of each distance over its row's smallest unmasked
-    distance so far (masked entries at ``inf``), so the head's shift is
-    ``coef`` times that distance (moved here from ``coef * dmin``, this tile's
-    smallest). ``excess`` is the row's largest excess. Where some argument
-    falls below :data:`EXP_FLOOR`, arguments are raised to it (``exp`` stays
-    fast) and ``exp(EXP_FLOOR)`` is subtracted from every term: floored and
-    masked terms are exactly 0, the others change by less than their
-    resolution (the row's largest term is 1).
+
+#: Chain values are kept at least ``exp(CHAIN_FLOOR)``: their squares are then
+#: normal floats (a subnormal result makes a multiplication many times slower),
+#: at least ``exp(2 * CHAIN_FLOOR)``, the floor of the derived heads.
+CHAIN_FLOOR = EXP_FLOOR / 2
+_CHAIN_VALUE = float(np.exp(CHAIN_FLOOR))
+_CHAIN_FLOOR_VALUE = _CHAIN_VALUE * _CHAIN_VALUE
+
+
+class _SquareChains:
+    """The terms ``exp(coef * D)`` of the log-linear heads of one pass.
+
+    A head whose coefficient is ``2**s`` times that of another (a bandwidth
+    ``sqrt(2)**s`` times smaller for a Gaussian) takes its terms as the other's
+    squared ``s`` times, ``exp(c D)**(2**s) = exp(2**s c D)``: a multiplication
+    instead of ``exp``. Heads are taken from the smallest ``|coef|`` (widest
+    bandwidth) up; each derives from the nearest such head at most
+    :data:`MAX_SQUARINGS` squarings from an ``exp``, else it is evaluated.
+
+    Floors are those of :func:`_exp`, at ``exp(EXP_FLOOR)``: a head's chain
+    values (the ones squared) are raised to ``exp(CHAIN_FLOOR)``, so a derived
+    head's squares below ``exp(2 * CHAIN_FLOOR)`` are exactly those whose
+    arguments are below the floor, and subtracting that value makes their
+    terms exactly 0. A head none of whose terms in a tile reach the floor is
+    skipped there, with the heads derived from it.
     """
-    with np.errstate(over="ignore"):
-        tile_max = coef * dmin
-    _rescale(acc, rows, tile_max)
-    with np.errstate(over="ignore", invalid="ignore"):
-        np.multiply(D, coef, out=target)
-        lowest = coef * excess
-    return _exp(target, bool(np.any(lowest < EXP_FLOOR)))
+
+    def __init__(self, coefs, fused, size):
+        order = sorted(fused, key=lambda h: -coefs[h])
+        depth, self.children, self.plan = {}, dict.fromkeys(order, 0), []
+        for i, h in enumerate(order):
+            best = None
+            for p in order[:i]:
+                with np.errstate(over="ignore"):
+                    ratio = coefs[h] / coefs[p]
+                if not np.isfinite(ratio):
+                    continue
+                s = round(float(np.log2(ratio)))
+                if (
+                    s >= 1
+                    and abs(ratio / 2.0**s - 1.0) <= RATIO_TOLERANCE
+                    and depth[p] + s <= MAX_SQUARINGS
+                    and (best is None or (s, depth[p]) < (best[1], depth[best[0]]))
+                ):
+                    best = (p, s)
+            parent, squarings = best if best is not None else (None, 0)
+            depth[h] = 0 if parent is None else depth[parent] + squarings
+            if parent is not None:
+                self.children[parent] += 1
+            self.plan.append((h, coefs[h], parent, squarings))
+        self.size = size
+        self.pool = []
+
+    def _buffer(self, shape):
+        raw = self.pool.pop() if self.pool else np.empty(self.size)
+        return raw, raw[: shape[0] * shape[1]].reshape(shape)
+
+    def tile(self, D, dmin, gap, excess, target, out, rows, copy):
+        """Yield ``(head, E)`` for every log-linear head: ``E`` its tile of
+        terms (valid until the next one is asked for), after moving the head's
+        shift in ``out[head]`` to ``coef * dmin``.
+
+        ``D`` holds the excess of each distance over its row's smallest so far
+        (masked entries at ``inf``), ``excess`` each row's largest, ``gap``
+        the tile's smallest and ``dmin`` this tile's smallest distance per
+        row. ``copy``: the caller changes the terms, so never yield a chain's
+        own values.
+        """
+        pending = dict(self.children)
+        chain, raw, raised = {}, {}, {}
+        for h, coef, parent, squarings in self.plan:
+            with np.errstate(over="ignore", invalid="ignore"):
+                _rescale(out[h], rows, coef * dmin)
+                zero = not coef * gap >= EXP_FLOOR
+                lowest = np.min(coef * excess, initial=0.0)
+            keep = self.children[h] > 0
+            inherit = False
+            if parent is not None:
+                src = chain[parent]
+                pending[parent] -= 1
+                last = not pending[parent] and src is not None
+                # The parent's last derived head squares its values in place.
+                inherit = last and keep
+                if last and not inherit:
+                    self.pool.append(raw[parent])
+                zero = zero or src is None
+            if zero:
+                # Every term is below the floor: 0, as are the derived heads'.
+                if inherit:
+                    self.pool.append(raw[parent])
+                if keep:
+                    chain[h] = None
+                continue
+            buf = target
+            if inherit:
+                raw[h], buf = raw[parent], src
+            elif keep:
+                raw[h], buf = self._buffer(D.shape)
+            if parent is None:
+                floor = not lowest >= EXP_FLOOR
+                with np.errstate(over="ignore", invalid="ignore"):
+                    np.multiply(D, coef, out=buf)
+                if floor:
+                    np.maximum(buf, EXP_FLOOR, out=buf)
+                np.exp(buf, out=buf)
+                floor_value = _FLOOR_VALUE
+            else:
+                # Squares of raised chain values sit at the derived floor.
+                floor = raised[parent] or not lowest >= EXP_FLOOR
+                np.multiply(src, src, out=buf)
+                for _ in range(squarings - 1):
+                    np.multiply(buf, buf, out=buf)
+                floor_value = _CHAIN_FLOOR_VALUE
+            E = buf
+            if floor:
+                E = np.subtract(buf, floor_value, out=target)
+            elif keep and copy:
+                E = target
+                np.copyto(E, buf)
+            if keep:
+                raised[h] = not lowest >= CHAIN_FLOOR
+                chain[h] = buf
+            yield h, E
+            if keep and raised[h]:
+                np.maximum(buf, _CHAIN_VALUE, out=buf)
 
 
 def log_weight_rows(

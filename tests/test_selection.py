@@ -217,15 +217,16 @@ def test_cv_results_structure():
     assert cv.kernel_ == KERNELS[res["param_kernel"][cv.best_index_]]() or isinstance(
         res["param_kernel"][cv.best_index_], Triangular
     )
+    # Seven multipliers span the default range most nearly an octave apart.
     np.testing.assert_allclose(
-        res["bandwidth_multiplier"][:7], np.geomspace(0.05, 5, 7)
+        res["bandwidth_multiplier"][:7], 0.5 * 2.0 ** np.arange(-3, 4)
     )
     assert res["rank_test_score"][cv.best_index_] == 1
     assert cv.best_score_ == np.max(res["mean_test_score"])
     np.testing.assert_array_equal(cv.bandwidth_, res["param_bandwidth"][cv.best_index_])
     # Multipliers of each kernel's own rule bandwidth.
     ref = NadarayaWatsonRegressor(kernel=Triangular()).fit(X, y).bandwidth_
-    np.testing.assert_allclose(res["param_bandwidth"][7], 0.05 * ref)
+    np.testing.assert_allclose(res["param_bandwidth"][7], 0.0625 * ref)
     # Refit: predicts like the plain estimator with the chosen parameters.
     plain = NadarayaWatsonRegressor(kernel=cv.kernel_, bandwidth=cv.bandwidth_)
     np.testing.assert_allclose(cv.predict(X), plain.fit(X, y).predict(X), rtol=1e-12)
@@ -374,3 +375,38 @@ def test_training_fold_of_zero_weights(d):
     np.testing.assert_allclose(
         cv.cv_results_["split1_test_score"][0], expected, rtol=1e-12
     )
+
+
+@pytest.mark.parametrize("n", [1, 2, 7, 20, 30, 61])
+def test_default_grid_is_powers_of_a_root_of_two(n):
+    from sknw._selection import DEFAULT_GRID_RANGE, grid_multipliers
+
+    m = grid_multipliers(n)
+    assert m.shape == (n,)
+    lo, hi = DEFAULT_GRID_RANGE
+    assert np.exp(np.mean(np.log(m))) == pytest.approx(np.sqrt(lo * hi))
+    if n > 1:
+        steps = np.log2(m[1:] / m[:-1])
+        j = 1.0 / steps[0]
+        assert j == pytest.approx(round(j)) and round(j) >= 1
+        np.testing.assert_allclose(steps, steps[0], rtol=1e-12)
+        # The integer j whose span is nearest the default range's.
+        spans = [(n - 1) / k for k in range(1, 4 * n)]
+        best = 1 + int(np.argmin(np.abs(np.array(spans) - np.log2(hi / lo))))
+        assert round(j) == best or abs(spans[round(j) - 1] - spans[best - 1]) < 0.5
+    if n == 30:
+        np.testing.assert_allclose(m[4:] / m[:-4], 2.0, rtol=1e-14)
+        assert m[0] == pytest.approx(0.0405, abs=1e-4)
+        assert m[-1] == pytest.approx(6.169, abs=1e-3)
+
+
+def test_default_grid_scores_equal_refitting():
+    # The default grid's candidates share squared Gaussian weights.
+    X, y, w = _data(d=1)
+    cv = NadarayaWatsonRegressorCV(cv=None).fit(X, y, sample_weight=w)
+    bws = cv.cv_results_["param_bandwidth"]
+    for i in (0, 5, 17, 29):
+        pred = _brute_loo(_Reg("gaussian"), X, y.reshape(-1, 1), w, bws[i])
+        keep = w > 0
+        mse = np.average((pred[:, 0] - y)[keep] ** 2, weights=w[keep])
+        assert -cv.cv_results_["mean_test_score"][i] == pytest.approx(mse, rel=1e-10)

@@ -679,3 +679,66 @@ def test_all_weights_zero_gives_empty_windows(d):
     for heads in ([Head(Gaussian(), 0.5)], HEADS[:3]):
         for S, den, M in kernel_sums(Q, X, V, heads, sample_weight=w):
             assert np.all(den == 0) and np.all(S == 0) and np.all(M == -np.inf)
+
+
+def _chain_problem(d):
+    """Points spread over many bandwidths (floors), with a far cluster whose
+    huge values would show any term left above 0 below the floor."""
+    rng = np.random.default_rng(11)
+    X = np.vstack([rng.normal(size=(70, d)), rng.normal(size=(10, d)) + 40.0])
+    V = rng.normal(size=(80, 2)) + 3.0
+    V[70:] *= 1e300
+    w = rng.integers(0, 4, size=80).astype(float)
+    w[:2] = [0.5, 0.0]
+    return X, V, w
+
+
+@pytest.mark.parametrize("d", [1, 3])
+@pytest.mark.parametrize("kernel", [Gaussian(), Laplacian()])
+@pytest.mark.parametrize("kept", [False, True])
+@pytest.mark.parametrize("tile_elements", [64, TILE_ELEMENTS])
+def test_squared_heads_equal_exp_heads(d, kernel, kept, tile_elements):
+    # Bandwidths 2**(1/4) apart: coefficients powers of two apart every two
+    # (Gaussian) or four (Laplacian) heads, chains longer than MAX_SQUARINGS,
+    # plus one head related to none; tiny bandwidths put most terms below the
+    # floor. Each head alone uses exp on the same path: the other head of its
+    # reference pass has no log-linear form.
+    X, V, w = _chain_problem(d)
+    bandwidths = [*(3.0 * 2.0 ** (-np.arange(40) / 4)), 0.37]
+    heads = [Head(kernel, h) for h in bandwidths]
+    params = {
+        "sample_weight": w,
+        "exclude_self": True,
+        "self_weight": w - np.minimum(w, 1.0) if kept else None,
+        "tile_elements": tile_elements,
+    }
+    together = kernel_sums(X, X, V, heads, **params)
+    for head, (S, den, M) in zip(heads, together, strict=True):
+        pair = [head, Head(Epanechnikov(), 1.0)]
+        S_ref, den_ref, M_ref = kernel_sums(X, X, V, pair, **params)[0]
+        assert_array_equal(M, M_ref)
+        assert_allclose(den, den_ref, rtol=1e-11, atol=1e-300)
+        assert_allclose(S, S_ref, rtol=1e-11, atol=1e-300)
+
+
+def test_square_chain_plan():
+    coefs = list(-(2.0 ** (np.arange(30) / 2)))  # Gaussian, bandwidths 2**(1/4) apart
+    coefs[5] *= 1 + 2.0**-40  # off a power of two by more than rounding
+    chains = _weights._SquareChains(coefs, list(range(30)), 16)
+    plan = {h: (parent, s) for h, _, parent, s in chains.plan}
+    assert [h for h, *_ in chains.plan] == list(range(30))  # widest first
+    depth = {}
+    for h, (parent, s) in plan.items():
+        depth[h] = 0 if parent is None else depth[parent] + s
+        assert depth[h] <= _weights.MAX_SQUARINGS
+        if parent is not None:
+            assert coefs[h] / coefs[parent] == pytest.approx(2.0**s, rel=1e-13)
+    assert plan[5] == (None, 0)
+    assert plan[7] == (None, 0) or plan[7][0] != 5
+    assert plan[2] == (0, 1) and plan[3] == (1, 1)
+    roots = [h for h, (parent, _) in plan.items() if parent is None]
+    assert len(roots) < 8
+    # Ratios that are no powers of two: every head is its own exp.
+    coefs = list(-(np.geomspace(1.0, 100.0, 30) ** 2))
+    chains = _weights._SquareChains(coefs, list(range(30)), 16)
+    assert all(parent is None for _, _, parent, _ in chains.plan)
