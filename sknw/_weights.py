@@ -59,6 +59,21 @@ EXP_FLOOR = -700.0
 _FLOOR_VALUE = float(np.exp(EXP_FLOOR))
 #: Largest error in squared scaled distances allowed on the GEMM path.
 GEMM_U2_TOLERANCE = 1e-11
+#: float32 inputs: the floor of float32 terms (``exp(-87)`` is a normal float32).
+F32_EXP_FLOOR = -87.0
+_F32_FLOOR_VALUE = np.float32(np.exp(F32_EXP_FLOOR))
+#: float32 inputs: the largest bound on the rounding error of a log weight
+#: computed in float32; beyond it, float64. Each weight is then within about
+#: ``F32_TOLERANCE`` (relative) of its float64 value.
+F32_TOLERANCE = 1e-4
+#: float32 inputs: training rows summed in float32 before the float64
+#: accumulation, so a sum of positive terms is within ``1024 * 2**-24``
+#: (6.1e-5, relative) of exact.
+F32_TILE_TRAIN_ROWS = 1024
+#: float32 inputs, GEMM path: rows whose shift is below this take float64 (the
+#: largest float32 term is at most ``exp(-F32_MIN_SHIFT)``, far from overflow).
+F32_MIN_SHIFT = -40.0
+_EPS32 = float(np.finfo(np.float32).eps)
 
 
 def default_tile_elements():
@@ -331,31 +346,47 @@ def kernel_sums(
     if w is not None and not np.any(w > 0):
         # No training point of positive weight: every window is empty.
         return [(np.zeros((m, k)), np.zeros(m), np.full(m, -np.inf)) for _ in heads]
+    f32 = Q.dtype == np.float32 and X.dtype == np.float32
     if single is not None and not exclude_self and not _shifted:
         if not gemm:
-            return [_line_sums(Q, X, V, w, single, scale, tile_elements)]
+            return [_line_sums(Q, X, V, w, single, scale, tile_elements, f32)]
         shift = _probe_shifts(Q, X, w, single, scale, centre)
         near = shift >= PROBE_MIN_LOG
-        if near.all():
+        in32 = np.zeros(m, dtype=bool)
+        if f32:
+            in32 = (shift >= F32_MIN_SHIFT) & (
+                _plane_error_bound(Q, X, single, scale, centre) <= F32_TOLERANCE
+            )
+        # Rows far from every probe keep the shifted path below.
+        groups = [
+            (mask, kind)
+            for mask, kind in ((in32, "f32"), (near & ~in32, "f64"), (~near, "far"))
+            if mask.any()
+        ]
+        kinds = [kind for _, kind in groups]
+        if kinds in ([], ["f32"], ["f64"]):
             return [
-                _plane_sums(Q, X, V, w, single, scale, centre, shift, tile_elements)
-            ]
-        if near.any():
-            # Rows far from every probe keep the shifted path below.
-            parts = [
                 _plane_sums(
-                    Q[near], X, V, w, single, scale, centre, shift[near], tile_elements
-                ),
-                kernel_sums(
-                    Q[~near], X, V, heads, metric=metric, scale=scale,
-                    sample_weight=sample_weight, tile_elements=tile_elements,
-                    _shifted=True,
-                )[0],
+                    Q, X, V, w, single, scale, centre, shift, tile_elements,
+                    kinds == ["f32"],
+                )
             ]  # fmt: skip
+        if kinds != ["far"]:
             S = np.empty((m, k))
             den, M = np.empty(m), np.empty(m)
-            for mask, (S_p, den_p, M_p) in zip((near, ~near), parts, strict=True):
-                S[mask], den[mask], M[mask] = S_p, den_p, M_p
+            for mask, kind in groups:
+                if kind == "far":
+                    part = kernel_sums(
+                        Q[mask], X, V, heads, metric=metric, scale=scale,
+                        sample_weight=sample_weight, tile_elements=tile_elements,
+                        _shifted=True,
+                    )[0]  # fmt: skip
+                else:
+                    part = _plane_sums(
+                        Q[mask], X, V, w, single, scale, centre, shift[mask],
+                        tile_elements, kind == "f32",
+                    )  # fmt: skip
+                S[mask], den[mask], M[mask] = part
             return [(S, den, M)]
     out = [_Accumulator(m, k) for _ in heads]
     fused = [h for h, coef in enumerate(coefs) if coef is not None]
@@ -433,7 +464,14 @@ def kernel_sums(
     return [(a.acc[:, :k], a.acc[:, k].copy(), a.M) for a in out]
 
 
-def _line_sums(Q, X, V, w, coef, scale, tile_elements):
+#: Training rows per tile of :func:`_line_sums`.
+LINE_TILE_TRAIN_ROWS = 1024
+#: Largest bound on the rounding error of a log weight computed by the
+#: per-tile GEMM of :func:`_line_sums` (float64); beyond it, by subtraction.
+LINE_GEMM_TOLERANCE = 1e-11
+
+
+def _line_sums(Q, X, V, w, coef, scale, tile_elements, f32=False):
     """:func:`kernel_sums` of one log-linear head ``coef * d**2`` in 1-D.
 
     Coordinates are multiplied by ``s = sqrt(-coef)``, so that the log weight
@@ -443,6 +481,18 @@ def _line_sums(Q, X, V, w, coef, scale, tile_elements):
     within ``sqrt(near**2 - EXP_FLOOR)`` of it: the others' terms are below
     ``exp(EXP_FLOOR)`` times the query's largest, where the dense path sets them
     to exactly 0 too.
+
+    A tile's shifted log weights ``near**2 - (q - x)**2`` come from one GEMM of
+    rank 3, ``[near**2 - q'**2, 2 q', 1]`` against ``[1, x', -x'**2]``, with
+    ``q'`` and ``x'`` centred on the middle of the tile's queries, where
+    :func:`_line_error_bound` keeps the rounding error within
+    :data:`LINE_GEMM_TOLERANCE`; else by subtraction and squaring.
+
+    With ``f32`` (float32 inputs), a query tile whose bound is within
+    :data:`F32_TOLERANCE` in float32 is computed in float32, with the float32
+    floor and reach (:data:`F32_EXP_FLOOR`), summing
+    :data:`F32_TILE_TRAIN_ROWS` training rows at a time in float32 and the
+    rest in float64.
     """
     m, k = Q.shape[0], V.shape[1]
     s = np.sqrt(-coef)
@@ -463,32 +513,82 @@ def _line_sums(Q, X, V, w, coef, scale, tile_elements):
     # stay empty (zero sums), for the estimators' nearest-point limit.
     finite = np.isfinite(near2)
     qorder = np.flatnonzero(finite)[np.argsort(q[finite], kind="stable")]
-    bn = int(min(xs.size, TILE_TRAIN_ROWS, max(64, tile_elements)))
+    bn = int(min(xs.size, LINE_TILE_TRAIN_ROWS, F32_TILE_TRAIN_ROWS))
+    bn = max(bn, 1)
     bq = int(max(1, min(m, tile_elements // bn)))
     buf = np.empty(bq * bn)
+    if f32:
+        Vx32 = Vx.astype(np.float32)
+        buf32 = np.empty(bq * bn, np.float32)
     for q0 in range(0, qorder.size, bq):
         rows = qorder[q0 : q0 + bq]
         qt = q[rows]
         nt = near2[rows]
-        reach = np.sqrt(np.max(nt) - EXP_FLOOR)
+        use32 = f32 and _line_error_bound(qt, nt, F32_EXP_FLOOR, _EPS32) <= (
+            F32_TOLERANCE
+        )
+        floor = F32_EXP_FLOOR if use32 else EXP_FLOOR
+        eps = _EPS32 if use32 else _EPS64
+        tolerance = F32_TOLERANCE if use32 else LINE_GEMM_TOLERANCE
+        gemm = _line_error_bound(qt, nt, floor, eps) <= tolerance
+        reach = np.sqrt(np.max(nt) - floor)
         with np.errstate(over="ignore", invalid="ignore"):
             j0 = int(np.searchsorted(xs, qt[0] - reach, side="left"))
             j1 = int(np.searchsorted(xs, qt[-1] + reach, side="right"))
         total = np.zeros((rows.size, k + 1))
+        dtype, Vx_, buf_ = (np.float32, Vx32, buf32) if use32 else (np.float64, Vx, buf)
+        if gemm:
+            centre = (qt[0] + qt[-1]) / 2
+            qc = qt - centre
+            lhs = np.empty((rows.size, 3), dtype)
+            lhs[:, 0] = nt - qc * qc
+            lhs[:, 1] = 2.0 * qc
+            lhs[:, 2] = 1.0
+            rhs = np.empty((3, bn), dtype)
+            rhs[0] = 1.0
         for a in range(j0, j1, bn):
             b = min(a + bn, j1)
-            T = buf[: rows.size * (b - a)].reshape(rows.size, b - a)
+            T = buf_[: rows.size * (b - a)].reshape(rows.size, b - a)
             with np.errstate(over="ignore", invalid="ignore"):
-                np.subtract(qt[:, None], xs[None, a:b], out=T)
-                np.multiply(T, T, out=T)
-                np.subtract(nt[:, None], T, out=T)
+                if gemm:
+                    xc = xs[a:b] - centre
+                    rhs[1, : b - a] = xc
+                    rhs[2, : b - a] = -xc * xc
+                    np.matmul(lhs, rhs[:, : b - a], out=T)
+                else:
+                    np.subtract(qt[:, None], xs[None, a:b], out=T)
+                    np.multiply(T, T, out=T)
+                    np.subtract(nt[:, None], T, out=T)
                 # The smallest log weight of each row is at an end of the span.
                 lowest = nt - np.maximum((qt - xs[a]) ** 2, (qt - xs[b - 1]) ** 2)
-            _exp(T, bool(np.any(~(lowest >= EXP_FLOOR))))
-            total += T @ Vx[a:b]
+            _exp(T, bool(np.any(~(lowest >= floor))))
+            total += T @ Vx_[a:b]
         acc[rows] = total
     M = np.where(finite, -near2, -np.inf)
     return acc[:, :k], acc[:, k].copy(), M
+
+
+_EPS64 = float(np.finfo(np.float64).eps)
+
+
+def _line_error_bound(qt, near2, floor, eps):
+    """Bound on the rounding error of the log weights ``near**2 - (q - x)**2``
+    of a sorted query tile ``qt`` computed by :func:`_line_sums`'s GEMM, with
+    unit roundoff ``eps`` (coordinates scaled as there).
+
+    Only terms within ``r = sqrt(near**2 - floor)`` of a query are computed;
+    centred on the middle of the tile (half-width ``W``), coordinates are at
+    most ``2 W + r`` apart. The GEMM's three products and its inputs, each
+    rounded, sum to at most ``near**2 + (2 W + r)**2`` in absolute value: the
+    error is at most ``5 eps`` times that.
+    """
+    if not qt.size:
+        return 0.0
+    top = float(np.max(near2))
+    with np.errstate(over="ignore", invalid="ignore"):
+        span = float(qt[-1] - qt[0]) + np.sqrt(top - floor)
+        bound = 5.0 * eps * (top + span * span)
+    return bound if np.isfinite(bound) else np.inf
 
 
 #: Training rows probed for an upper bound of each query's nearest distance.
@@ -515,7 +615,30 @@ def _probe_shifts(Q, X, w, coef, scale, centre):
         return coef * bound
 
 
-def _plane_sums(Q, X, V, w, coef, scale, centre, shift, tile_elements):
+def _plane_error_bound(Q, X, coef, scale, centre):
+    """Bound, per query, on the rounding error of the log weights of
+    :func:`_plane_sums` computed in float32, for a shift of at least
+    :data:`F32_MIN_SHIFT`.
+
+    The log weight is a dot product of ``d + 2`` terms, whose absolute values
+    sum to at most ``|coef| (|q - c| + R)**2 + |shift|`` (``R`` the largest
+    distance of the training rows from ``c``); rounding its factors to
+    float32 and summing them errs by at most ``(d + 4) eps`` times that, and
+    ``exp`` by ``eps``.
+    """
+    radius = np.sqrt(_max_sq_radius(X, centre, scale))
+    bound = np.empty(Q.shape[0])
+    chunk = 1 << 16
+    for lo in range(0, Q.shape[0], chunk):
+        Qc = _scaled_rows(Q, lo, lo + chunk, scale) - centre
+        with np.errstate(over="ignore", invalid="ignore"):
+            r = np.sqrt(np.einsum("ij,ij->i", Qc, Qc)) + radius
+            total = -coef * r * r - F32_MIN_SHIFT
+            bound[lo : lo + chunk] = (Q.shape[1] + 5) * _EPS32 * total
+    return np.where(np.isfinite(bound), bound, np.inf)
+
+
+def _plane_sums(Q, X, V, w, coef, scale, centre, shift, tile_elements, f32=False):
     """:func:`kernel_sums` of one log-linear head ``coef * d**2`` by GEMM,
     shifted by ``shift`` (from :func:`_probe_shifts`, at least
     :data:`PROBE_MIN_LOG` and at most each query's largest log weight).
@@ -526,18 +649,30 @@ def _plane_sums(Q, X, V, w, coef, scale, centre, shift, tile_elements):
     largest term is between 1 and ``exp(-PROBE_MIN_LOG)``; terms below
     ``exp(EXP_FLOOR)`` are 0, as on the other paths. Whether a tile needs the
     floor follows from a bound on its distances (its centre and radius).
+
+    With ``f32`` (float32 inputs whose error bound, :func:`_plane_error_bound`,
+    is within :data:`F32_TOLERANCE`, and shifts at least
+    :data:`F32_MIN_SHIFT`), the GEMM, ``exp`` (floor :data:`F32_EXP_FLOOR`)
+    and the sums of :data:`F32_TILE_TRAIN_ROWS` training rows are float32,
+    accumulated in float64.
     """
     m, k = Q.shape[0], V.shape[1]
     keep = np.arange(X.shape[0]) if w is None else np.flatnonzero(w > 0)
     acc = np.zeros((m, k + 1))
     bq, bn = _tile_shape(m, keep.size, tile_elements)
-    buf = np.empty(bq * bn)
+    dtype, floor = np.float64, EXP_FLOOR
+    if f32:
+        dtype, floor = np.float32, F32_EXP_FLOOR
+        bn = min(bn, F32_TILE_TRAIN_ROWS)
+        bq = int(max(1, min(m, tile_elements // bn)))
+    buf = np.empty(bq * bn, dtype)
     # The queries' side of the GEMM, once: [q - c, 1, |q - c|^2 - shift / coef].
     left = np.empty((m, Q.shape[1] + 2))
     left[:, :-2] = _scaled_rows(Q, 0, m, scale) - centre
     left[:, -2] = 1.0
     qn = np.einsum("ij,ij->i", left[:, :-2], left[:, :-2])
     left[:, -1] = qn - shift / coef
+    left_ = left.astype(dtype, copy=False)
     for a in range(0, keep.size, bn):
         idx = keep[a : a + bn]
         Xc = _scaled_rows(X[idx], 0, idx.size, scale) - centre
@@ -552,11 +687,12 @@ def _plane_sums(Q, X, V, w, coef, scale, centre, shift, tile_elements):
         to_centre = qn - 2.0 * (left[:, :-2] @ t_centre) + t_centre @ t_centre
         far = np.sqrt(np.maximum(to_centre, 0.0)) + t_radius
         with np.errstate(over="ignore"):
-            floored = coef * far * far - shift < EXP_FLOOR
+            floored = coef * far * far - shift < floor
+        B, Vx = B.astype(dtype, copy=False), Vx.astype(dtype, copy=False)
         for q0 in range(0, m, bq):
             rows = slice(q0, min(q0 + bq, m))
             L = np.matmul(
-                left[rows],
+                left_[rows],
                 B,
                 out=buf[: (rows.stop - q0) * idx.size].reshape(-1, idx.size),
             )
@@ -972,15 +1108,18 @@ def _exp(T, floor):
     :data:`EXP_FLOOR` before ``exp`` and ``exp(EXP_FLOOR)`` is subtracted
     after: terms below the floor (and masked ones, at ``-inf``) are exactly 0,
     the others change by less than ``1e-304``, below their resolution in a sum
-    whose largest term is 1.
+    whose largest term is 1. float32 tiles use :data:`F32_EXP_FLOOR`.
     """
+    low, value = EXP_FLOOR, _FLOOR_VALUE
+    if T.dtype == np.float32:
+        low, value = F32_EXP_FLOOR, _F32_FLOOR_VALUE
     if floor is None:
-        floor = bool(T.size) and T.min() < EXP_FLOOR
+        floor = bool(T.size) and T.min() < low
     if not floor:
         return np.exp(T, out=T)
-    np.maximum(T, EXP_FLOOR, out=T)
+    np.maximum(T, low, out=T)
     np.exp(T, out=T)
-    T -= _FLOOR_VALUE
+    T -= value
     return T
 
 

@@ -742,3 +742,87 @@ def test_square_chain_plan():
     coefs = list(-(np.geomspace(1.0, 100.0, 30) ** 2))
     chains = _weights._SquareChains(coefs, list(range(30)), 16)
     assert all(parent is None for _, _, parent, _ in chains.plan)
+
+
+def _spy_dtypes(monkeypatch):
+    """Record the dtypes of the tiles whose exp the core takes."""
+    seen = set()
+    original = _weights._exp
+
+    def spy(T, floor):
+        seen.add(T.dtype)
+        return original(T, floor)
+
+    monkeypatch.setattr(_weights, "_exp", spy)
+    return seen
+
+
+def _float32_problem(d, n=3000, m=700, seed=5):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1.0, 1.0, size=(n, d)).astype(np.float32)
+    Q = rng.uniform(-1.1, 1.1, size=(m, d)).astype(np.float32)
+    V = np.column_stack([np.sin(3 * X[:, 0]), rng.normal(size=n) - 5.0])
+    w = rng.uniform(0.1, 3.0, size=n)
+    return Q, X, V, w
+
+
+@pytest.mark.parametrize("d, h", [(1, 0.05), (1, 0.4), (3, 0.5), (8, 1.0)])
+def test_float32_inputs_within_the_documented_bound(monkeypatch, d, h):
+    Q, X, V, w = _float32_problem(d)
+    head = [Head(Gaussian(), h)]
+    seen = _spy_dtypes(monkeypatch)
+    S, den, M = kernel_sums(Q, X, V, head, sample_weight=w)[0]
+    assert np.dtype(np.float32) in seen
+    # The same (float32-rounded) data in float64.
+    S64, den64, M64 = kernel_sums(
+        Q.astype(float), X.astype(float), V, head, sample_weight=w
+    )[0]
+    factor = np.exp(M - M64)
+    # Each weight within ~1e-4 and each float32 partial sum within 6.1e-5.
+    assert_allclose(den * factor, den64, rtol=2e-4)
+    scale = den64[:, None] * np.max(np.abs(V), axis=0)
+    assert np.all(np.abs(S * factor[:, None] - S64) <= 2e-4 * scale)
+    estimate, estimate64 = S / den[:, None], S64 / den64[:, None]
+    assert np.max(np.abs(estimate - estimate64), axis=0) == pytest.approx(
+        0.0, abs=2e-4 * np.max(np.abs(V))
+    )
+    # Typically far closer than the bound.
+    assert np.max(np.abs(estimate - estimate64)) < 1e-5 * np.max(np.abs(V))
+
+
+@pytest.mark.parametrize("d", [1, 3])
+def test_float32_falls_back_to_float64_beyond_the_bound(monkeypatch, d):
+    # Data spread over 1e6 bandwidths: the float32 rounding bound fails.
+    Q, X, V, w = _float32_problem(d)
+    head = [Head(Gaussian(), 1e-6)]
+    seen = _spy_dtypes(monkeypatch)
+    S, den, M = kernel_sums(Q, X, V, head, sample_weight=w)[0]
+    assert np.dtype(np.float32) not in seen
+    reference = kernel_sums(Q.astype(float), X.astype(float), V, head, sample_weight=w)
+    assert_sums_close((S, den, M), reference[0])
+
+
+def test_float32_rows_far_from_the_data_take_float64(monkeypatch):
+    # Rows shifted below F32_MIN_SHIFT go through float64, the others float32.
+    Q, X, V, w = _float32_problem(3)
+    Q[:50, 0] += np.float32(12.0)
+    head = [Head(Gaussian(), 1.0)]
+    seen = _spy_dtypes(monkeypatch)
+    S, den, M = kernel_sums(Q, X, V, head, sample_weight=w)[0]
+    assert seen == {np.dtype(np.float32), np.dtype(np.float64)}
+    S64, den64, M64 = kernel_sums(
+        Q.astype(float), X.astype(float), V, head, sample_weight=w
+    )[0]
+    factor = np.exp(M - M64)
+    assert_allclose(den[:50] * factor[:50], den64[:50], rtol=1e-12)
+    assert_allclose(den * factor, den64, rtol=2e-4)
+
+
+@pytest.mark.parametrize("tolerance", [0.0, np.inf])
+def test_one_feature_gemm_and_subtraction_agree(monkeypatch, tolerance):
+    # LINE_GEMM_TOLERANCE 0: every tile by subtraction; inf: every tile by GEMM.
+    Q, X, V, w = make_data(8, 300, N_LARGE, 1)
+    head = Head(Gaussian(), 0.05)
+    monkeypatch.setattr(_weights, "LINE_GEMM_TOLERANCE", tolerance)
+    result = kernel_sums(Q, X, V, [head], sample_weight=w)[0]
+    assert_sums_close(result, brute_sums(Q, X, V, head, w=w))
