@@ -111,6 +111,31 @@ def rows(quick):
             )
         )
 
+    # float32 inputs against the same (float32-rounded) values in float64, on
+    # data in a box a few bandwidths wide (where the float32 rounding bound
+    # holds; elsewhere float64 is used).
+    for d, h in ((1, 0.05), (3, 0.5), (8, 1.0)):
+        rng = np.random.default_rng(7)
+        X32 = rng.uniform(-1.0, 1.0, size=(size, d)).astype(np.float32)
+        Q32 = rng.uniform(-1.0, 1.0, size=(size, d)).astype(np.float32)
+        y = np.sin(3.0 * X32[:, 0]) + 0.1 * rng.normal(size=size)
+        single = NadarayaWatsonRegressor(bandwidth=h).fit(X32, y)
+        double = NadarayaWatsonRegressor(bandwidth=h).fit(X32.astype(np.float64), y)
+        Q64 = Q32.astype(np.float64)
+        t32 = best_time(lambda m=single, Q=Q32: m.predict(Q), 2)
+        t64 = best_time(lambda m=double, Q=Q64: m.predict(Q), 2)
+        t_exp = exp_time(size * size)
+        err = np.max(np.abs(single.predict(Q32) - double.predict(Q64)))
+        table.append(
+            (
+                f"float32 gaussian predict n=m={size}, d={d}",
+                "float64",
+                t64 / t32,
+                f"{t32 / t_exp:.2f} x np.exp (float64) over n*m; "
+                f"max |diff| / max |y| {err / np.max(np.abs(y)):.1e}",
+            )
+        )
+
     for d in (1, 8):
         n = 1000 if quick else 3000
         X, y, Q = make_data(n, n, d, seed=1)

@@ -73,7 +73,9 @@ F32_TILE_TRAIN_ROWS = 1024
 #: float32 inputs, GEMM path: rows whose shift is below this take float64 (the
 #: largest float32 term is at most ``exp(-F32_MIN_SHIFT)``, far from overflow).
 F32_MIN_SHIFT = -40.0
-_EPS32 = float(np.finfo(np.float32).eps)
+#: Unit roundoffs (half the machine epsilon) of float32 and float64.
+_EPS32 = float(np.finfo(np.float32).eps) / 2
+_EPS64 = float(np.finfo(np.float64).eps) / 2
 
 
 def default_tile_elements():
@@ -568,13 +570,11 @@ def _line_sums(Q, X, V, w, coef, scale, tile_elements, f32=False):
     return acc[:, :k], acc[:, k].copy(), M
 
 
-_EPS64 = float(np.finfo(np.float64).eps)
-
-
 def _line_error_bound(qt, near2, floor, eps):
     """Bound on the rounding error of the log weights ``near**2 - (q - x)**2``
     of a sorted query tile ``qt`` computed by :func:`_line_sums`'s GEMM, with
-    unit roundoff ``eps`` (coordinates scaled as there).
+    unit roundoff ``eps`` (half the machine epsilon; coordinates scaled as
+    there).
 
     Only terms within ``r = sqrt(near**2 - floor)`` of a query are computed;
     centred on the middle of the tile (half-width ``W``), coordinates are at
@@ -623,8 +623,8 @@ def _plane_error_bound(Q, X, coef, scale, centre):
     The log weight is a dot product of ``d + 2`` terms, whose absolute values
     sum to at most ``|coef| (|q - c| + R)**2 + |shift|`` (``R`` the largest
     distance of the training rows from ``c``); rounding its factors to
-    float32 and summing them errs by at most ``(d + 4) eps`` times that, and
-    ``exp`` by ``eps``.
+    float32 and summing them errs by at most ``(d + 4) u`` times that, and
+    ``exp`` by ``u`` (``u = 2**-24``, the unit roundoff).
     """
     radius = np.sqrt(_max_sq_radius(X, centre, scale))
     bound = np.empty(Q.shape[0])
