@@ -1240,10 +1240,17 @@ class _SquareChains:
                 np.exp(buf, out=buf)
                 floor_value = _FLOOR_VALUE
             else:
-                # Squares of raised chain values sit at the derived floor.
+                # Squares of raised chain values sit at the derived floor, so
+                # a floored head squares raised values only (masked zeros
+                # included), and raises each intermediate square too.
                 floor = raised[parent] or not lowest >= EXP_FLOOR
+                if floor and not raised[parent]:
+                    np.maximum(src, _CHAIN_VALUE, out=src)
+                    raised[parent] = True
                 np.multiply(src, src, out=buf)
                 for _ in range(squarings - 1):
+                    if floor:
+                        np.maximum(buf, _CHAIN_VALUE, out=buf)
                     np.multiply(buf, buf, out=buf)
                 floor_value = _CHAIN_FLOOR_VALUE
             E = buf

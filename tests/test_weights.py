@@ -688,6 +688,7 @@ def _chain_problem(d):
     X = np.vstack([rng.normal(size=(70, d)), rng.normal(size=(10, d)) + 40.0])
     V = rng.normal(size=(80, 2)) + 3.0
     V[70:] *= 1e300
+    V[5] *= 1e300  # in its own (left out) term, any remainder would show
     w = rng.integers(0, 4, size=80).astype(float)
     w[:2] = [0.5, 0.0]
     return X, V, w
@@ -697,14 +698,16 @@ def _chain_problem(d):
 @pytest.mark.parametrize("kernel", [Gaussian(), Laplacian()])
 @pytest.mark.parametrize("kept", [False, True])
 @pytest.mark.parametrize("tile_elements", [64, TILE_ELEMENTS])
-def test_squared_heads_equal_exp_heads(d, kernel, kept, tile_elements):
-    # Bandwidths 2**(1/4) apart: coefficients powers of two apart every two
-    # (Gaussian) or four (Laplacian) heads, chains longer than MAX_SQUARINGS,
-    # plus one head related to none; tiny bandwidths put most terms below the
-    # floor. Each head alone uses exp on the same path: the other head of its
-    # reference pass has no log-linear form.
+@pytest.mark.parametrize("step", [0.25, 1.0, 2.0])
+def test_squared_heads_equal_exp_heads(d, kernel, kept, tile_elements, step):
+    # Bandwidths 2**step apart: coefficients powers of two apart (one to four
+    # squarings between heads, several chains, chains longer than
+    # MAX_SQUARINGS), plus one head related to none; tiny bandwidths put most
+    # terms below the floor. Each head alone uses exp on the same path: the
+    # other head of its reference pass has no log-linear form.
     X, V, w = _chain_problem(d)
-    bandwidths = [*(3.0 * 2.0 ** (-np.arange(40) / 4)), 0.37]
+    count = int(10 / step)
+    bandwidths = [*(3.0 * 2.0 ** (-step * np.arange(count))), 0.37]
     heads = [Head(kernel, h) for h in bandwidths]
     params = {
         "sample_weight": w,
@@ -826,3 +829,35 @@ def test_one_feature_gemm_and_subtraction_agree(monkeypatch, tolerance):
     monkeypatch.setattr(_weights, "LINE_GEMM_TOLERANCE", tolerance)
     result = kernel_sums(Q, X, V, [head], sample_weight=w)[0]
     assert_sums_close(result, brute_sums(Q, X, V, head, w=w))
+
+
+def test_square_chain_floors_masked_terms_across_several_squarings():
+    # A root none of whose terms is raised, and a head four squarings on whose
+    # terms fall below the floor: its masked (inf) and floored terms are 0.
+    coefs = [-10.0, -160.0]
+    chains = _weights._SquareChains(coefs, [0, 1], 8)
+    D = np.array([[0.0, np.inf, 30.0, 1.0]])
+    dmin, excess = np.zeros(1), np.array([30.0])
+    out = [_weights._Accumulator(1, 1) for _ in coefs]
+    target = np.empty_like(D)
+    terms = {
+        h: E.copy()
+        for h, E in chains.tile(D, dmin, 0.0, excess, target, out, slice(0, 1), False)
+    }
+    assert_array_equal(terms[0], np.exp([[0.0, -np.inf, -300.0, -10.0]]))
+    assert_allclose(terms[1], np.exp([[0.0, -np.inf, -np.inf, -160.0]]), rtol=1e-13)
+    assert terms[1][0, 1] == 0.0 and terms[1][0, 2] == 0.0
+    # One squaring, floored only by rounding (coefficients 2 (1 + 2**-47)
+    # apart): the masked term stays 0.
+    coefs = [-10.0, -20.0 * (1 + 2.0**-47)]
+    chains = _weights._SquareChains(coefs, [0, 1], 8)
+    D = np.array([[0.0, np.inf, 35.0, 1.0]])
+    excess = np.array([35.0])
+    out = [_weights._Accumulator(1, 1) for _ in coefs]
+    terms = {
+        h: E.copy()
+        for h, E in chains.tile(D, dmin, 0.0, excess, target, out, slice(0, 1), False)
+    }
+    assert [parent for _, _, parent, _ in chains.plan] == [None, 0]
+    assert terms[1][0, 1] == 0.0
+    assert_allclose(terms[1][0, [0, 3]], np.exp([0.0, -20.0]), rtol=1e-13)
