@@ -490,10 +490,10 @@ class NadarayaWatsonRegressorCV(CVSelectionMixin, NadarayaWatsonRegressor):
     bandwidths : int, array-like or None, default=None
         ``None`` or an int ``n`` (default 30): ``n`` multipliers of each
         kernel's Scott-rule bandwidth (per feature for coordinate metrics, see
-        :class:`NadarayaWatsonRegressor`), log-spaced by ``2**(1/j)`` over
-        about 0.05 to 5 (30 multipliers: ``2**(1/4)`` apart, 0.041 to 6.2).
-        Otherwise a sequence of bandwidths, each a positive float or an array
-        of shape (n_features,), tried with every kernel.
+        :class:`NadarayaWatsonRegressor`), log-spaced by ``2**(1/j)`` or
+        ``2**j`` over about 0.05 to 5 (30 multipliers: ``2**(1/4)`` apart,
+        0.041 to 6.2). Otherwise a sequence of bandwidths, each a positive
+        float or an array of shape (n_features,), tried with every kernel.
     cv : int, cross-validation generator, iterable or None, default=None
         ``None``: exact, efficient leave-one-out. Otherwise K-fold as in
         :func:`sklearn.model_selection.check_cv`, through the same machinery

@@ -72,19 +72,22 @@ class _ClassificationPredictions(ClassifierMixin, _Predictions):
 def grid_multipliers(n):
     """``n`` multipliers of the rule bandwidth for the default grid.
 
-    Log-spaced about the centre of :data:`DEFAULT_GRID_RANGE`, ``2**(1 / j)``
-    apart with the integer ``j`` that makes them span that range most nearly
-    (30 multipliers: ``2**(1/4)`` apart, from 0.041 to 6.2). Every ``j``-th
-    bandwidth is then twice the previous one, so the log-linear kernels'
-    coefficients of bandwidths ``j`` or ``j / 2`` apart are powers of two
-    apart, and the shared pass derives those heads' terms by squaring (see
-    :class:`sknw._weights._SquareChains`).
+    Log-spaced about the centre of :data:`DEFAULT_GRID_RANGE`, a factor
+    ``2**(1/j)`` or ``2**j`` apart (``j`` a positive integer), whichever
+    spacing of these makes ``n`` multipliers span that range most nearly in
+    octaves (30 multipliers: ``2**(1/4)`` apart, from 0.041 to 6.2). The
+    Gaussian and Laplacian coefficients of some pairs of bandwidths are then
+    powers of two apart, and the shared pass derives those candidates' terms
+    by squaring (see :class:`sknw._weights._SquareChains`).
     """
     lo, hi = DEFAULT_GRID_RANGE
     octaves = np.log2(hi / lo)
-    j = max(1, round((n - 1) / octaves))
     centre = np.log2(lo * hi) / 2
-    return np.exp2(centre + (np.arange(n) - (n - 1) / 2) / j)
+    if n <= 1:
+        return np.exp2(np.full(n, centre))
+    per_step = octaves / (n - 1)
+    step = float(round(per_step)) if per_step >= 1 else 1.0 / round(1 / per_step)
+    return np.exp2(centre + (np.arange(n) - (n - 1) / 2) * step)
 
 
 def candidate_grid(X, w, kernels, bandwidths, metric, metric_params):

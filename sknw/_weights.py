@@ -73,6 +73,14 @@ F32_TILE_TRAIN_ROWS = 1024
 #: float32 inputs, GEMM path: rows whose shift is below this take float64 (the
 #: largest float32 term is at most ``exp(-F32_MIN_SHIFT)``, far from overflow).
 F32_MIN_SHIFT = -40.0
+#: float32 inputs: the largest ``n * max(w) / min(w)`` (over the training
+#: points of positive weight) for which float32 is used. Terms below the float32
+#: floor, ``exp(F32_EXP_FLOOR)`` times the largest kernel value, then carry at
+#: most ``1e-5`` of a sum, whatever the weights.
+F32_WEIGHT_RANGE = 1e-5 * float(np.exp(-F32_EXP_FLOOR))
+#: float32 inputs, GEMM path: the range of ``|coef|`` whose float32 operands
+#: stay normal and finite (with the error bound within tolerance).
+F32_COEF_RANGE = (1e-30, 1e30)
 #: Unit roundoffs (half the machine epsilon) of float32 and float64.
 _EPS32 = float(np.finfo(np.float32).eps) / 2
 _EPS64 = float(np.finfo(np.float64).eps) / 2
@@ -348,14 +356,15 @@ def kernel_sums(
     if w is not None and not np.any(w > 0):
         # No training point of positive weight: every window is empty.
         return [(np.zeros((m, k)), np.zeros(m), np.full(m, -np.inf)) for _ in heads]
-    f32 = Q.dtype == np.float32 and X.dtype == np.float32
+    f32 = Q.dtype == np.float32 and X.dtype == np.float32 and _f32_weights_ok(w, n)
     if single is not None and not exclude_self and not _shifted:
         if not gemm:
             return [_line_sums(Q, X, V, w, single, scale, tile_elements, f32)]
         shift = _probe_shifts(Q, X, w, single, scale, centre)
         near = shift >= PROBE_MIN_LOG
         in32 = np.zeros(m, dtype=bool)
-        if f32:
+        low, high = F32_COEF_RANGE
+        if f32 and low <= -single <= high:
             in32 = (shift >= F32_MIN_SHIFT) & (
                 _plane_error_bound(Q, X, single, scale, centre) <= F32_TOLERANCE
             )
@@ -515,12 +524,12 @@ def _line_sums(Q, X, V, w, coef, scale, tile_elements, f32=False):
     # stay empty (zero sums), for the estimators' nearest-point limit.
     finite = np.isfinite(near2)
     qorder = np.flatnonzero(finite)[np.argsort(q[finite], kind="stable")]
-    bn = int(min(xs.size, LINE_TILE_TRAIN_ROWS, F32_TILE_TRAIN_ROWS))
+    bn = int(min(xs.size, LINE_TILE_TRAIN_ROWS, max(64, tile_elements)))
     bn = max(bn, 1)
     bq = int(max(1, min(m, tile_elements // bn)))
     buf = np.empty(bq * bn)
     if f32:
-        Vx32 = Vx.astype(np.float32)
+        Vx32, unit = _float32_values(Vx)
         buf32 = np.empty(bq * bn, np.float32)
     for q0 in range(0, qorder.size, bq):
         rows = qorder[q0 : q0 + bq]
@@ -565,7 +574,7 @@ def _line_sums(Q, X, V, w, coef, scale, tile_elements, f32=False):
                 lowest = nt - np.maximum((qt - xs[a]) ** 2, (qt - xs[b - 1]) ** 2)
             _exp(T, bool(np.any(~(lowest >= floor))))
             total += T @ Vx_[a:b]
-        acc[rows] = total
+        acc[rows] = total * unit if use32 else total
     M = np.where(finite, -near2, -np.inf)
     return acc[:, :k], acc[:, k].copy(), M
 
@@ -673,6 +682,9 @@ def _plane_sums(Q, X, V, w, coef, scale, centre, shift, tile_elements, f32=False
     qn = np.einsum("ij,ij->i", left[:, :-2], left[:, :-2])
     left[:, -1] = qn - shift / coef
     left_ = left.astype(dtype, copy=False)
+    unit = None
+    if f32:
+        _, unit = _float32_values(_weighted_values(V, w, keep))
     for a in range(0, keep.size, bn):
         idx = keep[a : a + bn]
         Xc = _scaled_rows(X[idx], 0, idx.size, scale) - centre
@@ -688,7 +700,9 @@ def _plane_sums(Q, X, V, w, coef, scale, centre, shift, tile_elements, f32=False
         far = np.sqrt(np.maximum(to_centre, 0.0)) + t_radius
         with np.errstate(over="ignore"):
             floored = coef * far * far - shift < floor
-        B, Vx = B.astype(dtype, copy=False), Vx.astype(dtype, copy=False)
+        B = B.astype(dtype, copy=False)
+        if f32:
+            Vx = (Vx / unit).astype(np.float32)
         for q0 in range(0, m, bq):
             rows = slice(q0, min(q0 + bq, m))
             L = np.matmul(
@@ -697,7 +711,32 @@ def _plane_sums(Q, X, V, w, coef, scale, centre, shift, tile_elements, f32=False
                 out=buf[: (rows.stop - q0) * idx.size].reshape(-1, idx.size),
             )
             acc[rows] += _exp(L, bool(floored[rows].any())) @ Vx
+    if f32:
+        acc *= unit
     return acc[:, :k], acc[:, k].copy(), np.asarray(shift, dtype=np.float64).copy()
+
+
+def _float32_values(Vx):
+    """``Vx`` in float32, each column divided by a power of two ``unit`` that
+    brings its largest magnitude into ``[1/2, 1)``: float32 sums of up to
+    :data:`F32_TILE_TRAIN_ROWS` terms of at most ``exp(-F32_MIN_SHIFT)`` cannot
+    overflow, whatever the scale of the values. Returns ``(Vx32, unit)``."""
+    top = np.max(np.abs(Vx), axis=0, initial=0.0)
+    _, exponent = np.frexp(np.where(top > 0, top, 1.0))
+    unit = np.ldexp(1.0, exponent)
+    return (Vx / unit).astype(np.float32), unit
+
+
+def _f32_weights_ok(w, n):
+    """Whether the weights' range allows float32 (see :data:`F32_WEIGHT_RANGE`)."""
+    if w is None:
+        return n <= F32_WEIGHT_RANGE
+    positive = w[w > 0]
+    if not positive.size:
+        return False
+    with np.errstate(over="ignore", divide="ignore"):
+        ratio = positive.size * (np.max(positive) / np.min(positive))
+    return bool(ratio <= F32_WEIGHT_RANGE)
 
 
 class _TrainTile:
@@ -1172,9 +1211,8 @@ class _SquareChains:
                     continue
                 s = round(float(np.log2(ratio)))
                 if (
-                    s >= 1
+                    1 <= s <= MAX_SQUARINGS - depth[p]
                     and abs(ratio / 2.0**s - 1.0) <= RATIO_TOLERANCE
-                    and depth[p] + s <= MAX_SQUARINGS
                     and (best is None or (s, depth[p]) < (best[1], depth[best[0]]))
                 ):
                     best = (p, s)

@@ -534,8 +534,8 @@ def test_float32_inputs_match_float64(kind, scale):
                 assert_array_equal(got, want)
             elif method == "predict":
                 # Gaussian sums of float32 inputs may be computed in float32:
-                # the documented bound, 2e-4 of the largest |y|.
-                assert_allclose(got, want, rtol=0, atol=2e-4 * np.max(np.abs(y)))
+                # the documented bound, 4e-4 of the largest |y|.
+                assert_allclose(got, want, rtol=0, atol=4e-4 * np.max(np.abs(y)))
             else:
                 assert_allclose(got, want, rtol=1e-6, atol=1e-12)
     assert_allclose(single.bandwidth_, double.bandwidth_, rtol=1e-6)

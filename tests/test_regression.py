@@ -431,7 +431,7 @@ def test_tiny_bandwidth_gaussian_window_is_never_empty(h, metric):
 def test_float32_input_gives_the_estimate_of_its_values(d):
     # float32 inputs are accepted as they are; the estimate is that of their
     # (exactly representable) values, returned as float64, within the
-    # documented bound of float32 computation (2e-4 of the largest |y|).
+    # documented bound of float32 computation (4e-4 of the largest |y|).
     rng = np.random.default_rng(17)
     X = rng.uniform(0, 100, size=(200, d)).astype(np.float32)
     Q = rng.uniform(0, 100, size=(20, d)).astype(np.float32)
@@ -442,7 +442,7 @@ def test_float32_input_gives_the_estimate_of_its_values(d):
     expected, _ = nw_reference(
         Q.astype(np.float64), X.astype(np.float64), y, "gaussian", h
     )
-    assert_allclose(pred, expected, rtol=0, atol=2e-4 * np.max(np.abs(y)))
+    assert_allclose(pred, expected, rtol=0, atol=4e-4 * np.max(np.abs(y)))
 
 
 @pytest.mark.parametrize("d", [1, 3])

@@ -377,7 +377,7 @@ def test_training_fold_of_zero_weights(d):
     )
 
 
-@pytest.mark.parametrize("n", [1, 2, 7, 20, 30, 61])
+@pytest.mark.parametrize("n", [1, 2, 3, 5, 7, 10, 20, 30, 61])
 def test_default_grid_is_powers_of_a_root_of_two(n):
     from sknw._selection import DEFAULT_GRID_RANGE, grid_multipliers
 
@@ -387,13 +387,16 @@ def test_default_grid_is_powers_of_a_root_of_two(n):
     assert np.exp(np.mean(np.log(m))) == pytest.approx(np.sqrt(lo * hi))
     if n > 1:
         steps = np.log2(m[1:] / m[:-1])
-        j = 1.0 / steps[0]
-        assert j == pytest.approx(round(j)) and round(j) >= 1
         np.testing.assert_allclose(steps, steps[0], rtol=1e-12)
-        # The integer j whose span is nearest the default range's.
-        spans = [(n - 1) / k for k in range(1, 4 * n)]
-        best = 1 + int(np.argmin(np.abs(np.array(spans) - np.log2(hi / lo))))
-        assert round(j) == best or abs(spans[round(j) - 1] - spans[best - 1]) < 0.5
+        # 2**(1/j) or 2**j apart, spanning the default range most nearly.
+        j = steps[0] if steps[0] >= 1 else 1 / steps[0]
+        assert j == pytest.approx(round(j))
+        octaves = np.log2(hi / lo)
+        options = [1 / k for k in range(1, 4 * n)] + list(range(1, 12))
+        spans = np.array([(n - 1) * o for o in options])
+        best = np.min(np.abs(np.log(spans / octaves)))
+        assert abs(np.log((n - 1) * steps[0] / octaves)) <= best + 0.5
+        assert 0.5 * octaves <= (n - 1) * steps[0] <= 2.0 * octaves
     if n == 30:
         np.testing.assert_allclose(m[4:] / m[:-4], 2.0, rtol=1e-14)
         assert m[0] == pytest.approx(0.0405, abs=1e-4)
@@ -410,3 +413,11 @@ def test_default_grid_scores_equal_refitting():
         keep = w > 0
         mse = np.average((pred[:, 0] - y)[keep] ** 2, weights=w[keep])
         assert -cv.cv_results_["mean_test_score"][i] == pytest.approx(mse, rel=1e-10)
+
+
+def test_bandwidths_a_huge_power_of_two_apart():
+    # Coefficients 2**1023.8 apart: no chain (and no overflow) between them.
+    X, y, _ = _data(d=1)
+    h1 = 1e77
+    cv = NadarayaWatsonRegressorCV(bandwidths=[h1, h1 / 2**511.9]).fit(X, y)
+    assert np.all(np.isfinite(cv.cv_results_["mean_test_score"]))
