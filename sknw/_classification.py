@@ -320,11 +320,13 @@ class NadarayaWatsonClassifierCV(CVSelectionMixin, NadarayaWatsonClassifier):
         window holds only points near its edge). The choice is stored in
         ``algorithm_``.
     n_jobs : int, default=None
-        Number of parallel workers for predictions: the queries are split into
-        batches run through joblib (threads unless ``joblib.parallel_config``
-        says otherwise), each with one BLAS thread. ``None`` means 1 unless
-        in a ``joblib.parallel_config`` context; ``-1`` means all processors.
-        Results equal the serial ones up to rounding.
+        Number of parallel workers for the cross-validation passes and for
+        predictions: the left-out points (or each fold's test points) and the
+        queries are split into batches run through joblib (threads unless
+        ``joblib.parallel_config`` says otherwise), each with one BLAS thread.
+        ``None`` means 1 unless in a ``joblib.parallel_config`` context;
+        ``-1`` means all processors. Results equal the serial ones up to
+        rounding.
 
     Attributes
     ----------

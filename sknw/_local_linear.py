@@ -457,7 +457,8 @@ class LocalLinearRegressorCV(CVSelectionMixin, LocalLinearRegressor):
     algorithm : {"auto", "brute", "tree"}, default="auto"
         As in :class:`LocalLinearRegressor`, for predictions.
     n_jobs : int, default=None
-        As in :class:`LocalLinearRegressor`, for predictions.
+        As in :class:`NadarayaWatsonRegressorCV`: parallel workers for the
+        cross-validation passes and for predictions.
 
     Attributes
     ----------

@@ -25,7 +25,12 @@ from ._base import (
     power_of_two_scale,
     validate_regression_data,
 )
-from ._weights import Head, default_tile_elements, kernel_sums, nearest_sums
+from ._weights import (
+    Head,
+    default_tile_elements,
+    nearest_sums,
+    parallel_kernel_sums,
+)
 from .kernels import Kernel, get_kernel
 
 #: Metrics for which ``d(x / (c b), q / (c b)) = d(x / b, q / b) / c**p``.
@@ -192,6 +197,7 @@ def cv_predictions(
     metric_params,
     empty_window,
     tile_elements,
+    n_jobs=None,
 ):
     """Out-of-sample weighted averages of ``V`` for every candidate.
 
@@ -227,11 +233,12 @@ def cv_predictions(
                 Xq, Xt, Vt = X[test], X[train], V[train]
                 wt = None if w is None else w[train]
                 rows = test
-            results = kernel_sums(
+            results = parallel_kernel_sums(
                 Xq,
                 Xt,
                 Vt,
                 heads,
+                n_jobs=n_jobs,
                 metric=metric,
                 metric_params=metric_params,
                 scale=scale,
@@ -521,6 +528,7 @@ class CVSelectionMixin:
                 metric_params=self.metric_params_,
                 empty_window=self.empty_window,
                 tile_elements=default_tile_elements(),
+                n_jobs=self.n_jobs,
             )
             if finish is not None:
                 preds = finish(preds, cands, empties)

@@ -291,6 +291,7 @@ def kernel_sums(
     sample_weight=None,
     exclude_self=False,
     self_weight=None,
+    self_offset=0,
     tile_elements=TILE_ELEMENTS,
     _shifted=False,
 ):
@@ -313,12 +314,15 @@ def kernel_sums(
     sample_weight : ndarray of shape (n,) or None
         Non-negative weights of the training points.
     exclude_self : bool
-        ``Q`` is ``X`` itself; leave each point out of its own sums (the exact
-        leave-one-out estimate).
+        ``Q`` is ``X`` itself (or its rows from ``self_offset`` on); leave
+        each point out of its own sums (the exact leave-one-out estimate).
     self_weight : ndarray of shape (n,) or None
         With ``exclude_self``, the weight each point keeps in its own sums
         (frequency weights: leaving out one unit of a weight-3 point keeps
         weight 2); None (the default) leaves it out entirely.
+    self_offset : int
+        With ``exclude_self``, query ``i`` is training point ``i +
+        self_offset`` (a batch of the training points).
     tile_elements : int
         Number of elements in one (query x train) tile.
 
@@ -415,11 +419,14 @@ def kernel_sums(
             rows = slice(q0, q1)
             shape = (q1 - q0, x1 - x0)
             buf = dbuf[: shape[0] * shape[1]].reshape(shape)
-            masked = _masks(train.zero, x0, x1, exclude_self, q0, q1, keep_ratio)
+            masked = _masks(
+                train.zero, x0, x1, exclude_self, q0, q1, keep_ratio, self_offset
+            )
+            kept = (keep_ratio, exclude_self, q0, q1, x0, x1, self_offset)
             Qt = _scaled_rows(Q, q0, q1, scale)
             if single is not None:
                 E = train.single_exp(Qt, buf, masked, out[0], rows)
-                _adjust_kept(E, keep_ratio, exclude_self, q0, q1, x0, x1)
+                _adjust_kept(E, *kept)
                 out[0].acc[rows] += E @ train.Vx
                 continue
             if gemm:
@@ -444,7 +451,7 @@ def kernel_sums(
                     E *= _signs(D, head, squared)
                     for ix in masked:
                         E[ix] = 0.0
-                _adjust_kept(E, keep_ratio, exclude_self, q0, q1, x0, x1)
+                _adjust_kept(E, *kept)
                 acc.acc[rows] += E @ train.Vx
             if fused:
                 # Shared by every log-linear head: the largest log value of a
@@ -465,7 +472,7 @@ def kernel_sums(
                 adjust = exclude_self and keep_ratio is not None
                 parts = (D, dmin, gap, excess, target, out, rows, adjust)
                 for h, E in chains.tile(*parts):
-                    _adjust_kept(E, keep_ratio, exclude_self, q0, q1, x0, x1)
+                    _adjust_kept(E, *kept)
                     out[h].acc[rows] += E @ train.Vx
     if single is not None and gemm:
         # The single-head GEMM path drops the per-query constant coef |q - c|^2.
@@ -805,7 +812,8 @@ def parallel_kernel_sums(Q, X, V, heads, *, n_jobs=None, sums=None, **params):
     (threads preferred: numpy's ufuncs, ``cdist`` and BLAS release the GIL),
     so ``joblib.parallel_config`` decides where they run. BLAS is limited to
     one thread per batch. ``n_jobs=None`` or 1, or too few queries, runs
-    :func:`kernel_sums` directly. Not for ``exclude_self``.
+    :func:`kernel_sums` directly. With ``exclude_self`` (``Q`` is ``X``), each
+    batch knows its queries' own rows from its ``self_offset``.
     """
     sums = kernel_sums if sums is None else sums
     m = Q.shape[0]
@@ -814,8 +822,15 @@ def parallel_kernel_sums(Q, X, V, heads, *, n_jobs=None, sums=None, **params):
     if n_batches <= 1:
         return sums(Q, X, V, heads, **params)
     bounds = np.linspace(0, m, n_batches + 1).astype(np.intp)
+    offset = params.get("self_offset", 0)
+
+    def batch_params(a):
+        if not params.get("exclude_self"):
+            return params
+        return {**params, "self_offset": offset + int(a)}
+
     parts = Parallel(n_jobs=n_jobs, prefer="threads")(
-        delayed(_batch_sums)(sums, Q[a:b], X, V, heads, params)
+        delayed(_batch_sums)(sums, Q[a:b], X, V, heads, batch_params(a))
         for a, b in zip(bounds[:-1], bounds[1:], strict=True)
     )
     return [
@@ -1087,26 +1102,29 @@ def sorted_kernel_sums(
     return [(acc[:, :k], den, M)]
 
 
-def _masks(zero, x0, x1, exclude_self, q0, q1, keep_ratio):
-    """Index pairs of a tile whose terms are left out (weight 0, or self)."""
+def _masks(zero, x0, x1, exclude_self, q0, q1, keep_ratio, offset=0):
+    """Index pairs of a tile whose terms are left out (weight 0, or self).
+
+    With ``exclude_self``, query ``i`` is training point ``i + offset``.
+    """
     masked = []
     if zero is not None and zero.size:
         cols = zero[(zero >= x0) & (zero < x1)] - x0
         if cols.size:
             masked.append((slice(None), cols))
     if exclude_self:
-        diag = np.arange(max(q0, x0), min(q1, x1))
+        diag = np.arange(max(q0 + offset, x0), min(q1 + offset, x1))
         if keep_ratio is not None:
             diag = diag[keep_ratio[diag] == 0]
-        masked.append((diag - q0, diag - x0))
+        masked.append((diag - offset - q0, diag - x0))
     return masked
 
 
-def _adjust_kept(E, keep_ratio, exclude_self, q0, q1, x0, x1):
+def _adjust_kept(E, keep_ratio, exclude_self, q0, q1, x0, x1, offset=0):
     """Scale each point's own term by the fraction of weight it keeps."""
     if exclude_self and keep_ratio is not None:
-        diag = np.arange(max(q0, x0), min(q1, x1))
-        E[diag - q0, diag - x0] *= keep_ratio[diag]
+        diag = np.arange(max(q0 + offset, x0), min(q1 + offset, x1))
+        E[diag - offset - q0, diag - x0] *= keep_ratio[diag]
 
 
 def _rescale(acc, rows, tile_max):

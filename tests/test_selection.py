@@ -9,6 +9,7 @@ from sklearn.model_selection import GridSearchCV, KFold, LeaveOneOut
 from sklearn.utils._param_validation import InvalidParameterError
 
 from sknw import (
+    LocalLinearRegressorCV,
     NadarayaWatsonClassifier,
     NadarayaWatsonClassifierCV,
     NadarayaWatsonRegressor,
@@ -421,3 +422,39 @@ def test_bandwidths_a_huge_power_of_two_apart():
     h1 = 1e77
     cv = NadarayaWatsonRegressorCV(bandwidths=[h1, h1 / 2**511.9]).fit(X, y)
     assert np.all(np.isfinite(cv.cv_results_["mean_test_score"]))
+
+
+@pytest.mark.parametrize("cv", [None, 3])
+@pytest.mark.parametrize(
+    "make",
+    [NadarayaWatsonRegressorCV, NadarayaWatsonClassifierCV, LocalLinearRegressorCV],
+)
+def test_n_jobs_runs_the_search_in_parallel_with_the_same_scores(monkeypatch, make, cv):
+    from sknw import _weights
+
+    calls = []
+    original = _weights.kernel_sums
+
+    def counting(Q, *args, **kwargs):
+        calls.append(Q.shape[0])
+        return original(Q, *args, **kwargs)
+
+    monkeypatch.setattr(_weights, "MIN_BATCH", 8)
+    monkeypatch.setattr(_weights, "kernel_sums", counting)
+    X, y, w = _data(n=60)
+    if make is NadarayaWatsonClassifierCV:
+        y = (y > 0).astype(int)
+    serial = make(bandwidths=6, cv=cv).fit(X, y, sample_weight=w)
+    n_serial = len(calls)
+    parallel = make(bandwidths=6, cv=cv, n_jobs=2).fit(X, y, sample_weight=w)
+    assert n_serial > 0
+    assert len(calls) - n_serial >= 2 * n_serial  # every pass in batches
+    # Batches may take other (equally exact) distance paths: rounding, which
+    # the small local linear systems of sparse windows amplify.
+    rtol = 1e-6 if make is LocalLinearRegressorCV else 1e-11
+    np.testing.assert_allclose(
+        parallel.cv_results_["mean_test_score"],
+        serial.cv_results_["mean_test_score"],
+        rtol=rtol,
+    )
+    assert parallel.best_index_ == serial.best_index_

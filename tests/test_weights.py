@@ -907,3 +907,39 @@ def test_float32_weights_of_wide_range_take_float64(monkeypatch):
     d2 = np.array([100.0, 0.0]) / (2 * h * h)
     expected = (w * np.exp(-d2)) @ V[:, 0] / (w * np.exp(-d2)).sum()
     assert S[0, 0] / den[0] == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize("tile_elements", [7, TILE_ELEMENTS])
+def test_exclude_self_of_a_batch_of_the_training_points(tile_elements):
+    # Queries X[a:b] with self_offset=a leave out the same terms as the rows
+    # a:b of the whole leave-one-out pass.
+    _, X, V, w = make_data(12, 1, 60, 2)
+    w[[3, 40]] = 0.0
+    kept = w - np.minimum(w, 0.5)
+    heads = [Head(Gaussian(), 0.6), Head(Gaussian(), 0.3), Head(Epanechnikov(), 1.5)]
+    params = {
+        "sample_weight": w,
+        "exclude_self": True,
+        "self_weight": kept,
+        "tile_elements": tile_elements,
+    }
+    whole = kernel_sums(X, X, V, heads, **params)
+    for a, b in [(0, 20), (17, 45), (45, 60)]:
+        part = kernel_sums(X[a:b], X, V, heads, self_offset=a, **params)
+        for (S, den, M), (S_all, den_all, M_all) in zip(part, whole, strict=True):
+            assert_allclose(M, M_all[a:b], rtol=1e-13)
+            assert_allclose(den, den_all[a:b], rtol=1e-12)
+            assert_allclose(S, S_all[a:b], rtol=1e-12, atol=1e-14)
+
+
+def test_parallel_leave_one_out_equals_serial(monkeypatch):
+    monkeypatch.setattr(_weights, "MIN_BATCH", 8)
+    _, X, V, w = make_data(13, 1, 90, 3)
+    heads = [Head(Gaussian(), 0.5), Head(Gaussian(), 0.25), Head(Triangular(), 2.0)]
+    params = {"sample_weight": w, "exclude_self": True, "self_weight": w / 3}
+    serial = kernel_sums(X, X, V, heads, **params)
+    threads = _weights.parallel_kernel_sums(X, X, V, heads, n_jobs=3, **params)
+    for (S, den, M), (S_ref, den_ref, M_ref) in zip(threads, serial, strict=True):
+        assert_allclose(M, M_ref, rtol=1e-13)
+        assert_allclose(den, den_ref, rtol=1e-12)
+        assert_allclose(S, S_ref, rtol=1e-12, atol=1e-14)
