@@ -564,10 +564,13 @@ def _line_sums(Q, X, V, w, coef, scale, tile_elements, f32=False):
             lhs[:, 2] = 1.0
             rhs = np.empty((3, bn), dtype)
             rhs[0] = 1.0
-        for a in range(j0, j1, bn):
-            b = min(a + bn, j1)
-            T = buf_[: rows.size * (b - a)].reshape(rows.size, b - a)
-            with np.errstate(over="ignore", invalid="ignore"):
+        with np.errstate(over="ignore", invalid="ignore"):
+            # The smallest log weight of each row is at an end of the span (of
+            # a tile): only where it is below the floor do tiles need one.
+            floored = j1 > j0 and _below(nt, qt, xs[j0], xs[j1 - 1], floor)
+            for a in range(j0, j1, bn):
+                b = min(a + bn, j1)
+                T = buf_[: rows.size * (b - a)].reshape(rows.size, b - a)
                 if gemm:
                     xc = xs[a:b] - centre
                     rhs[1, : b - a] = xc
@@ -577,13 +580,18 @@ def _line_sums(Q, X, V, w, coef, scale, tile_elements, f32=False):
                     np.subtract(qt[:, None], xs[None, a:b], out=T)
                     np.multiply(T, T, out=T)
                     np.subtract(nt[:, None], T, out=T)
-                # The smallest log weight of each row is at an end of the span.
-                lowest = nt - np.maximum((qt - xs[a]) ** 2, (qt - xs[b - 1]) ** 2)
-            _exp(T, bool(np.any(~(lowest >= floor))))
-            total += T @ Vx_[a:b]
+                _exp(T, floored and _below(nt, qt, xs[a], xs[b - 1], floor))
+                total += T @ Vx_[a:b]
         acc[rows] = total * unit if use32 else total
     M = np.where(finite, -near2, -np.inf)
     return acc[:, :k], acc[:, k].copy(), M
+
+
+def _below(near2, qt, first, last, floor):
+    """Whether some log weight of the sorted queries ``qt`` against training
+    points from ``first`` to ``last`` is below ``floor``."""
+    lowest = near2 - np.maximum((qt - first) ** 2, (qt - last) ** 2)
+    return bool(np.any(~(lowest >= floor)))
 
 
 def _line_error_bound(qt, near2, floor, eps):
