@@ -235,8 +235,12 @@ class NadarayaWatsonClassifier(ClassifierMixin, NadarayaWatsonBase):
         """
         check_is_fitted(self)
         proba = self._weighted_average(X, self._values())
-        # Rounding can leave a probability a few ulps outside [0, 1].
-        return np.clip(proba, 0.0, 1.0)
+        # Rounding (or float32 sums, for float32 inputs) can leave a
+        # probability a few ulps outside [0, 1] and a row's sum off 1.
+        proba = np.clip(proba, 0.0, 1.0)
+        with np.errstate(invalid="ignore"):
+            total = proba.sum(axis=1, keepdims=True)
+            return np.where(total > 0, proba / np.where(total > 0, total, 1.0), proba)
 
     def predict(self, X):
         """Most probable class at each query.

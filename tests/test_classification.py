@@ -343,3 +343,16 @@ def test_fit_does_not_mutate_parameters():
     assert clf.bandwidth is bandwidth and bandwidth == [1.0, 20.0]
     assert clf.kernel is kernel and clf.kernel_ is not kernel
     assert clf.kernel_ == kernel
+
+
+def test_float32_probabilities_sum_to_one():
+    # float32 inputs may be summed in float32: rows are renormalised.
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, size=(3000, 2)).astype(np.float32)
+    y = (X[:, 0] + 0.3 * rng.normal(size=3000) > 0).astype(int) + (X[:, 1] > 0.5)
+    proba = NadarayaWatsonClassifier(bandwidth=0.2).fit(X, y).predict_proba(X[:500])
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0, rtol=0, atol=1e-14)
+    double = NadarayaWatsonClassifier(bandwidth=0.2).fit(X.astype(float), y)
+    np.testing.assert_allclose(
+        proba, double.predict_proba(X[:500].astype(float)), rtol=0, atol=4e-4
+    )
