@@ -340,6 +340,9 @@ class NadarayaWatsonBase(BaseEstimator):
     _TREE_MIN_SAMPLES = 512
     #: Whether the sorted 1-D path (sums of the values only) can serve.
     _supports_sorted = True
+    #: Whether float32 inputs may have their sums computed in float32 (within
+    #: the core's bound on the weights); else always float64.
+    _float32_sums = True
 
     def _resolve_algorithm(self):
         """Set ``algorithm_`` (and its index) from the fitted state.
@@ -611,6 +614,10 @@ class NadarayaWatsonBase(BaseEstimator):
         several heads for the binned path (whose tolerance bounds ratios of one
         head's sums).
         """
+        if not self._float32_sums:
+            # float32 queries would let the core sum in float32 (see the core's
+            # F32_TOLERANCE); float64 queries keep it in float64.
+            Q = np.asarray(Q, dtype=np.float64)
         params = {
             "metric": self.metric,
             "metric_params": self.metric_params_,

@@ -269,6 +269,9 @@ class LocalLinearRegressor(NadarayaWatsonRegressor):
 
     # The sorted path sums the targets only, not the moments a local line needs.
     _supports_sorted = False
+    # The local least-squares solves amplify the rounding of the moments: they
+    # are summed in float64 whatever the input dtype.
+    _float32_sums = False
 
     def predict(self, X, return_std=False):
         """Local linear estimate at each query.

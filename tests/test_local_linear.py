@@ -272,3 +272,25 @@ def test_extreme_bandwidths(h):
     else:
         nearest = np.abs(X[:, 0][None, :] - Q).argmin(axis=1)
         assert_allclose(pred, y[nearest])
+
+
+def test_float32_inputs_summed_in_float64(monkeypatch):
+    # The local solves amplify rounding: float32 inputs keep float64 sums.
+    from sknw import _weights
+
+    seen = set()
+    original = _weights._exp
+
+    def spy(T, floor):
+        seen.add(T.dtype)
+        return original(T, floor)
+
+    monkeypatch.setattr(_weights, "_exp", spy)
+    rng = np.random.default_rng(4)
+    X = rng.uniform(-1, 1, size=(2000, 2)).astype(np.float32)
+    y = np.sin(3 * X[:, 0]) + 2 * X[:, 1]
+    Q = X[:200]
+    single = LocalLinearRegressor(bandwidth=0.3).fit(X, y).predict(Q)
+    assert np.dtype(np.float32) not in seen
+    double = LocalLinearRegressor(bandwidth=0.3).fit(X.astype(float), y)
+    np.testing.assert_allclose(single, double.predict(Q.astype(float)), rtol=1e-12)
