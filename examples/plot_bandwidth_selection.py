@@ -43,11 +43,11 @@ axes[0].legend(fontsize=8)
 # %%
 # The leave-one-out curve
 # -----------------------
-# By default the search tries 30 multiples, 2**(1/4) apart from 0.041 to 6.2, of each
-# kernel's Scott-rule bandwidth (``bandwidths=n`` asks for ``n``); the score is
-# the negative mean squared error of the leave-one-out estimates. Each
-# candidate's estimate at a training point drops that point's own term from the
-# weighted sums, so no model is refitted.
+# By default the search tries 30 multiples, 2**(1/4) apart from 0.041 to 6.2,
+# of each kernel's Scott-rule bandwidth (``bandwidths=n`` asks for ``n``); the
+# score is the negative mean squared error of the leave-one-out estimates.
+# Each candidate's estimate at a training point drops that point's own term
+# from the weighted sums, so no model is refitted.
 kernels = ["gaussian", "epanechnikov", "boxcar"]
 start = time.perf_counter()
 search = NadarayaWatsonRegressorCV(kernels=kernels, bandwidths=60).fit(X, y)
