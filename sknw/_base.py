@@ -24,6 +24,7 @@ from ._weights import (
     nearest_sums,
     pairwise_distances,
     parallel_kernel_sums,
+    power_of_two_scale,
     sorted_eligible,
     sorted_kernel_sums,
     tree_kernel_sums,
@@ -192,18 +193,6 @@ def _check_metric_values(params):
         eig = np.linalg.eigvalsh(sym)
         if eig.min() < -1e-10 * max(abs(eig).max(), 1.0):
             fail("VI", "positive semi-definite (an inverse covariance)")
-
-
-def power_of_two_scale(A, axis=None):
-    """Powers of two near the largest magnitudes of ``A`` (1 where it is 0).
-
-    Dividing by them is exact and brings values near the ends of the float
-    range back to order one, so sums of products neither overflow nor fall
-    into the subnormal range.
-    """
-    big = np.max(np.abs(A), axis=axis)
-    _, exponent = np.frexp(np.where(np.isfinite(big) & (big > 0), big, 1.0))
-    return np.ldexp(1.0, exponent - 1)  # <= big, so never overflows
 
 
 #: Metrics with d(x / h, q / h) = d(x, q) / h for h > 0.

@@ -290,15 +290,8 @@ class NadarayaWatsonClassifierCV(CVSelectionMixin, NadarayaWatsonClassifier):
         …); a callable ``scorer(estimator, X, y)`` gets an estimator whose
         ``predict_proba`` returns ``X``, the out-of-sample probabilities.
     refine : bool, default=False
-        After the grid, maximise the same cross-validated score continuously
-        over the logarithm of the bandwidth, with the selected kernel: Brent's
-        bounded search between the grid's neighbours of its best for one
-        coordinate; for a per-feature bandwidth, a bounded Nelder-Mead search
-        (one coordinate per feature, so features can get bandwidths in other
-        ratios than the rule's) within a factor 10^6 of the grid's best. The
-        bandwidth stays positive by construction, and the grid's choice is
-        kept unless the score strictly improves. Each step costs one pass of the
-        cross-validation; worth it with several features of unequal relevance.
+        As in :class:`NadarayaWatsonRegressorCV`: a bounded continuous search
+        of the log-bandwidth after the grid.
     metric : str or callable, default="euclidean"
         Any metric of :func:`scipy.spatial.distance.cdist`.
     metric_params : dict, default=None
@@ -324,13 +317,8 @@ class NadarayaWatsonClassifierCV(CVSelectionMixin, NadarayaWatsonClassifier):
         window holds only points near its edge). The choice is stored in
         ``algorithm_``.
     n_jobs : int, default=None
-        Number of parallel workers for the cross-validation passes and for
-        predictions: the left-out points (or each fold's test points) and the
-        queries are split into batches run through joblib (threads unless
-        ``joblib.parallel_config`` says otherwise), each with one BLAS thread.
-        ``None`` means 1 unless in a ``joblib.parallel_config`` context;
-        ``-1`` means all processors. Results equal the serial ones up to
-        rounding.
+        As in :class:`NadarayaWatsonRegressorCV`: parallel workers for the
+        cross-validation passes and for predictions.
 
     Attributes
     ----------

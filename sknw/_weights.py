@@ -546,9 +546,9 @@ def _line_sums(Q, X, V, w, coef, scale, tile_elements, f32=False):
             F32_TOLERANCE
         )
         floor = F32_EXP_FLOOR if use32 else EXP_FLOOR
-        eps = _EPS32 if use32 else _EPS64
-        tolerance = F32_TOLERANCE if use32 else LINE_GEMM_TOLERANCE
-        gemm = _line_error_bound(qt, nt, floor, eps) <= tolerance
+        gemm = use32 or (
+            _line_error_bound(qt, nt, EXP_FLOOR, _EPS64) <= LINE_GEMM_TOLERANCE
+        )
         reach = np.sqrt(np.max(nt) - floor)
         with np.errstate(over="ignore", invalid="ignore"):
             j0 = int(np.searchsorted(xs, qt[0] - reach, side="left"))
@@ -731,14 +731,24 @@ def _plane_sums(Q, X, V, w, coef, scale, centre, shift, tile_elements, f32=False
     return acc[:, :k], acc[:, k].copy(), np.asarray(shift, dtype=np.float64).copy()
 
 
+def power_of_two_scale(A, axis=None):
+    """Powers of two near the largest magnitudes of ``A`` (1 where it is 0).
+
+    Dividing by them is exact and brings values near the ends of the float
+    range back to order one, so sums of products neither overflow nor fall
+    into the subnormal range.
+    """
+    big = np.max(np.abs(A), axis=axis)
+    _, exponent = np.frexp(np.where(np.isfinite(big) & (big > 0), big, 1.0))
+    return np.ldexp(1.0, exponent - 1)  # <= big, so never overflows
+
+
 def _float32_values(Vx):
-    """``Vx`` in float32, each column divided by a power of two ``unit`` that
-    brings its largest magnitude into ``[1/2, 1)``: float32 sums of up to
+    """``Vx`` in float32, each column divided by its :func:`power_of_two_scale`
+    ``unit`` (largest magnitude then in ``[1, 2)``): float32 sums of up to
     :data:`F32_TILE_TRAIN_ROWS` terms of at most ``exp(-F32_MIN_SHIFT)`` cannot
     overflow, whatever the scale of the values. Returns ``(Vx32, unit)``."""
-    top = np.max(np.abs(Vx), axis=0, initial=0.0)
-    _, exponent = np.frexp(np.where(top > 0, top, 1.0))
-    unit = np.ldexp(1.0, exponent)
+    unit = power_of_two_scale(Vx, axis=0) if Vx.shape[0] else np.ones(Vx.shape[1])
     return (Vx / unit).astype(np.float32), unit
 
 

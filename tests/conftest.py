@@ -9,6 +9,7 @@ Hypothesis' pytest plugin, applied after this file is loaded) or with the
 
 import os
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(
@@ -25,3 +26,20 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow],
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+
+@pytest.fixture
+def exp_dtypes(monkeypatch):
+    """The set of dtypes of the tiles whose ``exp`` the core takes, recorded
+    while the test runs (float32 where the float32 path serves)."""
+    from sknw import _weights
+
+    seen = set()
+    original = _weights._exp
+
+    def spy(T, floor):
+        seen.add(T.dtype)
+        return original(T, floor)
+
+    monkeypatch.setattr(_weights, "_exp", spy)
+    return seen

@@ -274,18 +274,9 @@ def test_extreme_bandwidths(h):
         assert_allclose(pred, y[nearest])
 
 
-def test_float32_inputs_summed_in_float64(monkeypatch):
+def test_float32_inputs_summed_in_float64(exp_dtypes):
     # The local solves amplify rounding: float32 inputs keep float64 sums.
-    from sknw import _weights
-
-    seen = set()
-    original = _weights._exp
-
-    def spy(T, floor):
-        seen.add(T.dtype)
-        return original(T, floor)
-
-    monkeypatch.setattr(_weights, "_exp", spy)
+    seen = exp_dtypes
     rng = np.random.default_rng(4)
     X = rng.uniform(-1, 1, size=(2000, 2)).astype(np.float32)
     y = np.sin(3 * X[:, 0]) + 2 * X[:, 1]

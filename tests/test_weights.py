@@ -747,19 +747,6 @@ def test_square_chain_plan():
     assert all(parent is None for _, _, parent, _ in chains.plan)
 
 
-def _spy_dtypes(monkeypatch):
-    """Record the dtypes of the tiles whose exp the core takes."""
-    seen = set()
-    original = _weights._exp
-
-    def spy(T, floor):
-        seen.add(T.dtype)
-        return original(T, floor)
-
-    monkeypatch.setattr(_weights, "_exp", spy)
-    return seen
-
-
 def _float32_problem(d, n=3000, m=700, seed=5):
     rng = np.random.default_rng(seed)
     X = rng.uniform(-1.0, 1.0, size=(n, d)).astype(np.float32)
@@ -770,10 +757,10 @@ def _float32_problem(d, n=3000, m=700, seed=5):
 
 
 @pytest.mark.parametrize("d, h", [(1, 0.05), (1, 0.4), (3, 0.5), (8, 1.0)])
-def test_float32_inputs_within_the_documented_bound(monkeypatch, d, h):
+def test_float32_inputs_within_the_documented_bound(exp_dtypes, d, h):
     Q, X, V, w = _float32_problem(d)
     head = [Head(Gaussian(), h)]
-    seen = _spy_dtypes(monkeypatch)
+    seen = exp_dtypes
     S, den, M = kernel_sums(Q, X, V, head, sample_weight=w)[0]
     assert np.dtype(np.float32) in seen
     # The same (float32-rounded) data in float64.
@@ -794,23 +781,23 @@ def test_float32_inputs_within_the_documented_bound(monkeypatch, d, h):
 
 
 @pytest.mark.parametrize("d", [1, 3])
-def test_float32_falls_back_to_float64_beyond_the_bound(monkeypatch, d):
+def test_float32_falls_back_to_float64_beyond_the_bound(exp_dtypes, d):
     # Data spread over 1e6 bandwidths: the float32 rounding bound fails.
     Q, X, V, w = _float32_problem(d)
     head = [Head(Gaussian(), 1e-6)]
-    seen = _spy_dtypes(monkeypatch)
+    seen = exp_dtypes
     S, den, M = kernel_sums(Q, X, V, head, sample_weight=w)[0]
     assert np.dtype(np.float32) not in seen
     reference = kernel_sums(Q.astype(float), X.astype(float), V, head, sample_weight=w)
     assert_sums_close((S, den, M), reference[0])
 
 
-def test_float32_rows_far_from_the_data_take_float64(monkeypatch):
+def test_float32_rows_far_from_the_data_take_float64(exp_dtypes):
     # Rows shifted below F32_MIN_SHIFT go through float64, the others float32.
     Q, X, V, w = _float32_problem(3)
     Q[:50, 0] += np.float32(12.0)
     head = [Head(Gaussian(), 1.0)]
-    seen = _spy_dtypes(monkeypatch)
+    seen = exp_dtypes
     S, den, M = kernel_sums(Q, X, V, head, sample_weight=w)[0]
     assert seen == {np.dtype(np.float32), np.dtype(np.float64)}
     S64, den64, M64 = kernel_sums(
@@ -863,13 +850,13 @@ def test_square_chain_floors_masked_terms_across_several_squarings():
     assert_allclose(terms[1][0, [0, 3]], np.exp([0.0, -20.0]), rtol=1e-13)
 
 
-def test_float32_values_of_any_scale(monkeypatch):
+def test_float32_values_of_any_scale(exp_dtypes):
     # Values are scaled by a power of two before float32: no overflow at 1e36
     # (terms up to exp(40) on the GEMM path), no underflow at 1e-45.
     Q, X, V, w = _float32_problem(2)
     Q[:20, 0] += np.float32(9.0)  # probe shifts near F32_MIN_SHIFT
     head = [Head(Gaussian(), 0.7)]
-    seen = _spy_dtypes(monkeypatch)
+    seen = exp_dtypes
     for scale in (1e36, 1e-45):
         S, den, M = kernel_sums(Q, X, V * scale, head, sample_weight=w)[0]
         S64, den64, M64 = kernel_sums(
@@ -881,27 +868,27 @@ def test_float32_values_of_any_scale(monkeypatch):
     assert np.dtype(np.float32) in seen
 
 
-def test_float32_coefficient_out_of_float32_range_takes_float64(monkeypatch):
+def test_float32_coefficient_out_of_float32_range_takes_float64(exp_dtypes):
     # A bandwidth of 1e25 in unscaled coordinates: coef ~ 1e-50 is 0 in float32.
     rng = np.random.default_rng(3)
     X = (rng.normal(size=(100, 2)) * 1e25).astype(np.float32)
     V = np.ones((100, 1))
     head = [Head(Gaussian(), 1e25)]
-    seen = _spy_dtypes(monkeypatch)
+    seen = exp_dtypes
     S, den, M = kernel_sums(X[:3], X, V, head)[0]
     assert np.dtype(np.float32) not in seen
     reference = kernel_sums(X[:3].astype(float), X.astype(float), V, head)[0]
     assert_sums_close((S, den, M), reference)
 
 
-def test_float32_weights_of_wide_range_take_float64(monkeypatch):
+def test_float32_weights_of_wide_range_take_float64(exp_dtypes):
     # The float32 floor is relative to the largest kernel value, not the
     # largest weighted term: weights 1e37 apart must not lose the heavy point.
     X = np.array([[0.0], [10.0]], dtype=np.float32)
     V = np.array([[0.0], [1.0]])
     w = np.array([1.0, 1e-37])
     h = 10.0 / np.sqrt(2 * 87.5)
-    seen = _spy_dtypes(monkeypatch)
+    seen = exp_dtypes
     S, den, M = kernel_sums(X[1:], X, V, [Head(Gaussian(), h)], sample_weight=w)[0]
     assert np.dtype(np.float32) not in seen
     d2 = np.array([100.0, 0.0]) / (2 * h * h)
