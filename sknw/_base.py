@@ -11,6 +11,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._bandwidth import BANDWIDTH_RULES, rule_bandwidth
 from ._binned import binned_eligible, binned_grid, binned_kernel_sums, gaussian_sigma
+from ._fgt import MIN_POINTS_PER_BOX, GaussIndex, fgt_kernel_sums
 from ._uncertainty import SquaredKernel, SquaredWeights
 from ._weights import (
     TREE_MAX_FRACTION,
@@ -238,7 +239,7 @@ class NadarayaWatsonBase(BaseEstimator):
         "metric": [StrOptions(set(CDIST_METRICS)), callable],
         "metric_params": [dict, None],
         "empty_window": [StrOptions(set(EMPTY_WINDOW_POLICIES))],
-        "algorithm": [StrOptions({"auto", "brute", "tree", "sorted", "binned"})],
+        "algorithm": [StrOptions({"auto", "brute", "tree", "sorted", "fgt", "binned"})],
         "n_jobs": [Integral, None],
     }
 
@@ -346,11 +347,12 @@ class NadarayaWatsonBase(BaseEstimator):
         self.algorithm_ = "brute"
         if self.algorithm == "brute":
             return
-        if self.algorithm == "sorted" and not self._supports_sorted:
-            raise ValueError(
-                f"algorithm='sorted' is not available for {type(self).__name__}; "
-                "use 'auto', 'brute' or 'tree'."
-            )
+        for name in ("sorted", "fgt"):
+            if self.algorithm == name and not self._supports_sorted:
+                raise ValueError(
+                    f"algorithm={name!r} is not available for "
+                    f"{type(self).__name__}; use 'auto', 'brute' or 'tree'."
+                )
         if self.algorithm == "binned":
             self._check_binned()
             self.algorithm_ = "binned"
@@ -367,6 +369,8 @@ class NadarayaWatsonBase(BaseEstimator):
                 f"'chebyshev', 'minkowski'), not {self.metric!r}."
             )
         large = self.X_fit_.shape[0] >= self._TREE_MIN_SAMPLES
+        if self._use_fgt(large):
+            return
         if self.algorithm == "sorted" or (
             self.algorithm == "auto" and sorted_ok and large
         ):
@@ -401,6 +405,34 @@ class NadarayaWatsonBase(BaseEstimator):
             if fraction >= TREE_MAX_FRACTION:
                 return
         self._tree, self.algorithm_ = tree, "tree"
+
+    def _use_fgt(self, large):
+        """Build the fast Gauss transform's index when ``algorithm`` asks for
+        it, or ``"auto"`` finds it pays (see :mod:`sknw._fgt`)."""
+        if self.algorithm not in ("fgt", "auto"):
+            return False
+        eligible = self._supports_sorted and binned_eligible(
+            self.kernel_, self.metric, self.metric_params_, self.n_features_in_
+        )
+        if self.algorithm == "fgt" and not eligible:
+            raise ValueError(
+                "algorithm='fgt' needs one feature, the Gaussian kernel (not "
+                f"{self.kernel_!r}) and a metric that is |x - q| in one dimension "
+                "('euclidean', 'cityblock', 'chebyshev', 'minkowski'), not "
+                f"{self.metric!r}."
+            )
+        if not eligible or (self.algorithm == "auto" and not large):
+            return False
+        V, w, _ = self._normalised(self._values())
+        index = GaussIndex(
+            self.X_fit_, V, w, self._head(), self._scale(), _tile_elements()
+        )
+        if self.algorithm == "auto" and not (
+            index.usable and index.points_per_box >= MIN_POINTS_PER_BOX
+        ):
+            return False
+        self._index, self.algorithm_ = index, "fgt"
+        return True
 
     def _check_binned(self):
         """Whether ``algorithm="binned"`` applies, and its grid fits."""
@@ -627,6 +659,15 @@ class NadarayaWatsonBase(BaseEstimator):
             return parallel_kernel_sums(
                 Q, self.X_fit_, V, heads, n_jobs=self.n_jobs,
                 sums=sorted_kernel_sums, index=self._index, **params,
+            )  # fmt: skip
+        if (
+            self.algorithm_ == "fgt"
+            and len(heads) == 1
+            and V.shape[1] == self._index.n_values
+        ):
+            return parallel_kernel_sums(
+                Q, self.X_fit_, V, heads, n_jobs=self.n_jobs,
+                sums=fgt_kernel_sums, index=self._index, **params,
             )  # fmt: skip
         if self.algorithm_ == "binned" and len(heads) == 1:
             return binned_kernel_sums(

@@ -49,7 +49,7 @@ class NadarayaWatsonClassifier(ClassifierMixin, NadarayaWatsonBase):
         then raises), or a ``ValueError``. Every policy but ``"raise"`` emits an
         :class:`~sknw.exceptions.EmptyWindowWarning`.
 
-    algorithm : {"auto", "brute", "tree", "sorted", "binned"}, default="auto"
+    algorithm : {"auto", "brute", "tree", "sorted", "fgt", "binned"}, default="auto"
         How the weights are summed. ``"brute"``: every query against every
         training point, in tiles. ``"tree"``: for a kernel of finite support and
         a metric a KD-tree can search (euclidean, cityblock, chebyshev,
@@ -58,13 +58,22 @@ class NadarayaWatsonClassifier(ClassifierMixin, NadarayaWatsonBase):
         a kernel that is a polynomial on its support (boxcar, triangular,
         epanechnikov, biweight, triweight, tricube), exact sums from sorted
         training points and prefix sums of their moments, in
-        :math:`O((n + m) \log n)`. ``"auto"``: from 512 training points, the
-        sorted path where it applies, else the tree when the kernel and metric
-        allow it and windows hold on average less than 5 % of the training
-        points (probed at fit time on training points), else brute. All give
-        the same estimates up to rounding (for ``"sorted"``, relative errors up
-        to about 1e-9 for the high-degree triweight and tricube kernels, where a
-        window holds only points near its edge). ``"binned"`` (never chosen by
+        :math:`O((n + m) \log n)`. ``"fgt"``: with one feature and the
+        Gaussian kernel, the fast Gauss transform: Hermite expansions of the
+        kernel about the centres of boxes one standard deviation wide (their
+        moments computed at fit time), so that a query costs a few hundred
+        operations per box within 12.5 standard deviations instead of one
+        exponential per training point; each query's sums are within 1e-12
+        (relative) of the exact ones, by a bound checked per query (queries
+        where it fails, beyond the data, are summed exactly). ``"auto"``: from
+        512 training points, the sorted path or the fast Gauss transform where
+        they apply (the latter when the boxes hold on average at least 8
+        training points), else the tree when the kernel and metric allow it
+        and windows hold on average less than 5 % of the training points
+        (probed at fit time on training points), else brute. All give the same
+        estimates up to rounding (for ``"sorted"``, relative errors up to about
+        1e-9 for the high-degree triweight and tricube kernels, where a window
+        holds only points near its edge). ``"binned"`` (never chosen by
         ``"auto"``): with one feature and the Gaussian kernel, an approximation
         within ``binned_tol`` by linear binning and FFT convolution, in
         :math:`O(n + m + G \log G)` for a grid of :math:`G` nodes. The choice is
@@ -84,7 +93,7 @@ class NadarayaWatsonClassifier(ClassifierMixin, NadarayaWatsonBase):
 
     Attributes
     ----------
-    algorithm_ : {"brute", "tree", "sorted", "binned"}
+    algorithm_ : {"brute", "tree", "sorted", "fgt", "binned"}
         The summation used by predictions (see ``algorithm``).
     classes_ : ndarray of shape (n_classes,)
         Class labels, in the order of the columns of :meth:`predict_proba`.
@@ -299,7 +308,7 @@ class NadarayaWatsonClassifierCV(CVSelectionMixin, NadarayaWatsonClassifier):
     empty_window : {"nearest", "mean", "nan", "raise"}, default="nearest"
         As in :class:`NadarayaWatsonRegressorCV`.
 
-    algorithm : {"auto", "brute", "tree", "sorted"}, default="auto"
+    algorithm : {"auto", "brute", "tree", "sorted", "fgt"}, default="auto"
         How the weights are summed. ``"brute"``: every query against every
         training point, in tiles. ``"tree"``: for a kernel of finite support and
         a metric a KD-tree can search (euclidean, cityblock, chebyshev,
@@ -308,13 +317,22 @@ class NadarayaWatsonClassifierCV(CVSelectionMixin, NadarayaWatsonClassifier):
         a kernel that is a polynomial on its support (boxcar, triangular,
         epanechnikov, biweight, triweight, tricube), exact sums from sorted
         training points and prefix sums of their moments, in
-        :math:`O((n + m) \log n)`. ``"auto"``: from 512 training points, the
-        sorted path where it applies, else the tree when the kernel and metric
-        allow it and windows hold on average less than 5 % of the training
-        points (probed at fit time on training points), else brute. All give
-        the same estimates up to rounding (for ``"sorted"``, relative errors up
-        to about 1e-9 for the high-degree triweight and tricube kernels, where a
-        window holds only points near its edge). The choice is stored in
+        :math:`O((n + m) \log n)`. ``"fgt"``: with one feature and the
+        Gaussian kernel, the fast Gauss transform: Hermite expansions of the
+        kernel about the centres of boxes one standard deviation wide (their
+        moments computed at fit time), so that a query costs a few hundred
+        operations per box within 12.5 standard deviations instead of one
+        exponential per training point; each query's sums are within 1e-12
+        (relative) of the exact ones, by a bound checked per query (queries
+        where it fails, beyond the data, are summed exactly). ``"auto"``: from
+        512 training points, the sorted path or the fast Gauss transform where
+        they apply (the latter when the boxes hold on average at least 8
+        training points), else the tree when the kernel and metric allow it
+        and windows hold on average less than 5 % of the training points
+        (probed at fit time on training points), else brute. All give the same
+        estimates up to rounding (for ``"sorted"``, relative errors up to about
+        1e-9 for the high-degree triweight and tricube kernels, where a window
+        holds only points near its edge). The choice is stored in
         ``algorithm_``.
     n_jobs : int, default=None
         As in :class:`NadarayaWatsonRegressorCV`: parallel workers for the
@@ -322,7 +340,7 @@ class NadarayaWatsonClassifierCV(CVSelectionMixin, NadarayaWatsonClassifier):
 
     Attributes
     ----------
-    algorithm_ : {"brute", "tree", "sorted"}
+    algorithm_ : {"brute", "tree", "sorted", "fgt"}
         The summation used by predictions (see ``algorithm``).
     classes_ : ndarray of shape (n_classes,)
         Class labels.

@@ -63,7 +63,7 @@ class NadarayaWatsonRegressor(RegressorMixin, NadarayaWatsonBase):
         an extra pass over the training data in ``fit``), or given. It does not
         change the estimates.
 
-    algorithm : {"auto", "brute", "tree", "sorted", "binned"}, default="auto"
+    algorithm : {"auto", "brute", "tree", "sorted", "fgt", "binned"}, default="auto"
         How the weights are summed. ``"brute"``: every query against every
         training point, in tiles. ``"tree"``: for a kernel of finite support and
         a metric a KD-tree can search (euclidean, cityblock, chebyshev,
@@ -72,13 +72,22 @@ class NadarayaWatsonRegressor(RegressorMixin, NadarayaWatsonBase):
         a kernel that is a polynomial on its support (boxcar, triangular,
         epanechnikov, biweight, triweight, tricube), exact sums from sorted
         training points and prefix sums of their moments, in
-        :math:`O((n + m) \log n)`. ``"auto"``: from 512 training points, the
-        sorted path where it applies, else the tree when the kernel and metric
-        allow it and windows hold on average less than 5 % of the training
-        points (probed at fit time on training points), else brute. All give
-        the same estimates up to rounding (for ``"sorted"``, relative errors up
-        to about 1e-9 for the high-degree triweight and tricube kernels, where a
-        window holds only points near its edge). ``"binned"`` (never chosen by
+        :math:`O((n + m) \log n)`. ``"fgt"``: with one feature and the
+        Gaussian kernel, the fast Gauss transform: Hermite expansions of the
+        kernel about the centres of boxes one standard deviation wide (their
+        moments computed at fit time), so that a query costs a few hundred
+        operations per box within 12.5 standard deviations instead of one
+        exponential per training point; each query's sums are within 1e-12
+        (relative) of the exact ones, by a bound checked per query (queries
+        where it fails, beyond the data, are summed exactly). ``"auto"``: from
+        512 training points, the sorted path or the fast Gauss transform where
+        they apply (the latter when the boxes hold on average at least 8
+        training points), else the tree when the kernel and metric allow it
+        and windows hold on average less than 5 % of the training points
+        (probed at fit time on training points), else brute. All give the same
+        estimates up to rounding (for ``"sorted"``, relative errors up to about
+        1e-9 for the high-degree triweight and tricube kernels, where a window
+        holds only points near its edge). ``"binned"`` (never chosen by
         ``"auto"``): with one feature and the Gaussian kernel, an approximation
         within ``binned_tol`` by linear binning and FFT convolution, in
         :math:`O(n + m + G \log G)` for a grid of :math:`G` nodes. The choice is
@@ -101,7 +110,7 @@ class NadarayaWatsonRegressor(RegressorMixin, NadarayaWatsonBase):
     kernel_ : Kernel
         The resolved kernel object (a copy: the ``kernel`` parameter is never
         modified).
-    algorithm_ : {"brute", "tree", "sorted", "binned"}
+    algorithm_ : {"brute", "tree", "sorted", "fgt", "binned"}
         The summation used by predictions (see ``algorithm``).
     bandwidth_ : float or ndarray of shape (n_features,)
         The resolved bandwidth: a float for a scalar ``bandwidth``, otherwise one
@@ -530,7 +539,7 @@ class NadarayaWatsonRegressorCV(CVSelectionMixin, NadarayaWatsonRegressor):
     noise_variance : {"local", "global"} or float, default="local"
         As in :class:`NadarayaWatsonRegressor`, with the selected kernel and
         bandwidth.
-    algorithm : {"auto", "brute", "tree", "sorted"}, default="auto"
+    algorithm : {"auto", "brute", "tree", "sorted", "fgt"}, default="auto"
         How the weights are summed. ``"brute"``: every query against every
         training point, in tiles. ``"tree"``: for a kernel of finite support and
         a metric a KD-tree can search (euclidean, cityblock, chebyshev,
@@ -539,13 +548,22 @@ class NadarayaWatsonRegressorCV(CVSelectionMixin, NadarayaWatsonRegressor):
         a kernel that is a polynomial on its support (boxcar, triangular,
         epanechnikov, biweight, triweight, tricube), exact sums from sorted
         training points and prefix sums of their moments, in
-        :math:`O((n + m) \log n)`. ``"auto"``: from 512 training points, the
-        sorted path where it applies, else the tree when the kernel and metric
-        allow it and windows hold on average less than 5 % of the training
-        points (probed at fit time on training points), else brute. All give
-        the same estimates up to rounding (for ``"sorted"``, relative errors up
-        to about 1e-9 for the high-degree triweight and tricube kernels, where a
-        window holds only points near its edge). The choice is stored in
+        :math:`O((n + m) \log n)`. ``"fgt"``: with one feature and the
+        Gaussian kernel, the fast Gauss transform: Hermite expansions of the
+        kernel about the centres of boxes one standard deviation wide (their
+        moments computed at fit time), so that a query costs a few hundred
+        operations per box within 12.5 standard deviations instead of one
+        exponential per training point; each query's sums are within 1e-12
+        (relative) of the exact ones, by a bound checked per query (queries
+        where it fails, beyond the data, are summed exactly). ``"auto"``: from
+        512 training points, the sorted path or the fast Gauss transform where
+        they apply (the latter when the boxes hold on average at least 8
+        training points), else the tree when the kernel and metric allow it
+        and windows hold on average less than 5 % of the training points
+        (probed at fit time on training points), else brute. All give the same
+        estimates up to rounding (for ``"sorted"``, relative errors up to about
+        1e-9 for the high-degree triweight and tricube kernels, where a window
+        holds only points near its edge). The choice is stored in
         ``algorithm_``.
     n_jobs : int, default=None
         Number of parallel workers for the cross-validation passes and for
@@ -558,7 +576,7 @@ class NadarayaWatsonRegressorCV(CVSelectionMixin, NadarayaWatsonRegressor):
 
     Attributes
     ----------
-    algorithm_ : {"brute", "tree", "sorted"}
+    algorithm_ : {"brute", "tree", "sorted", "fgt"}
         The summation used by predictions (see ``algorithm``).
     kernel_ : Kernel
         The selected kernel.

@@ -412,7 +412,7 @@ def cv_parameter_constraints(base_constraints, kernel_names):
             for k, v in base_constraints.items()
             if k not in ("kernel", "bandwidth", "binned_tol")
         },
-        "algorithm": [StrOptions({"auto", "brute", "tree", "sorted"})],
+        "algorithm": [StrOptions({"auto", "brute", "tree", "sorted", "fgt"})],
         "kernels": ["array-like", StrOptions(kernel_names), Kernel],
         "bandwidths": [None, Interval(Integral, 1, None, closed="left"), "array-like"],
         "cv": ["cv_object"],

@@ -1,0 +1,269 @@
+"""The fast Gauss transform: within its checked bound of the exact sums."""
+
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from numpy.testing import assert_allclose, assert_array_equal
+
+from sknw import (
+    LocalLinearRegressor,
+    NadarayaWatsonClassifier,
+    NadarayaWatsonClassifierCV,
+    NadarayaWatsonRegressor,
+    NadarayaWatsonRegressorCV,
+)
+from sknw._fgt import (
+    MIN_POINTS_PER_BOX,
+    N_TERMS,
+    RADIUS,
+    REACH,
+    SKIPPED,
+    TOLERANCE,
+    TRUNCATION,
+    GaussIndex,
+    _truncation,
+    gaussian_boxes,
+)
+from sknw._weights import Head
+from sknw.exceptions import EmptyWindowWarning
+from sknw.kernels import get_kernel
+
+
+def clustered(n, seed=0, offset=0.0):
+    """Two clusters, a sparse bridge and an outlier: dense and sparse regions."""
+    rng = np.random.default_rng(seed)
+    X = np.concatenate(
+        [
+            rng.normal(0, 1, n // 2),
+            rng.normal(8, 0.3, n // 2 - 21),
+            rng.uniform(2, 6, 20),
+            [30.0],
+        ]
+    )[:, None]
+    y = np.column_stack([np.sin(X[:, 0]) + 10, 1e6 * np.cos(X[:, 0])])
+    return X + offset, y
+
+
+def fit_pair(X, y, sample_weight=None, **params):
+    brute = NadarayaWatsonRegressor(algorithm="brute", **params)
+    fgt = NadarayaWatsonRegressor(algorithm="fgt", **params)
+    brute.fit(X, y, sample_weight=sample_weight)
+    fgt.fit(X, y, sample_weight=sample_weight)
+    assert fgt.algorithm_ == "fgt"
+    return brute, fgt
+
+
+def exact_sums(t, c, s):
+    """Gaussian sums of the columns ``c`` at ``s``, in extended precision."""
+    t, c, s = (np.asarray(a, dtype=np.longdouble) for a in (t, c, s))
+    return np.exp(-0.5 * (s[:, None] - t[None, :]) ** 2) @ c
+
+
+@pytest.mark.parametrize("sigma", [0.02, 0.3, 2.0, 40.0])
+def test_sums_within_their_bound(sigma):
+    X, _ = clustered(400, seed=1)
+    rng = np.random.default_rng(2)
+    w = rng.uniform(0.0, 2.0, X.shape[0])
+    w[::5] = 0.0
+    V = rng.normal(size=(X.shape[0], 1))
+    index = GaussIndex(X, V, w, Head(get_kernel("gaussian"), sigma), None)
+    assert index.usable
+    near = X[::2, 0] + sigma * rng.normal(size=X[::2].shape[0])
+    s = (np.sort(np.r_[np.linspace(-10, 40, 1500), near]) - index.origin) / sigma
+    got, bound = index.sums(s)
+    t = (X[:, 0] - index.origin) / sigma
+    expected = exact_sums(t, np.column_stack([w * V[:, 0], w]), s)
+    err = np.abs(got - expected.astype(np.float64))
+    # The bound is per unit of |value|: the values column is within it times
+    # max |V|, the weights column within it.
+    assert np.all(err[:, 1] <= bound)
+    assert np.all(err[:, 0] <= bound * np.max(np.abs(V)))
+    # Where the bound passes the tolerance, the sums are that accurate.
+    ok = bound <= TOLERANCE * got[:, 1]
+    assert ok.sum() > near.size / 2
+    rel = err[ok, 1] / expected[ok, 1].astype(np.float64)
+    assert np.max(rel) <= TOLERANCE
+
+
+def test_documented_constants():
+    # Truncated terms below 1e-16 of a box's weight, boxes beyond the reach
+    # below 1e-30 of theirs (the figures the docstrings give).
+    assert TRUNCATION <= 1e-16 < _truncation(N_TERMS - 1)
+    assert SKIPPED <= 1e-30
+    assert REACH == 12.5
+
+
+@pytest.mark.parametrize("bandwidth", [0.03, 0.4, [2.5], 50.0])
+@pytest.mark.parametrize("offset", [0.0, -1e4])
+def test_equals_brute_with_weights_and_outputs(bandwidth, offset):
+    X, y = clustered(3000, offset=offset)
+    rng = np.random.default_rng(3)
+    w = rng.uniform(0.0, 3.0, X.shape[0])
+    w[::7] = 0.0
+    Q = np.r_[np.linspace(-8, 40, 1500), [200.0, -300.0]][:, None] + offset
+    brute, fgt = fit_pair(X, y, w, bandwidth=bandwidth, empty_window="nan")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", EmptyWindowWarning)
+        expected, got = brute.predict(Q), fgt.predict(Q)
+    assert_array_equal(np.isnan(got), np.isnan(expected))
+    scale = np.nanmax(np.abs(expected), axis=0)
+    assert np.nanmax(np.abs(got - expected) / scale) <= 1e-10
+
+
+def test_queries_beyond_the_bound_are_summed_exactly():
+    X, y = clustered(2000, seed=4)
+    brute, fgt = fit_pair(X, y[:, 0], bandwidth=0.1)
+    # From 10 standard deviations beyond the outlier at 30, the bound of the
+    # Hermite terms fails: these queries take the exact (shifted) sums.
+    Q = np.array([[30.5], [31.0], [35.0], [1e3]])
+    from sknw._fgt import fgt_kernel_sums
+
+    V, w, _ = fgt._normalised(fgt._values())
+    ((S, den, M),) = fgt_kernel_sums(
+        Q,
+        fgt.X_fit_,
+        V,
+        [fgt._head()],
+        index=fgt._index,
+        sample_weight=w,
+        scale=fgt._scale(),
+    )
+    assert M[0] == 0.0  # 5 standard deviations out: the expansion
+    assert np.all(M[1:] < 0.0)  # farther: exact, shifted
+    assert_allclose(fgt.predict(Q), brute.predict(Q), rtol=1e-12)
+
+
+def test_classifier_probabilities():
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(3000, 1))
+    y = np.digitize(X[:, 0], [-0.5, 0.4, 1.2])
+    Q = np.linspace(-5, 5, 801)[:, None]
+    fast = NadarayaWatsonClassifier(bandwidth=0.15).fit(X, y)
+    brute = NadarayaWatsonClassifier(bandwidth=0.15, algorithm="brute").fit(X, y)
+    assert fast.algorithm_ == "fgt"
+    assert_allclose(fast.predict_proba(Q), brute.predict_proba(Q), atol=1e-12)
+    assert_array_equal(fast.predict(Q), brute.predict(Q))
+
+
+def test_auto_takes_the_transform_where_boxes_are_full():
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(4000, 1))
+    y = np.sin(X[:, 0])
+
+    def chosen(X, y, **params):
+        return NadarayaWatsonRegressor(**params).fit(X, y).algorithm_
+
+    assert chosen(X, y, bandwidth=0.2) == "fgt"
+    assert chosen(X, y, bandwidth=[0.2]) == "fgt"
+    assert chosen(X, y, bandwidth=0.2, metric="cityblock") == "fgt"
+    # Boxes one standard deviation wide hold few points at tiny bandwidths.
+    assert chosen(X, y, bandwidth=1e-4) == "brute"
+    # Not Gaussian, not 1-D, too few points, another metric: not eligible.
+    assert chosen(X, y, bandwidth=0.2, kernel="cauchy") == "brute"
+    assert chosen(X, y, bandwidth=0.2, kernel="epanechnikov") == "sorted"
+    assert chosen(np.c_[X, X], y, bandwidth=0.2) == "brute"
+    assert chosen(X[:300], y[:300], bandwidth=0.2) == "brute"
+    assert chosen(X, y, bandwidth=0.2, metric="cosine") == "brute"
+    index = NadarayaWatsonRegressor(bandwidth=1e-4, algorithm="fgt").fit(X, y)._index
+    assert index.points_per_box < MIN_POINTS_PER_BOX
+
+
+def test_ineligible_settings_are_refused():
+    X = np.random.default_rng(7).normal(size=(600, 2))
+    y = X[:, 0]
+    with pytest.raises(ValueError, match="algorithm='fgt' needs one feature"):
+        NadarayaWatsonRegressor(algorithm="fgt").fit(X, y)
+    with pytest.raises(ValueError, match="the Gaussian kernel"):
+        NadarayaWatsonRegressor(algorithm="fgt", kernel="epanechnikov").fit(X[:, :1], y)
+    with pytest.raises(ValueError, match="'algorithm' parameter"):
+        LocalLinearRegressor(algorithm="fgt").fit(X[:, :1], y)
+
+
+@pytest.mark.parametrize(
+    "X",
+    [
+        # Offsets from the box centres are lost to rounding across 4.5e16.
+        np.r_[-1.234e16 + np.arange(300.0) * 3, 3.3e16 + np.arange(300.0) * 7][:, None],
+        # The scaled span overflows.
+        np.r_[np.zeros(599), [1e308]][:, None],
+    ],
+)
+def test_boxes_that_cannot_be_formed_fall_back_to_exact_sums(X):
+    y = np.sin(np.arange(X.shape[0]) / 50.0)
+    bandwidth = 1.0 if X[0, 0] < 0 else 1e-5
+    brute, fgt = fit_pair(X, y, bandwidth=bandwidth)
+    assert not fgt._index.usable
+    auto = NadarayaWatsonRegressor(bandwidth=bandwidth).fit(X, y)
+    assert auto.algorithm_ == "brute"
+    assert_allclose(fgt.predict(X[::7]), brute.predict(X[::7]), rtol=1e-13)
+
+
+def test_gaussian_boxes_radius():
+    t = np.random.default_rng(8).normal(size=5000) * 30
+    order, ts, starts, centre, offsets = gaussian_boxes(t)
+    assert_array_equal(ts, np.sort(t))
+    assert np.max(np.abs(offsets)) <= RADIUS
+    assert np.all(np.diff(centre) >= 1.0 - 1e-12)
+    assert starts[0] == 0 and np.all(np.diff(starts) > 0)
+
+
+def test_n_jobs_float32_pickle_and_standard_errors():
+    X, y = clustered(4000, seed=9)
+    Q = np.linspace(-5, 12, 3000)[:, None]
+    serial = NadarayaWatsonRegressor(bandwidth=0.3).fit(X, y)
+    threads = NadarayaWatsonRegressor(bandwidth=0.3, n_jobs=2).fit(X, y)
+    brute = NadarayaWatsonRegressor(bandwidth=0.3, algorithm="brute").fit(X, y)
+    assert serial.algorithm_ == threads.algorithm_ == "fgt"
+    expected = brute.predict(Q)
+    scale = np.max(np.abs(expected), axis=0)
+    assert np.max(np.abs(threads.predict(Q) - expected) / scale) <= 1e-12
+    clone = pickle.loads(pickle.dumps(serial))
+    assert_array_equal(clone.predict(Q), serial.predict(Q))
+    single = NadarayaWatsonRegressor(bandwidth=0.3).fit(X.astype(np.float32), y)
+    assert single.algorithm_ == "fgt"
+    brute32 = NadarayaWatsonRegressor(bandwidth=0.3, algorithm="brute")
+    brute32.fit(X.astype(np.float32), y)
+    Q32 = Q.astype(np.float32)
+    got32 = single.predict(Q32)
+    assert np.max(np.abs(got32 - brute32.predict(Q32)) / scale) <= 1e-6
+    # Standard errors need sums of squared weights: exact sums, as brute.
+    _, std = serial.predict(Q, return_std=True)
+    _, std_brute = brute.predict(Q, return_std=True)
+    assert_allclose(std, std_brute, rtol=1e-10)
+
+
+def test_cv_estimators_accept_the_transform():
+    rng = np.random.default_rng(10)
+    X = rng.uniform(-3, 3, size=(1500, 1))
+    y = np.sin(2 * X[:, 0]) + 0.2 * rng.normal(size=1500)
+    Q = np.linspace(-3, 3, 200)[:, None]
+    cv = NadarayaWatsonRegressorCV(algorithm="fgt", bandwidths=5).fit(X, y)
+    ref = NadarayaWatsonRegressorCV(algorithm="brute", bandwidths=5).fit(X, y)
+    assert cv.algorithm_ == "fgt" and cv.bandwidth_ == ref.bandwidth_
+    assert_allclose(cv.predict(Q), ref.predict(Q), rtol=1e-10)
+    labels = (y > 0).astype(int)
+    clf = NadarayaWatsonClassifierCV(algorithm="fgt", bandwidths=5).fit(X, labels)
+    assert clf.algorithm_ == "fgt"
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    n=st.integers(520, 1500),
+    log_bandwidth=st.floats(-2.0, 1.5),
+    spread=st.floats(0.1, 100.0),
+    seed=st.integers(0, 2**16),
+)
+def test_property_equals_brute(n, log_bandwidth, spread, seed):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_t(3, size=(n, 1)) * spread
+    y = rng.normal(size=n)
+    w = rng.exponential(size=n)
+    Q = np.r_[rng.standard_t(3, size=(200, 1)) * spread, X[:50]]
+    bandwidth = spread * 10.0**log_bandwidth
+    brute, fgt = fit_pair(X, y, w, bandwidth=bandwidth)
+    expected, got = brute.predict(Q), fgt.predict(Q)
+    assert np.max(np.abs(got - expected)) <= 1e-10 * np.max(np.abs(y))
