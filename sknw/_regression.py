@@ -85,9 +85,9 @@ class NadarayaWatsonRegressor(RegressorMixin, NadarayaWatsonBase):
         training points), else the tree when the kernel and metric allow it
         and windows hold on average less than 5 % of the training points
         (probed at fit time on training points), else brute. All give the same
-        estimates up to rounding (for ``"sorted"``, relative errors up to about
-        1e-9 for the high-degree triweight and tricube kernels, where a window
-        holds only points near its edge). ``"binned"`` (never chosen by
+        estimates up to rounding: ``"sorted"`` and ``"fgt"`` check a bound on
+        their rounding per query (1e-11 and 1e-12 of the weight sum) and sum
+        the queries that fail it term by term. ``"binned"`` (never chosen by
         ``"auto"``): with one feature and the Gaussian kernel, an approximation
         within ``binned_tol`` by linear binning and FFT convolution, in
         :math:`O(n + m + G \log G)` for a grid of :math:`G` nodes. The choice is
@@ -561,9 +561,9 @@ class NadarayaWatsonRegressorCV(CVSelectionMixin, NadarayaWatsonRegressor):
         training points), else the tree when the kernel and metric allow it
         and windows hold on average less than 5 % of the training points
         (probed at fit time on training points), else brute. All give the same
-        estimates up to rounding (for ``"sorted"``, relative errors up to about
-        1e-9 for the high-degree triweight and tricube kernels, where a window
-        holds only points near its edge). The choice is stored in
+        estimates up to rounding: ``"sorted"`` and ``"fgt"`` check a bound on
+        their rounding per query (1e-11 and 1e-12 of the weight sum) and sum
+        the queries that fail it term by term. The choice is stored in
         ``algorithm_``.
     n_jobs : int, default=None
         Number of parallel workers for the cross-validation passes and for

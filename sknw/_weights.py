@@ -991,6 +991,13 @@ def tree_kernel_sums(
 
 #: Queries per chunk of the sorted 1-D path.
 SORTED_CHUNK = 1 << 15
+#: Rounding of the sorted path's moment expansion relative to the magnitude
+#: of its terms (the prefix sums and the products with the kernel's Taylor
+#: coefficients; see :class:`SortedIndex`).
+SORTED_ROUNDING = 4 * _EPS64
+#: Queries of the sorted path whose rounding bound exceeds this share of their
+#: weight sum are summed term by term over their window.
+SORTED_TOLERANCE = 1e-11
 
 
 def sorted_eligible(kernel, metric, metric_params, n_features):
@@ -1007,6 +1014,41 @@ def sorted_eligible(kernel, metric, metric_params, n_features):
     )
 
 
+#: Segments longer than this are summed one at a time by
+#: :func:`segmented_cumsum`; shorter ones in batches of equal padded length.
+SEGMENT_BATCH_LENGTH = 64
+
+
+def segmented_cumsum(terms, starts):
+    """Cumulative sums of ``terms`` along axis 0, each segment (from one of
+    the sorted ``starts`` to the next) summed on its own.
+
+    Unlike one cumulative sum with the previous segment's total subtracted at
+    each start, no segment inherits the rounding of another's sums.
+    """
+    n = terms.shape[0]
+    out = np.empty_like(terms)
+    if n == 0:
+        return out
+    lengths = np.diff(np.r_[starts, n])
+    long = lengths > SEGMENT_BATCH_LENGTH
+    for a, size in zip(starts[long], lengths[long], strict=True):
+        np.cumsum(terms[a : a + size], axis=0, out=out[a : a + size])
+    short, short_len = starts[~long], lengths[~long]
+    padded = 1 << np.ceil(np.log2(np.maximum(short_len, 1))).astype(np.intp)
+    for width in np.unique(padded):
+        first = short[padded == width]
+        size = short_len[padded == width]
+        offsets = np.arange(width)
+        valid = offsets[None, :] < size[:, None]
+        rows = first[:, None] + np.where(valid, offsets[None, :], 0)
+        batch = terms[rows]
+        batch[~valid] = 0.0
+        sums = np.cumsum(batch, axis=1)
+        out[rows[valid]] = sums[valid]
+    return out
+
+
 class SortedIndex:
     """Training points of one feature, sorted, with block-centred moments.
 
@@ -1015,17 +1057,23 @@ class SortedIndex:
     ``w v (t - c_b)**i`` for ``i = 0 .. degree`` give, for any run of points of
     the block, the moments from which the kernel sums follow exactly (a
     polynomial kernel expands in these moments). Centred powers stay within
-    ``[-1/2, 1/2]``, so the expansion does not cancel catastrophically.
+    ``[-1/2, 1/2]``; the expansion still cancels where a window holds only
+    points near its edge (where the kernel is small but the expansion's terms
+    are not), by at most the bound :meth:`sums` returns. Coordinates are
+    measured from a training value (:func:`line_offsets`).
     """
 
     def __init__(self, X, V, w, kernel, bandwidth, scale):
-        t = _scaled_rows(X, 0, X.shape[0], scale)[:, 0] / bandwidth
+        self.origin = line_origin(X)
+        t = line_offsets(X, self.origin, scale) / bandwidth
         order = np.argsort(t, kind="stable")
         self.t = t[order]
+        self.kernel = kernel
         self.coef = np.asarray(kernel._polynomial, dtype=np.float64)
         self.open = not kernel._continuous  # the boxcar: u < 1
         n, k = V.shape
         Vx = _weighted_values(V, w, order)
+        self.Vx = Vx
         # Prefix counts of points of positive weight: exact emptiness.
         self.positive = np.r_[0, np.cumsum(Vx[:, k] > 0)]
         block = np.floor(self.t - self.t[0]).astype(np.int64) if n else np.zeros(0)
@@ -1038,16 +1086,17 @@ class SortedIndex:
         # moments[j, i] = sum over the block of j, up to j, of Vx * s**i.
         powers = s[:, None] ** np.arange(degree + 1)
         terms = powers[:, :, None] * Vx[:, None, :]
-        if len(starts) > 1:
-            totals = np.add.reduceat(terms, starts, axis=0)
-            terms[starts[1:]] -= totals[:-1]  # restart the sum per block
-        self.moments = np.cumsum(terms, axis=0)
+        self.moments = segmented_cumsum(terms, np.asarray(starts, dtype=np.intp))
+        lengths = np.diff(np.r_[starts, n]).astype(np.intp)
+        self.block_length = np.repeat(lengths, lengths)
         # Derivatives of the kernel polynomial, divided by i!: the expansion
         # coefficients of (z + s)**c in powers of s.
         self.derivs = [
             np.array([self.coef[c] * _binom(c, i) for c in range(i, degree + 1)][::-1])
             for i in range(degree + 1)
         ]
+        # |s|**i is at most 2**-i: the magnitude of term i per unit weight.
+        self.half_powers = 0.5 ** np.arange(degree + 1)
 
     def _run(self, a, b):
         """Moments of the points ``a <= j < b`` (one block): (m, powers, k+1)."""
@@ -1059,13 +1108,16 @@ class SortedIndex:
         return total
 
     def _side(self, a, b, tq, left):
-        """Kernel sums over sorted points ``a <= j < b`` on one side of ``tq``."""
+        """Kernel sums over sorted points ``a <= j < b`` on one side of ``tq``,
+        and the magnitude of the terms of their expansion (per unit weight)."""
         acc = 0.0
+        magnitude = 0.0
         split = self.block_start[np.clip(b - 1, 0, None)]
         split = np.where(b > a, np.maximum(split, a), a)
         for lo, hi in ((a, split), (split, b)):
             moments = self._run(lo, hi)
-            centre = self.centre[np.clip(hi - 1, 0, None)]
+            last = np.clip(hi - 1, 0, None)
+            centre = self.centre[last]
             delta = tq - centre  # u = delta - s (left) or s - delta (right)
             z = delta if left else -delta
             coefs = np.empty((tq.shape[0], len(self.derivs)))
@@ -1074,10 +1126,18 @@ class SortedIndex:
                 if left and i % 2:
                     coefs[:, i] = -coefs[:, i]
             acc = acc + np.einsum("mi,mic->mc", coefs, moments)
-        return acc
+            # The run's moments are differences of prefix sums of the block up
+            # to its last point: they round relative to that prefix weight,
+            # growing with the square root of the block's length (the usual
+            # estimate for sums of many rounded terms).
+            prefix = np.where(hi > lo, self.moments[last, 0, -1], 0.0)
+            growth = 1.0 + np.sqrt(self.block_length[last])
+            magnitude = magnitude + (np.abs(coefs) @ self.half_powers) * (
+                prefix * growth
+            )
+        return acc, magnitude
 
-    def sums(self, tq):
-        """Kernel-weighted sums ``[S, den]`` and counts at queries ``tq``."""
+    def _windows(self, tq):
         t = self.t
         if self.open:
             lo = np.searchsorted(t, tq - 1.0, side="right")
@@ -1085,14 +1145,50 @@ class SortedIndex:
         else:
             lo = np.searchsorted(t, tq - 1.0, side="left")
             hi = np.searchsorted(t, tq + 1.0, side="right")
+        return lo, hi
+
+    def exact_sums(self, tq, budget=TILE_ELEMENTS):
+        """Kernel sums ``[S, den]`` at queries ``tq``, term by term over each
+        window's points (the kernel evaluated as the dense sums do)."""
+        lo, hi = self._windows(tq)
+        size = np.maximum(hi - lo, 0)
+        out = np.zeros((tq.size, self.Vx.shape[1]))
+        ends = np.cumsum(size)
+        a = 0
+        while a < tq.size:
+            # Queries a..b-1: at most ``budget`` terms (or a single query).
+            base = ends[a] - size[a]
+            b = max(a + 1, int(np.searchsorted(ends, base + budget, side="right")))
+            rows = np.arange(a, b)
+            counts = size[a:b]
+            total = int(counts.sum())
+            if total:
+                first = np.cumsum(counts) - counts
+                idx = np.arange(total) - np.repeat(first - lo[a:b], counts)
+                u = np.abs(self.t[idx] - np.repeat(tq[a:b], counts))
+                terms = self.kernel(u)[:, None] * self.Vx[idx]
+                nonzero = counts > 0
+                out[rows[nonzero]] = np.add.reduceat(terms, first[nonzero], axis=0)
+            a = b
+        return out
+
+    def sums(self, tq):
+        """Kernel-weighted sums ``[S, den]``, counts and error bounds at
+        queries ``tq`` (sums by the moment expansion; the bound is in units of
+        the largest |value|, see :data:`SORTED_ROUNDING`)."""
+        t = self.t
+        lo, hi = self._windows(tq)
         mid = np.searchsorted(t, tq, side="right")
-        acc = self._side(lo, mid, tq, True) + self._side(mid, hi, tq, False)
+        left, left_size = self._side(lo, mid, tq, True)
+        right, right_size = self._side(mid, hi, tq, False)
+        bound = SORTED_ROUNDING * (left_size + right_size)
         # A window is empty when no point of positive weight lies strictly
         # inside the support (points at u = 1 weigh 0).
         inner_lo = np.searchsorted(t, tq - 1.0, side="right")
         inner_hi = np.searchsorted(t, tq + 1.0, side="left")
         inner_hi = np.maximum(inner_hi, inner_lo)
-        return acc, self.positive[inner_hi] > self.positive[inner_lo]
+        nonempty = self.positive[inner_hi] > self.positive[inner_lo]
+        return left + right, nonempty, bound
 
 
 def _binom(n, k):
@@ -1119,20 +1215,24 @@ def sorted_kernel_sums(
     idea of fast sum updating). Sums are unshifted (``M = 0`` where the window
     has a positive weight, ``-inf`` where it is empty) and equal those of
     :func:`kernel_sums` up to rounding: the expansion in moments cancels where a
-    window holds only points near its edge, more so for kernels of high degree
-    (measured relative errors: about 1e-12 for boxcar, triangular and
-    epanechnikov, up to 1e-9 for triweight and tricube).
+    window holds only points near its edge, more so for kernels of high degree.
+    Queries whose bound on that rounding exceeds :data:`SORTED_TOLERANCE` of
+    their weight sum are summed term by term over their window instead.
     """
     (head,) = heads
     m, k = Q.shape[0], V.shape[1]
     acc = np.zeros((m, k + 1))
     nonempty = np.zeros(m, dtype=bool)
-    tq_all = _scaled_rows(Q, 0, m, scale)[:, 0] / head.divisor
+    bound = np.zeros(m)
+    tq_all = line_offsets(Q, index.origin, scale) / head.divisor
     # Sorted queries make the binary searches walk the index in order.
     order = np.argsort(tq_all, kind="stable")
     for q0 in range(0, m, SORTED_CHUNK):
         rows = order[q0 : q0 + SORTED_CHUNK]
-        acc[rows], nonempty[rows] = index.sums(tq_all[rows])
+        acc[rows], nonempty[rows], bound[rows] = index.sums(tq_all[rows])
+    redo = order[nonempty[order] & ~(bound[order] <= SORTED_TOLERANCE * acc[order, k])]
+    if redo.size:
+        acc[redo] = index.exact_sums(tq_all[redo], tile_elements)
     acc[~nonempty] = 0.0
     den = acc[:, k].copy()
     M = np.where(den != 0, 0.0, -np.inf)

@@ -111,16 +111,17 @@ def test_sorted_equals_brute_in_one_dimension(kernel, bandwidth):
     y = np.column_stack([np.sin(X[:, 0]), np.cos(X[:, 0]) + 5.0])
     w = rng.uniform(0.0, 2.0, size=X.shape[0])
     w[::9] = 0.0
-    # Queries inside, far outside, and half and three bandwidths from grid
-    # points. (At exactly one bandwidth, u = 1 up to rounding, and paths that
-    # compute u differently may count such an edge point in or out.)
+    # Queries inside, far outside, and half and 3.3 bandwidths from grid
+    # points. (At exactly one bandwidth from a point, u = 1 up to rounding, and
+    # paths that compute u differently may count such an edge point in or out;
+    # with h = 2.5, three bandwidths from one grid point is one from another.)
     h = float(np.ravel(bandwidth)[0])
     grid = np.arange(40.0)[:, None] + 1e3
     Q = np.r_[
         rng.normal(size=(300, 1)) * 4 + 1e3,
         [[1e3 + 200.0]],
         grid + 0.5 * h,
-        grid + 3.0 * h,
+        grid + 3.3 * h,
     ]
     kwargs = {"kernel": kernel, "bandwidth": bandwidth, "empty_window": "nan"}
     brute = NadarayaWatsonRegressor(algorithm="brute", **kwargs).fit(X, y, w)
@@ -130,10 +131,10 @@ def test_sorted_equals_brute_in_one_dimension(kernel, bandwidth):
         warnings.simplefilter("ignore", EmptyWindowWarning)
         expected, got = brute.predict(Q), fast.predict(Q)
     assert_array_equal(np.isnan(got), np.isnan(expected))
-    # The moment expansion cancels more for high-degree kernels (documented).
-    degree = len(fast.kernel_._polynomial) - 1
-    rtol = 1e-10 if degree <= 4 else 5e-9
-    assert_allclose(got, expected, rtol=rtol, atol=1e-12, equal_nan=True)
+    # Where the moment expansion would cancel (windows holding only points
+    # near their edge, worst for high-degree kernels), the sorted path sums
+    # the window's terms instead.
+    assert_allclose(got, expected, rtol=1e-10, atol=1e-12, equal_nan=True)
 
 
 def test_sorted_classifier_and_errors():

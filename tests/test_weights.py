@@ -22,6 +22,7 @@ from sknw.kernels import (
     Laplacian,
     Silverman,
     Triangular,
+    get_kernel,
 )
 
 RTOL = 1e-12
@@ -930,3 +931,74 @@ def test_parallel_leave_one_out_equals_serial(monkeypatch):
         assert_allclose(M, M_ref, rtol=1e-13)
         assert_allclose(den, den_ref, rtol=1e-12)
         assert_allclose(S, S_ref, rtol=1e-12, atol=1e-14)
+
+
+# -- the sorted 1-D index ------------------------------------------------------
+
+
+def test_segmented_cumsum_sums_each_segment_on_its_own():
+    rng = np.random.default_rng(0)
+    lengths = np.r_[1, 3, 200, 64, 65, 2, 1000, 7, 1, 33]
+    terms = rng.normal(size=(lengths.sum(), 3, 2)) * 10.0 ** rng.integers(
+        -5, 9, (lengths.sum(), 1, 1)
+    )
+    starts = np.r_[0, np.cumsum(lengths)[:-1]]
+    got = _weights.segmented_cumsum(terms, starts)
+    for a, size in zip(starts, lengths, strict=True):
+        assert_array_equal(got[a : a + size], np.cumsum(terms[a : a + size], axis=0))
+
+
+def test_sorted_sums_where_the_expansion_cancels_are_summed_term_by_term():
+    # A heavy block of points, and queries whose window holds only the points
+    # of the block nearest its edge: the tricube is tiny there, the moments
+    # of the block are not.
+    rng = np.random.default_rng(1)
+    x = np.r_[rng.uniform(0.0, 0.9, 5000), rng.uniform(0.995, 1.0, 20)]
+    V = np.sin(7 * x)[:, None]
+    kernel = get_kernel("tricube")
+    index = _weights.SortedIndex(x[:, None], V, None, kernel, 1.0, None)
+    q = np.linspace(1.98, 1.994, 50) - index.origin
+    acc, nonempty, bound = index.sums(q)
+    exact = index.exact_sums(q)
+    t = np.asarray(index.t, dtype=np.longdouble)
+    u = np.abs(t[None, :] - np.asarray(q, dtype=np.longdouble)[:, None])
+    K = np.where(u < 1, (1 - np.minimum(u, 1) ** 3) ** 3, 0)
+    reference = (K @ np.asarray(index.Vx, dtype=np.longdouble)).astype(float)
+    rel = lambda S: np.abs(S[:, 0] - reference[:, 0]) / reference[:, 1]  # noqa: E731
+    assert np.all(nonempty)
+    # The expansion's error exceeds the tolerance, its bound says so, and the
+    # term-by-term sums are exact.
+    assert np.max(rel(acc)) > _weights.SORTED_TOLERANCE
+    assert np.all(bound > _weights.SORTED_TOLERANCE * acc[:, 1])
+    assert np.max(rel(exact)) <= 1e-13
+    ((S, den, _),) = _weights.sorted_kernel_sums(
+        q[:, None] + index.origin,
+        x[:, None],
+        V,
+        [Head(kernel, 1.0)],
+        index=index,
+    )
+    assert_allclose(S[:, 0] / den, reference[:, 0] / reference[:, 1], rtol=1e-12)
+
+
+def test_sorted_bound_holds_where_the_expansion_serves():
+    rng = np.random.default_rng(2)
+    x = np.r_[rng.normal(size=20000), rng.uniform(5, 6, 30)]
+    w = rng.exponential(size=x.size)
+    V = rng.normal(size=(x.size, 1))
+    for name in ("boxcar", "epanechnikov", "triweight", "tricube"):
+        kernel = get_kernel(name)
+        index = _weights.SortedIndex(x[:, None], V, w, kernel, 0.3, None)
+        q = np.sort(rng.uniform(index.t[0] - 1, index.t[-1] + 1, 300))
+        acc, nonempty, bound = index.sums(q)
+        lo, hi = index._windows(q)
+        t = np.asarray(index.t, dtype=np.longdouble)
+        u = np.abs(t[None, :] - np.asarray(q, dtype=np.longdouble)[:, None])
+        inside = (np.arange(x.size)[None, :] >= lo[:, None]) & (
+            np.arange(x.size)[None, :] < hi[:, None]
+        )
+        K = np.where(inside, kernel(u.astype(float)), 0.0).astype(np.longdouble)
+        reference = (K @ np.asarray(index.Vx, dtype=np.longdouble)).astype(float)
+        err = np.abs(acc - reference)[nonempty]
+        assert np.all(err[:, 1] <= bound[nonempty])
+        assert np.all(err[:, 0] <= bound[nonempty] * np.max(np.abs(V)))
