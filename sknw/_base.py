@@ -425,11 +425,16 @@ class NadarayaWatsonBase(BaseEstimator):
             return False
         V, w, _ = self._normalised(self._values())
         index = GaussIndex(
-            self.X_fit_, V, w, self._head(), self._scale(), _tile_elements()
+            self.X_fit_,
+            V,
+            w,
+            self._head(),
+            self._scale(),
+            _tile_elements(),
+            # "auto" computes the moments only where they pay.
+            min_points_per_box=MIN_POINTS_PER_BOX if self.algorithm == "auto" else 0,
         )
-        if self.algorithm == "auto" and not (
-            index.usable and index.points_per_box >= MIN_POINTS_PER_BOX
-        ):
+        if self.algorithm == "auto" and not index.built:
             return False
         self._index, self.algorithm_ = index, "fgt"
         return True

@@ -63,17 +63,19 @@ class NadarayaWatsonClassifier(ClassifierMixin, NadarayaWatsonBase):
         kernel about the centres of boxes one standard deviation wide (their
         moments computed at fit time), so that a query costs a few hundred
         operations per box within 12.5 standard deviations instead of one
-        exponential per training point; each query's sums are within 1e-12
-        (relative) of the exact ones, by a bound checked per query (queries
-        where it fails, beyond the data, are summed exactly). ``"auto"``: from
+        exponential per training point; each query's weight sum is within
+        1e-12 (relative) of the exact one, and its other sums within 1e-12 of
+        the weight sum times the largest absolute value, by a bound checked
+        per query (queries where it fails, beyond the data, are summed
+        exactly). ``"auto"``: from
         512 training points, the sorted path or the fast Gauss transform where
         they apply (the latter when the boxes hold on average at least 8
         training points), else the tree when the kernel and metric allow it
         and windows hold on average less than 5 % of the training points
         (probed at fit time on training points), else brute. All give the same
         estimates up to rounding: ``"sorted"`` and ``"fgt"`` check a bound on
-        their rounding per query (1e-11 and 1e-12 of the weight sum) and sum
-        the queries that fail it term by term. ``"binned"`` (never chosen by
+        their error per query (1e-11 and 1e-12 of the weight sum) and sum the
+        queries that fail it term by term. ``"binned"`` (never chosen by
         ``"auto"``): with one feature and the Gaussian kernel, an approximation
         within ``binned_tol`` by linear binning and FFT convolution, in
         :math:`O(n + m + G \log G)` for a grid of :math:`G` nodes. The choice is
@@ -322,17 +324,19 @@ class NadarayaWatsonClassifierCV(CVSelectionMixin, NadarayaWatsonClassifier):
         kernel about the centres of boxes one standard deviation wide (their
         moments computed at fit time), so that a query costs a few hundred
         operations per box within 12.5 standard deviations instead of one
-        exponential per training point; each query's sums are within 1e-12
-        (relative) of the exact ones, by a bound checked per query (queries
-        where it fails, beyond the data, are summed exactly). ``"auto"``: from
+        exponential per training point; each query's weight sum is within
+        1e-12 (relative) of the exact one, and its other sums within 1e-12 of
+        the weight sum times the largest absolute value, by a bound checked
+        per query (queries where it fails, beyond the data, are summed
+        exactly). ``"auto"``: from
         512 training points, the sorted path or the fast Gauss transform where
         they apply (the latter when the boxes hold on average at least 8
         training points), else the tree when the kernel and metric allow it
         and windows hold on average less than 5 % of the training points
         (probed at fit time on training points), else brute. All give the same
         estimates up to rounding: ``"sorted"`` and ``"fgt"`` check a bound on
-        their rounding per query (1e-11 and 1e-12 of the weight sum) and sum
-        the queries that fail it term by term. The choice is stored in
+        their error per query (1e-11 and 1e-12 of the weight sum) and sum the
+        queries that fail it term by term. The choice is stored in
         ``algorithm_``.
     n_jobs : int, default=None
         As in :class:`NadarayaWatsonRegressorCV`: parallel workers for the

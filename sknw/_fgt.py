@@ -145,17 +145,24 @@ class GaussIndex:
         Per-feature bandwidth dividing the coordinates.
     tile_elements : int
         Elements of the moments' working buffer.
+    min_points_per_box : float
+        The moments are computed only if the boxes hold this many training
+        points on average (``built``).
 
     Attributes
     ----------
     usable : bool
-        Whether the boxes could be formed; if not, every query is summed
-        exactly.
+        Whether the boxes could be formed.
     points_per_box : float
         Training points per (non-empty) box.
+    built : bool
+        Whether the moments were computed; if not, every query is summed
+        exactly.
     """
 
-    def __init__(self, X, V, w, head, scale, tile_elements=TILE_ELEMENTS):
+    def __init__(
+        self, X, V, w, head, scale, tile_elements=TILE_ELEMENTS, min_points_per_box=0
+    ):
         self.sigma = gaussian_sigma(head)
         self.n_values = V.shape[1]
         self.origin = line_origin(X)
@@ -163,11 +170,11 @@ class GaussIndex:
             t = line_offsets(X, self.origin, scale) / self.sigma
         boxes = gaussian_boxes(t) if np.all(np.isfinite(t)) else None
         self.usable = boxes is not None
-        if not self.usable:
-            self.points_per_box = 0.0
+        self.points_per_box = 0.0 if boxes is None else t.size / boxes[2].size
+        self.built = self.usable and self.points_per_box >= min_points_per_box
+        if not self.built:
             return
         order, _, starts, self.centre, offsets = boxes
-        self.points_per_box = t.size / starts.size
         Vx = _weighted_values(V, w, order)
         # Per-box bounds use the weights (the last column).
         self.box_weight = np.add.reduceat(Vx[:, -1], starts)
@@ -258,7 +265,7 @@ def fgt_kernel_sums(
     den = np.zeros(m)
     M = np.zeros(m)
     exact = np.ones(m, dtype=bool)
-    if index.usable and m:
+    if index.built and m:
         with np.errstate(over="ignore", invalid="ignore"):
             s = line_offsets(Q, index.origin, scale) / index.sigma
         finite = np.isfinite(s)
@@ -269,8 +276,10 @@ def fgt_kernel_sums(
         S[rows], den[rows] = acc[ok, :k], acc[ok, k]
         exact[rows] = False
     if exact.any():
+        # float32 queries would let the dense sums use float32; these stay
+        # float64, like the transform.
         ((S_e, den_e, M_e),) = kernel_sums(
-            Q[exact],
+            np.asarray(Q[exact], dtype=np.float64),
             X,
             V,
             heads,

@@ -168,7 +168,8 @@ def _max_sq_radius(A, centre, scale, chunk=1 << 16):
 
 
 def line_origin(X):
-    """A training value to measure one feature from (see :func:`line_offsets`)."""
+    """The median of the one feature of ``X``, to measure it from (see
+    :func:`line_offsets`)."""
     return float(np.median(np.asarray(X[:, 0], dtype=np.float64)))
 
 
@@ -178,7 +179,8 @@ def line_offsets(A, origin, scale):
 
     Subtracting before scaling keeps the differences of nearby coordinates
     exact: data at 1e6 spread over a few bandwidths lose nothing to the
-    rounding of 1e6 / h.
+    rounding of 1e6 / h. (Data spread over many bandwidths still lose
+    ``|x - origin| / h`` units of roundoff, as any float64 offsets do.)
     """
     a = np.asarray(A[:, 0], dtype=np.float64) - origin
     return a if scale is None else a / np.ravel(scale)[0]
@@ -991,10 +993,6 @@ def tree_kernel_sums(
 
 #: Queries per chunk of the sorted 1-D path.
 SORTED_CHUNK = 1 << 15
-#: Rounding of the sorted path's moment expansion relative to the magnitude
-#: of its terms (the prefix sums and the products with the kernel's Taylor
-#: coefficients; see :class:`SortedIndex`).
-SORTED_ROUNDING = 4 * _EPS64
 #: Queries of the sorted path whose rounding bound exceeds this share of their
 #: weight sum are summed term by term over their window.
 SORTED_TOLERANCE = 1e-11
@@ -1017,35 +1015,55 @@ def sorted_eligible(kernel, metric, metric_params, n_features):
 #: Segments longer than this are summed one at a time by
 #: :func:`segmented_cumsum`; shorter ones in batches of equal padded length.
 SEGMENT_BATCH_LENGTH = 64
+#: Rows of terms accumulated at once by :func:`segmented_cumsum` (its
+#: working memory, in extended precision, is a few times this).
+SEGMENT_CHUNK_ROWS = 1 << 14
+#: Unit roundoff of the accumulation of :func:`segmented_cumsum` (``np.longdouble``:
+#: 2**-64 where it is the x87 extended type, else that of float64), in units of
+#: float64's.
+ACCUMULATION_ROUNDOFF = float(np.finfo(np.longdouble).eps) / 2 / _EPS64
 
 
 def segmented_cumsum(terms, starts):
     """Cumulative sums of ``terms`` along axis 0, each segment (from one of
-    the sorted ``starts`` to the next) summed on its own.
+    the sorted ``starts`` to the next) summed on its own, in ``np.longdouble``.
 
-    Unlike one cumulative sum with the previous segment's total subtracted at
-    each start, no segment inherits the rounding of another's sums.
+    The ``j``-th sum of a segment is within ``(1 + 1.01 j r)`` float64 unit
+    roundoffs of the sum of the magnitudes of its terms (``r``:
+    :data:`ACCUMULATION_ROUNDOFF`): rounding that grows slowly with a segment's
+    length and is never inherited from another segment.
     """
     n = terms.shape[0]
     out = np.empty_like(terms)
     if n == 0:
         return out
+    rest = terms.shape[1:]
     lengths = np.diff(np.r_[starts, n])
     long = lengths > SEGMENT_BATCH_LENGTH
     for a, size in zip(starts[long], lengths[long], strict=True):
-        np.cumsum(terms[a : a + size], axis=0, out=out[a : a + size])
+        carry = np.zeros(rest, dtype=np.longdouble)
+        for b in range(a, a + size, SEGMENT_CHUNK_ROWS):
+            e = min(b + SEGMENT_CHUNK_ROWS, a + size)
+            part = np.cumsum(terms[b:e], axis=0, dtype=np.longdouble)
+            part += carry
+            carry = part[-1].copy()
+            out[b:e] = part
     short, short_len = starts[~long], lengths[~long]
     padded = 1 << np.ceil(np.log2(np.maximum(short_len, 1))).astype(np.intp)
     for width in np.unique(padded):
-        first = short[padded == width]
-        size = short_len[padded == width]
-        offsets = np.arange(width)
-        valid = offsets[None, :] < size[:, None]
-        rows = first[:, None] + np.where(valid, offsets[None, :], 0)
-        batch = terms[rows]
-        batch[~valid] = 0.0
-        sums = np.cumsum(batch, axis=1)
-        out[rows[valid]] = sums[valid]
+        first_all = short[padded == width]
+        size_all = short_len[padded == width]
+        per_chunk = max(1, SEGMENT_CHUNK_ROWS // int(width))
+        for c in range(0, first_all.size, per_chunk):
+            first = first_all[c : c + per_chunk]
+            size = size_all[c : c + per_chunk]
+            offsets = np.arange(width)
+            valid = offsets[None, :] < size[:, None]
+            rows = first[:, None] + np.where(valid, offsets[None, :], 0)
+            batch = terms[rows]
+            batch[~valid] = 0.0
+            sums = np.cumsum(batch, axis=1, dtype=np.longdouble)
+            out[rows[valid]] = sums[valid]
     return out
 
 
@@ -1086,17 +1104,23 @@ class SortedIndex:
         # moments[j, i] = sum over the block of j, up to j, of Vx * s**i.
         powers = s[:, None] ** np.arange(degree + 1)
         terms = powers[:, :, None] * Vx[:, None, :]
-        self.moments = segmented_cumsum(terms, np.asarray(starts, dtype=np.intp))
-        lengths = np.diff(np.r_[starts, n]).astype(np.intp)
-        self.block_length = np.repeat(lengths, lengths)
+        starts = np.asarray(starts, dtype=np.intp)
+        self.moments = segmented_cumsum(terms, starts)
+        # Prefix sums of w |s|**i (positive terms): the magnitudes the
+        # rounding bound of a run is relative to.
+        self.abs_moments = segmented_cumsum(
+            (np.abs(powers) * Vx[:, -1:])[:, :, None], starts
+        )[:, :, 0]
         # Derivatives of the kernel polynomial, divided by i!: the expansion
         # coefficients of (z + s)**c in powers of s.
         self.derivs = [
             np.array([self.coef[c] * _binom(c, i) for c in range(i, degree + 1)][::-1])
             for i in range(degree + 1)
         ]
-        # |s|**i is at most 2**-i: the magnitude of term i per unit weight.
-        self.half_powers = 0.5 ** np.arange(degree + 1)
+        # Bounds of the expansion's coefficients: their polynomials with the
+        # magnitudes of their terms.
+        self.abs_derivs = [np.abs(deriv) for deriv in self.derivs]
+        self.degree = degree
 
     def _run(self, a, b):
         """Moments of the points ``a <= j < b`` (one block): (m, powers, k+1)."""
@@ -1127,14 +1151,16 @@ class SortedIndex:
                     coefs[:, i] = -coefs[:, i]
             acc = acc + np.einsum("mi,mic->mc", coefs, moments)
             # The run's moments are differences of prefix sums of the block up
-            # to its last point: they round relative to that prefix weight,
-            # growing with the square root of the block's length (the usual
-            # estimate for sums of many rounded terms).
-            prefix = np.where(hi > lo, self.moments[last, 0, -1], 0.0)
-            growth = 1.0 + np.sqrt(self.block_length[last])
-            magnitude = magnitude + (np.abs(coefs) @ self.half_powers) * (
-                prefix * growth
-            )
+            # to its last point: they round relative to that prefix's sums of
+            # w |s|**i, and to the number of terms summed (in extended
+            # precision; see segmented_cumsum). In float64 unit roundoffs: the
+            # two prefix sums, the terms, and the products and sum with the
+            # coefficients (and the coefficients' own rounding).
+            terms = last - self.block_start[last] + 1
+            units = 2 * self.degree + 10 + 2.02 * ACCUMULATION_ROUNDOFF * terms
+            size = np.column_stack([np.polyval(d, np.abs(z)) for d in self.abs_derivs])
+            prefix = np.where((hi > lo)[:, None], self.abs_moments[last], 0.0)
+            magnitude = magnitude + np.einsum("mi,mi->m", size, prefix) * units
         return acc, magnitude
 
     def _windows(self, tq):
@@ -1174,14 +1200,15 @@ class SortedIndex:
 
     def sums(self, tq):
         """Kernel-weighted sums ``[S, den]``, counts and error bounds at
-        queries ``tq`` (sums by the moment expansion; the bound is in units of
-        the largest |value|, see :data:`SORTED_ROUNDING`)."""
+        queries ``tq`` (sums by the moment expansion; the bound, on the error
+        of the weight sums and, times the largest |value|, of the others, is
+        from the magnitudes of the expansion's terms)."""
         t = self.t
         lo, hi = self._windows(tq)
         mid = np.searchsorted(t, tq, side="right")
         left, left_size = self._side(lo, mid, tq, True)
         right, right_size = self._side(mid, hi, tq, False)
-        bound = SORTED_ROUNDING * (left_size + right_size)
+        bound = _EPS64 * (left_size + right_size)
         # A window is empty when no point of positive weight lies strictly
         # inside the support (points at u = 1 weigh 0).
         inner_lo = np.searchsorted(t, tq - 1.0, side="right")

@@ -110,8 +110,10 @@ def test_equals_brute_with_weights_and_outputs(bandwidth, offset):
         warnings.simplefilter("ignore", EmptyWindowWarning)
         expected, got = brute.predict(Q), fgt.predict(Q)
     assert_array_equal(np.isnan(got), np.isnan(expected))
+    # Sums within 1e-12 of the weight sum (times max |v|): estimates within
+    # 2e-12 of the largest |target|, plus the dense sums' own rounding.
     scale = np.nanmax(np.abs(expected), axis=0)
-    assert np.nanmax(np.abs(got - expected) / scale) <= 1e-10
+    assert np.nanmax(np.abs(got - expected) / scale) <= 3e-12
 
 
 def test_queries_beyond_the_bound_are_summed_exactly():
@@ -266,4 +268,37 @@ def test_property_equals_brute(n, log_bandwidth, spread, seed):
     bandwidth = spread * 10.0**log_bandwidth
     brute, fgt = fit_pair(X, y, w, bandwidth=bandwidth)
     expected, got = brute.predict(Q), fgt.predict(Q)
-    assert np.max(np.abs(got - expected)) <= 1e-10 * np.max(np.abs(y))
+    assert np.max(np.abs(got - expected)) <= 3e-12 * np.max(np.abs(y))
+
+
+def test_auto_builds_no_moments_it_will_not_use():
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(3000, 1))
+    y = rng.integers(0, 50, size=3000)
+    clf = NadarayaWatsonClassifier(bandwidth=1e-3).fit(X, y)
+    assert clf.algorithm_ == "brute" and clf._index is None
+    index = GaussIndex(
+        X,
+        np.ones((3000, 50)),
+        None,
+        Head(get_kernel("gaussian"), 1e-3),
+        None,
+        min_points_per_box=MIN_POINTS_PER_BOX,
+    )
+    assert index.usable and not index.built
+    assert not hasattr(index, "moments")
+
+
+def test_float32_queries_beyond_the_data_are_summed_in_float64():
+    rng = np.random.default_rng(12)
+    X = rng.uniform(-1.0, 1.0, size=(2000, 1)).astype(np.float32)
+    y = np.sin(X[:, 0].astype(np.float64))
+    # 6 to 8 bandwidths beyond data a few bandwidths wide: the transform's
+    # bound fails there, and the dense sums would use float32 (by 5e-8).
+    h = 0.5
+    Q = np.array([X.max() + h * k for k in (6, 7, 8)], dtype=np.float32)[:, None]
+    fgt = NadarayaWatsonRegressor(bandwidth=h).fit(X, y)
+    ref = NadarayaWatsonRegressor(bandwidth=h, algorithm="brute")
+    ref.fit(X.astype(np.float64), y)
+    assert fgt.algorithm_ == "fgt"
+    assert_allclose(fgt.predict(Q), ref.predict(Q.astype(np.float64)), rtol=1e-12)

@@ -938,14 +938,18 @@ def test_parallel_leave_one_out_equals_serial(monkeypatch):
 
 def test_segmented_cumsum_sums_each_segment_on_its_own():
     rng = np.random.default_rng(0)
-    lengths = np.r_[1, 3, 200, 64, 65, 2, 1000, 7, 1, 33]
-    terms = rng.normal(size=(lengths.sum(), 3, 2)) * 10.0 ** rng.integers(
-        -5, 9, (lengths.sum(), 1, 1)
-    )
+    lengths = np.r_[1, 3, 200, 64, 65, 2, 40000, 7, 1, 33]
+    n = lengths.sum()
+    terms = rng.normal(size=(n, 3, 2)) * 10.0 ** rng.integers(-5, 9, (n, 1, 1))
     starts = np.r_[0, np.cumsum(lengths)[:-1]]
     got = _weights.segmented_cumsum(terms, starts)
     for a, size in zip(starts, lengths, strict=True):
-        assert_array_equal(got[a : a + size], np.cumsum(terms[a : a + size], axis=0))
+        segment = terms[a : a + size]
+        exact = np.cumsum(segment.astype(np.longdouble), axis=0)
+        magnitude = np.cumsum(np.abs(segment), axis=0)
+        # Extended-precision sums, rounded once to float64 (and, past
+        # SEGMENT_CHUNK_ROWS, carried from chunk to chunk).
+        assert np.all(np.abs(got[a : a + size] - exact) <= 2.3e-16 * magnitude)
 
 
 def test_sorted_sums_where_the_expansion_cancels_are_summed_term_by_term():
@@ -1002,3 +1006,28 @@ def test_sorted_bound_holds_where_the_expansion_serves():
         err = np.abs(acc - reference)[nonempty]
         assert np.all(err[:, 1] <= bound[nonempty])
         assert np.all(err[:, 0] <= bound[nonempty] * np.max(np.abs(V)))
+
+
+def test_sorted_bound_holds_for_long_blocks_of_nearly_equal_terms():
+    # Rounding errors of a long running sum of nearly equal terms all go the
+    # same way: they grow with the number of terms, not its square root.
+    rng = np.random.default_rng(3)
+    n = 1 << 18
+    x = rng.uniform(0.0, 0.999, n)
+    c = 1.0 + 0.49 * 2.0**-33
+    V = np.full((n, 1), c)
+    index = _weights.SortedIndex(
+        x[:, None], V, None, get_kernel("epanechnikov"), 1.0, None
+    )
+    q = np.array([0.2, 0.5, 0.9]) - index.origin
+    acc, _, bound = index.sums(q)
+    t = np.asarray(index.t, dtype=np.longdouble)
+    u = t[None, :] - np.asarray(q, dtype=np.longdouble)[:, None]
+    reference = np.where(np.abs(u) < 1, 1 - u * u, 0) @ np.asarray(
+        index.Vx, dtype=np.longdouble
+    )
+    err = np.abs(acc - reference.astype(float))
+    assert np.all(err[:, 1] <= bound)
+    assert np.all(err[:, 0] <= bound * c)
+    assert np.all(bound <= _weights.SORTED_TOLERANCE * acc[:, 1])
+    assert np.max(np.abs(acc[:, 0] / acc[:, 1] - c)) <= 1e-14
