@@ -347,12 +347,7 @@ class NadarayaWatsonBase(BaseEstimator):
         self.algorithm_ = "brute"
         if self.algorithm == "brute":
             return
-        for name in ("sorted", "fgt"):
-            if self.algorithm == name and not self._supports_sorted:
-                raise ValueError(
-                    f"algorithm={name!r} is not available for "
-                    f"{type(self).__name__}; use 'auto', 'brute' or 'tree'."
-                )
+        self._check_algorithm(self.kernel_)
         if self.algorithm == "binned":
             self._check_binned()
             self.algorithm_ = "binned"
@@ -360,14 +355,6 @@ class NadarayaWatsonBase(BaseEstimator):
         sorted_ok = self._supports_sorted and sorted_eligible(
             self.kernel_, self.metric, self.metric_params_, self.n_features_in_
         )
-        if self.algorithm == "sorted" and not sorted_ok:
-            raise ValueError(
-                "algorithm='sorted' needs one feature, a kernel that is a "
-                "polynomial on its support (boxcar, triangular, epanechnikov, "
-                f"biweight, triweight, tricube; not {self.kernel_!r}) and a metric "
-                "that is |x - q| in one dimension ('euclidean', 'cityblock', "
-                f"'chebyshev', 'minkowski'), not {self.metric!r}."
-            )
         large = self.X_fit_.shape[0] >= self._TREE_MIN_SAMPLES
         if self._use_fgt(large):
             return
@@ -386,13 +373,6 @@ class NadarayaWatsonBase(BaseEstimator):
             )
             self.algorithm_ = "sorted"
             return
-        if self.algorithm == "tree" and (not compact or p is None):
-            raise ValueError(
-                "algorithm='tree' needs a kernel of finite support (not "
-                f"{self.kernel_!r}) and a metric a KD-tree can search "
-                "('euclidean', 'cityblock', 'chebyshev' or 'minkowski' with p >= 1), "
-                f"not {self.metric!r} with {self.metric_params!r}."
-            )
         if not compact or p is None:
             return
         if self.algorithm == "auto" and not large:
@@ -406,6 +386,43 @@ class NadarayaWatsonBase(BaseEstimator):
                 return
         self._tree, self.algorithm_ = tree, "tree"
 
+    def _check_algorithm(self, kernel):
+        """Raise if an explicit ``algorithm`` cannot serve ``kernel`` (with the
+        fitted metric and number of features).
+
+        The CV estimators check every candidate kernel before their search.
+        """
+        name = self.algorithm
+        if name in ("sorted", "fgt") and not self._supports_sorted:
+            raise ValueError(
+                f"algorithm={name!r} is not available for "
+                f"{type(self).__name__}; use 'auto', 'brute' or 'tree'."
+            )
+        metric, params, d = self.metric, self.metric_params_, self.n_features_in_
+        if name == "sorted" and not sorted_eligible(kernel, metric, params, d):
+            raise ValueError(
+                "algorithm='sorted' needs one feature, a kernel that is a "
+                "polynomial on its support (boxcar, triangular, epanechnikov, "
+                f"biweight, triweight, tricube; not {kernel!r}) and a metric "
+                "that is |x - q| in one dimension ('euclidean', 'cityblock', "
+                f"'chebyshev', 'minkowski'), not {metric!r}."
+            )
+        if name == "fgt" and not binned_eligible(kernel, metric, params, d):
+            raise ValueError(
+                "algorithm='fgt' needs one feature, the Gaussian kernel (not "
+                f"{kernel!r}) and a metric that is |x - q| in one dimension "
+                "('euclidean', 'cityblock', 'chebyshev', 'minkowski'), not "
+                f"{metric!r}."
+            )
+        compact = bool(np.isfinite(kernel.support))
+        if name == "tree" and (not compact or tree_p(metric, params) is None):
+            raise ValueError(
+                "algorithm='tree' needs a kernel of finite support (not "
+                f"{kernel!r}) and a metric a KD-tree can search "
+                "('euclidean', 'cityblock', 'chebyshev' or 'minkowski' with p >= 1), "
+                f"not {metric!r} with {self.metric_params!r}."
+            )
+
     def _use_fgt(self, large):
         """Build the fast Gauss transform's index when ``algorithm`` asks for
         it, or ``"auto"`` finds it pays (see :mod:`sknw._fgt`)."""
@@ -414,13 +431,6 @@ class NadarayaWatsonBase(BaseEstimator):
         eligible = self._supports_sorted and binned_eligible(
             self.kernel_, self.metric, self.metric_params_, self.n_features_in_
         )
-        if self.algorithm == "fgt" and not eligible:
-            raise ValueError(
-                "algorithm='fgt' needs one feature, the Gaussian kernel (not "
-                f"{self.kernel_!r}) and a metric that is |x - q| in one dimension "
-                "('euclidean', 'cityblock', 'chebyshev', 'minkowski'), not "
-                f"{self.metric!r}."
-            )
         if not eligible or (self.algorithm == "auto" and not large):
             return False
         V, w, _ = self._normalised(self._values())

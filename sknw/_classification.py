@@ -337,7 +337,8 @@ class NadarayaWatsonClassifierCV(CVSelectionMixin, NadarayaWatsonClassifier):
         estimates up to rounding: ``"sorted"`` and ``"fgt"`` check a bound on
         their error per query (1e-11 and 1e-12 of the weight sum) and sum the
         queries that fail it term by term. The choice is stored in
-        ``algorithm_``.
+        ``algorithm_``. An explicit choice must serve every kernel in
+        ``kernels``, which is checked before the search.
     n_jobs : int, default=None
         As in :class:`NadarayaWatsonRegressorCV`: parallel workers for the
         cross-validation passes and for predictions.

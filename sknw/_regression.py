@@ -568,7 +568,8 @@ class NadarayaWatsonRegressorCV(CVSelectionMixin, NadarayaWatsonRegressor):
         estimates up to rounding: ``"sorted"`` and ``"fgt"`` check a bound on
         their error per query (1e-11 and 1e-12 of the weight sum) and sum the
         queries that fail it term by term. The choice is stored in
-        ``algorithm_``.
+        ``algorithm_``. An explicit choice must serve every kernel in
+        ``kernels``, which is checked before the search.
     n_jobs : int, default=None
         Number of parallel workers for the cross-validation passes and for
         predictions: the left-out points (or each fold's test points) and the

@@ -482,6 +482,9 @@ class CVSelectionMixin:
         if not kernels:
             raise ValueError("kernels is empty: give at least one kernel.")
         resolved = [self._check_kernel(get_kernel(k)) for k in kernels]
+        if self.algorithm != "auto":
+            for kernel in resolved:
+                self._check_algorithm(kernel)
         if self.bandwidths is None or isinstance(self.bandwidths, Integral):
             n_bw = 30 if self.bandwidths is None else int(self.bandwidths)
             grid = n_bw

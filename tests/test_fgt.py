@@ -302,3 +302,20 @@ def test_float32_queries_beyond_the_data_are_summed_in_float64():
     ref.fit(X.astype(np.float64), y)
     assert fgt.algorithm_ == "fgt"
     assert_allclose(fgt.predict(Q), ref.predict(Q.astype(np.float64)), rtol=1e-12)
+
+
+def test_cv_refuses_a_candidate_the_algorithm_cannot_serve_before_searching():
+    rng = np.random.default_rng(13)
+    X = rng.uniform(-3, 3, size=(800, 1))
+    y = np.sin(2 * X[:, 0])
+    cv = NadarayaWatsonRegressorCV(
+        algorithm="fgt", kernels=["gaussian", "epanechnikov"], bandwidths=3
+    )
+    with pytest.raises(ValueError, match=r"algorithm='fgt' needs .*Epanechnikov"):
+        cv.fit(X, y)
+    assert not hasattr(cv, "cv_results_")
+    sorted_cv = NadarayaWatsonClassifierCV(
+        algorithm="sorted", kernels=["epanechnikov", "gaussian"], bandwidths=3
+    )
+    with pytest.raises(ValueError, match=r"algorithm='sorted' needs .*Gaussian"):
+        sorted_cv.fit(X, y > 0)
