@@ -1084,7 +1084,7 @@ class SortedIndex:
     def __init__(self, X, V, w, kernel, bandwidth, scale):
         self.origin = line_origin(X)
         t = line_offsets(X, self.origin, scale) / bandwidth
-        order = np.argsort(t, kind="stable")
+        order = np.argsort(t)
         self.t = t[order]
         self.kernel = kernel
         self.coef = np.asarray(kernel._polynomial, dtype=np.float64)
@@ -1253,7 +1253,7 @@ def sorted_kernel_sums(
     bound = np.zeros(m)
     tq_all = line_offsets(Q, index.origin, scale) / head.divisor
     # Sorted queries make the binary searches walk the index in order.
-    order = np.argsort(tq_all, kind="stable")
+    order = np.argsort(tq_all)
     for q0 in range(0, m, SORTED_CHUNK):
         rows = order[q0 : q0 + SORTED_CHUNK]
         acc[rows], nonempty[rows], bound[rows] = index.sums(tq_all[rows])
