@@ -2,11 +2,15 @@
 
 Part of the computational core (see :mod:`sknw._weights`): returns the same
 ``(S, den, M)`` triples as :func:`~sknw._weights.kernel_sums`, for a Gaussian
-head and one feature, each query's sums within a relative :data:`TOLERANCE`
-of the exact ones, checked per query.
+head and one feature: each query's weight sum within a relative
+:data:`TOLERANCE` of the exact one, and its other sums within
+:data:`TOLERANCE` times the weight sum and the largest ``|value|``, checked per
+query.
 
-In units of the kernel's standard deviation, the sorted training points are
-cut into boxes one unit wide, of centre ``c`` and radius :data:`RADIUS`. For a
+In units of the kernel's standard deviation (from the median training value,
+see :func:`~sknw._weights.line_offsets`), the sorted training points are cut
+into boxes one unit wide, of centre ``c`` and radius :data:`RADIUS`
+(:math:`\rho`). For a
 point at ``t = c + u`` and a query at ``s = c + d``, the Hermite expansion of
 Greengard and Strain (1991) separates ``u`` from ``d``:
 
@@ -16,7 +20,7 @@ Greengard and Strain (1991) separates ``u`` from ``d``:
     \\mathrm{He}_k(d)\\, e^{-d^2 / 2},
 
 with :math:`\\mathrm{He}_k` the probabilists' Hermite polynomials. Truncated
-after :data:`N_TERMS` terms, a box contributes its moments
+after :data:`N_TERMS` (:math:`P`) terms, a box contributes its moments
 :math:`A_k = \\sum_j c_j u_j^k / k!` (computed once, at fit time) times
 :math:`P` Hermite functions of ``d``: ``O(n P)`` at fit time, and ``O(P)`` per
 query and box within :data:`REACH` standard deviations at predict time,
@@ -32,8 +36,8 @@ instead of ``O(n)`` per query.
   their envelope): :data:`ROUNDING` times the sum of the terms' magnitudes,
   :math:`\\sum_k \\rho^k |\\mathrm{He}_k(d)| e^{-d^2/2} / k! \\le
   e^{\\rho |d| + \\rho^2 / 2 - d^2 / 2}`;
-- boxes beyond the reach: at most :math:`e^{-(R - \\rho)^2 / 2}` per unit of
-  weight, all of them.
+- boxes beyond the reach (:math:`R`, :data:`REACH`): at most
+  :math:`e^{-(R - \\rho)^2 / 2}` per unit of weight, all of them.
 
 Summed over the boxes with their weights, this bounds the error of each
 query's sums (of the weights, and of the values in units of the largest

@@ -1028,10 +1028,10 @@ def segmented_cumsum(terms, starts):
     """Cumulative sums of ``terms`` along axis 0, each segment (from one of
     the sorted ``starts`` to the next) summed on its own, in ``np.longdouble``.
 
-    The ``j``-th sum of a segment is within ``(1 + 1.01 j r)`` float64 unit
-    roundoffs of the sum of the magnitudes of its terms (``r``:
-    :data:`ACCUMULATION_ROUNDOFF`): rounding that grows slowly with a segment's
-    length and is never inherited from another segment.
+    The error of the ``j``-th sum of a segment is at most ``1 + 1.01 j r``
+    float64 unit roundoffs times the sum of the magnitudes of its terms
+    (``r``: :data:`ACCUMULATION_ROUNDOFF`): rounding that grows slowly with a
+    segment's length and is never inherited from another segment.
     """
     n = terms.shape[0]
     out = np.empty_like(terms)
@@ -1078,7 +1078,7 @@ class SortedIndex:
     ``[-1/2, 1/2]``; the expansion still cancels where a window holds only
     points near its edge (where the kernel is small but the expansion's terms
     are not), by at most the bound :meth:`sums` returns. Coordinates are
-    measured from a training value (:func:`line_offsets`).
+    measured from the median training value (:func:`line_offsets`).
     """
 
     def __init__(self, X, V, w, kernel, bandwidth, scale):
@@ -1175,7 +1175,7 @@ class SortedIndex:
 
     def exact_sums(self, tq, budget=TILE_ELEMENTS):
         """Kernel sums ``[S, den]`` at queries ``tq``, term by term over each
-        window's points (the kernel evaluated as the dense sums do)."""
+        window's points (the kernel object evaluated at each offset)."""
         lo, hi = self._windows(tq)
         size = np.maximum(hi - lo, 0)
         out = np.zeros((tq.size, self.Vx.shape[1]))
