@@ -36,7 +36,7 @@ import math
 import numpy as np
 from scipy import fft as sp_fft
 
-from ._weights import _is_user, _scaled_rows, kernel_sums, tree_p
+from ._weights import _is_user, _scaled_rows, exact_rows, tree_p
 
 #: The Gaussian is truncated where it falls below this (relative to K(0)).
 TRUNCATION = 1e-13
@@ -183,18 +183,10 @@ def binned_kernel_sums(
         S[inside] = at[:, :k] + den_in[:, None] * mid
         den[inside] = den_in
     M = np.zeros(m)
-    exact = ~(bound <= tol)
-    if exact.any():
-        ((S_e, den_e, M_e),) = kernel_sums(
-            Q[exact],
-            X,
-            V,
-            heads,
-            metric=metric,
-            metric_params=metric_params,
-            scale=scale,
-            sample_weight=sample_weight,
-            **({} if tile_elements is None else {"tile_elements": tile_elements}),
-        )
-        S[exact], den[exact], M[exact] = S_e, den_e, M_e
+    exact_rows(
+        (S, den, M), ~(bound <= tol), Q, X, V, heads,
+        metric=metric, metric_params=metric_params, scale=scale,
+        sample_weight=sample_weight,
+        **({} if tile_elements is None else {"tile_elements": tile_elements}),
+    )  # fmt: skip
     return [(S, den, M)]

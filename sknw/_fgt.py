@@ -56,7 +56,7 @@ from ._weights import (
     _EPS64,
     TILE_ELEMENTS,
     _weighted_values,
-    kernel_sums,
+    exact_rows,
     line_offsets,
     line_origin,
 )
@@ -279,19 +279,9 @@ def fgt_kernel_sums(
         rows = order[ok]
         S[rows], den[rows] = acc[ok, :k], acc[ok, k]
         exact[rows] = False
-    if exact.any():
-        # float32 queries would let the dense sums use float32; these stay
-        # float64, like the transform.
-        ((S_e, den_e, M_e),) = kernel_sums(
-            np.asarray(Q[exact], dtype=np.float64),
-            X,
-            V,
-            heads,
-            metric=metric,
-            metric_params=metric_params,
-            scale=scale,
-            sample_weight=sample_weight,
-            tile_elements=tile_elements,
-        )
-        S[exact], den[exact], M[exact] = S_e, den_e, M_e
+    exact_rows(
+        (S, den, M), exact, Q, X, V, heads,
+        metric=metric, metric_params=metric_params, scale=scale,
+        sample_weight=sample_weight, tile_elements=tile_elements,
+    )  # fmt: skip
     return [(S, den, M)]

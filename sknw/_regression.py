@@ -81,19 +81,18 @@ class NadarayaWatsonRegressor(RegressorMixin, NadarayaWatsonBase):
         1e-12 (relative) of the exact one, and its other sums within 1e-12 of
         the weight sum times the largest absolute value, by a bound checked
         per query (queries where it fails, beyond the data, are summed
-        exactly). ``"auto"``: from
-        512 training points, the sorted path or the fast Gauss transform where
-        they apply (the latter when the boxes hold on average at least 8
-        training points), else the tree when the kernel and metric allow it
-        and windows hold on average less than 5 % of the training points
-        (probed at fit time on training points), else brute. All give the same
-        estimates up to rounding: ``"sorted"`` and ``"fgt"`` check a bound on
-        their error per query (1e-11 and 1e-12 of the weight sum) and sum the
-        queries that fail it term by term. ``"binned"`` (never chosen by
-        ``"auto"``): with one feature and the Gaussian kernel, an approximation
-        within ``binned_tol`` by linear binning and FFT convolution, in
-        :math:`O(n + m + G \log G)` for a grid of :math:`G` nodes. The choice is
-        stored in ``algorithm_``.
+        exactly). ``"auto"``: from 512 training points, the sorted path or the
+        fast Gauss transform where they apply (the latter when the boxes hold
+        on average at least 8 training points), else the tree when the kernel
+        and metric allow it and windows hold on average less than 5 % of the
+        training points (probed at fit time on training points), else brute.
+        All give the same estimates up to rounding: ``"sorted"`` and ``"fgt"``
+        check a bound on their error per query (1e-11 and 1e-12 of the weight
+        sum) and sum the queries that fail it term by term. ``"binned"``
+        (never chosen by ``"auto"``): with one feature and the Gaussian
+        kernel, an approximation within ``binned_tol`` by linear binning and
+        FFT convolution, in :math:`O(n + m + G \log G)` for a grid of
+        :math:`G` nodes. The choice is stored in ``algorithm_``.
     binned_tol : float, default=1e-6
         With ``algorithm="binned"``: the largest error of an estimate relative
         to the range of the targets (of each class's indicator for the
@@ -542,34 +541,10 @@ class NadarayaWatsonRegressorCV(CVSelectionMixin, NadarayaWatsonRegressor):
         As in :class:`NadarayaWatsonRegressor`, with the selected kernel and
         bandwidth.
     algorithm : {"auto", "brute", "tree", "sorted", "fgt"}, default="auto"
-        How the weights are summed. ``"brute"``: every query against every
-        training point, in tiles. ``"tree"``: for a kernel of finite support and
-        a metric a KD-tree can search (euclidean, cityblock, chebyshev,
-        minkowski), only the training points within each query's window, found
-        with :class:`scipy.spatial.cKDTree`. ``"sorted"``: with one feature and
-        a kernel that is a polynomial on its support (boxcar, triangular,
-        epanechnikov, biweight, triweight, tricube), exact sums from sorted
-        training points and prefix sums of their moments, in
-        :math:`O((n + m) \log n)`. ``"fgt"``: with one feature and the
-        Gaussian kernel, the fast Gauss transform: Hermite expansions of the
-        kernel about the centres of boxes one standard deviation wide (their
-        moments computed at fit time), so that a query costs a few hundred
-        operations per box within 12.5 standard deviations instead of one
-        exponential per training point; each query's weight sum is within
-        1e-12 (relative) of the exact one, and its other sums within 1e-12 of
-        the weight sum times the largest absolute value, by a bound checked
-        per query (queries where it fails, beyond the data, are summed
-        exactly). ``"auto"``: from
-        512 training points, the sorted path or the fast Gauss transform where
-        they apply (the latter when the boxes hold on average at least 8
-        training points), else the tree when the kernel and metric allow it
-        and windows hold on average less than 5 % of the training points
-        (probed at fit time on training points), else brute. All give the same
-        estimates up to rounding: ``"sorted"`` and ``"fgt"`` check a bound on
-        their error per query (1e-11 and 1e-12 of the weight sum) and sum the
-        queries that fail it term by term. The choice is stored in
-        ``algorithm_``. An explicit choice must serve every kernel in
-        ``kernels``, which is checked before the search.
+        As in :class:`NadarayaWatsonRegressor` (without ``"binned"``), for the
+        selected kernel and bandwidth. An explicit choice must serve every
+        kernel in ``kernels``, which is checked before the search. The choice
+        is stored in ``algorithm_``.
     n_jobs : int, default=None
         Number of parallel workers for the cross-validation passes and for
         predictions: the left-out points (or each fold's test points) and the

@@ -878,6 +878,18 @@ def parallel_kernel_sums(Q, X, V, heads, *, n_jobs=None, sums=None, **params):
     ]
 
 
+def exact_rows(sums, rows, Q, X, V, heads, **params):
+    """Overwrite the ``rows`` (a boolean mask) of one head's ``sums = (S, den,
+    M)`` with :func:`kernel_sums` of those queries, in float64 (the fallback of
+    the approximate and expansion paths, which compute in float64 too)."""
+    if not rows.any():
+        return
+    ((S, den, M),) = kernel_sums(
+        np.asarray(Q[rows], dtype=np.float64), X, V, heads, **params
+    )
+    sums[0][rows], sums[1][rows], sums[2][rows] = S, den, M
+
+
 def _batch_sums(sums, Q, X, V, heads, params):
     with threadpool_limits(limits=1, user_api="blas"):
         return sums(Q, X, V, heads, **params)
