@@ -968,7 +968,10 @@ def test_sorted_sums_where_the_expansion_cancels_are_summed_term_by_term():
     u = np.abs(t[None, :] - np.asarray(q, dtype=np.longdouble)[:, None])
     K = np.where(u < 1, (1 - np.minimum(u, 1) ** 3) ** 3, 0)
     reference = (K @ np.asarray(index.Vx, dtype=np.longdouble)).astype(float)
-    rel = lambda S: np.abs(S[:, 0] - reference[:, 0]) / reference[:, 1]  # noqa: E731
+
+    def rel(S):
+        return np.abs(S[:, 0] - reference[:, 0]) / reference[:, 1]
+
     assert np.all(nonempty)
     # The expansion's error exceeds the tolerance, its bound says so, and the
     # term-by-term sums are exact.
