@@ -393,7 +393,9 @@ class NadarayaWatsonBase(BaseEstimator):
         The CV estimators check every candidate kernel before their search.
         """
         name = self.algorithm
-        if name in ("sorted", "fgt") and not self._supports_sorted:
+        if (name in ("sorted", "fgt") and not self._supports_sorted) or (
+            name == "binned" and not hasattr(self, "binned_tol")
+        ):
             raise ValueError(
                 f"algorithm={name!r} is not available for "
                 f"{type(self).__name__}; use 'auto', 'brute' or 'tree'."
@@ -407,9 +409,9 @@ class NadarayaWatsonBase(BaseEstimator):
                 "that is |x - q| in one dimension ('euclidean', 'cityblock', "
                 f"'chebyshev', 'minkowski'), not {metric!r}."
             )
-        if name == "fgt" and not binned_eligible(kernel, metric, params, d):
+        if name in ("fgt", "binned") and not binned_eligible(kernel, metric, params, d):
             raise ValueError(
-                "algorithm='fgt' needs one feature, the Gaussian kernel (not "
+                f"algorithm={name!r} needs one feature, the Gaussian kernel (not "
                 f"{kernel!r}) and a metric that is |x - q| in one dimension "
                 "('euclidean', 'cityblock', 'chebyshev', 'minkowski'), not "
                 f"{metric!r}."
@@ -450,21 +452,8 @@ class NadarayaWatsonBase(BaseEstimator):
         return True
 
     def _check_binned(self):
-        """Whether ``algorithm="binned"`` applies, and its grid fits."""
-        if not hasattr(self, "binned_tol"):
-            raise ValueError(
-                f"algorithm='binned' is not available for {type(self).__name__}; "
-                "use 'auto', 'brute' or 'tree'."
-            )
-        if not binned_eligible(
-            self.kernel_, self.metric, self.metric_params_, self.n_features_in_
-        ):
-            raise ValueError(
-                "algorithm='binned' needs one feature, the Gaussian kernel (not "
-                f"{self.kernel_!r}) and a metric that is |x - q| in one dimension "
-                "('euclidean', 'cityblock', 'chebyshev', 'minkowski'), not "
-                f"{self.metric!r}."
-            )
+        """Whether the grid of ``algorithm="binned"`` fits (that the algorithm
+        applies is checked by :meth:`_check_algorithm`)."""
         x = _scaled_rows(self.X_fit_, 0, self.X_fit_.shape[0], self._scale())[:, 0]
         w = self.sample_weight_
         if w is not None:

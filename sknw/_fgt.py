@@ -59,6 +59,7 @@ from ._weights import (
     exact_rows,
     line_offsets,
     line_origin,
+    unit_blocks,
 )
 
 #: Half the width of a box, in standard deviations of the Gaussian (slightly
@@ -110,26 +111,13 @@ MIN_POINTS_PER_BOX = 8
 
 
 def gaussian_boxes(t):
-    """Boxes one unit wide of the points ``t``.
-
-    Returns ``(order, ts, starts, centre, offsets)``: the sorting order, the
-    sorted points, the index of each box's first point, each box's centre,
-    and each sorted point's offset from its box's centre; or None when the
-    boxes cannot be formed in floating point (an offset would exceed
-    :data:`RADIUS`).
-    """
-    order = np.argsort(t)
-    ts = t[order]
-    with np.errstate(over="ignore", invalid="ignore"):
-        box = np.floor(ts - ts[0])
-    if not np.all(np.isfinite(box)):
+    """:func:`~sknw._weights.unit_blocks` of ``t``, or None when the boxes
+    cannot be formed in floating point (an offset would exceed
+    :data:`RADIUS`, or not be finite)."""
+    boxes = unit_blocks(t)
+    if not np.max(np.abs(boxes[4]), initial=0.0) <= RADIUS:
         return None
-    starts = np.flatnonzero(np.r_[True, box[1:] != box[:-1]])
-    centre = ts[0] + (box[starts] + 0.5)
-    offsets = ts - np.repeat(centre, np.diff(np.r_[starts, ts.size]))
-    if not np.max(np.abs(offsets)) <= RADIUS:
-        return None
-    return order, ts, starts, centre, offsets
+    return boxes
 
 
 class GaussIndex:
@@ -180,9 +168,6 @@ class GaussIndex:
             return
         order, _, starts, self.centre, offsets = boxes
         Vx = _weighted_values(V, w, order)
-        # Per-box bounds use the weights (the last column).
-        self.box_weight = np.add.reduceat(Vx[:, -1], starts)
-        self.total_weight = float(self.box_weight.sum())
         c = Vx.shape[1]
         self.moments = np.zeros((N_TERMS, starts.size, c))
         box_of = np.repeat(np.arange(starts.size), np.diff(np.r_[starts, t.size]))
@@ -199,6 +184,10 @@ class GaussIndex:
             labels = box_of[a:b]
             first = np.flatnonzero(np.r_[True, labels[1:] != labels[:-1]])
             self.moments[:, labels[first], :] += np.add.reduceat(terms, first, axis=1)
+        # Per-box bounds use the weights: the moments of order 0 of the last
+        # column.
+        self.box_weight = self.moments[0, :, -1]
+        self.total_weight = float(self.box_weight.sum())
 
     def sums(self, s, tile_elements=TILE_ELEMENTS):
         """Sums ``[S, den]`` at sorted queries ``s`` (in standard deviations),

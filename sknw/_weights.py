@@ -1079,6 +1079,27 @@ def segmented_cumsum(terms, starts):
     return out
 
 
+def unit_blocks(t):
+    """The values ``t``, sorted and cut into blocks one unit wide from the
+    smallest.
+
+    Returns ``(order, ts, starts, centre, offsets)``: the sorting order, the
+    sorted values, the index of each block's first value, each block's centre
+    (its lower edge plus 1/2) and each sorted value's offset from its block's
+    centre (not finite where the span of ``t`` is not).
+    """
+    order = np.argsort(t)
+    ts = t[order]
+    if not ts.size:
+        return order, ts, np.zeros(0, dtype=np.intp), ts, ts
+    with np.errstate(over="ignore", invalid="ignore"):
+        block = np.floor(ts - ts[0])
+        starts = np.flatnonzero(np.r_[True, block[1:] != block[:-1]])
+        centre = ts[0] + block[starts] + 0.5
+        offsets = ts - np.repeat(centre, np.diff(np.r_[starts, ts.size]))
+    return order, ts, starts, centre, offsets
+
+
 class SortedIndex:
     """Training points of one feature, sorted, with block-centred moments.
 
@@ -1096,8 +1117,7 @@ class SortedIndex:
     def __init__(self, X, V, w, kernel, bandwidth, scale):
         self.origin = line_origin(X)
         t = line_offsets(X, self.origin, scale) / bandwidth
-        order = np.argsort(t)
-        self.t = t[order]
+        order, self.t, starts, block_centre, s = unit_blocks(t)
         self.kernel = kernel
         self.coef = np.asarray(kernel._polynomial, dtype=np.float64)
         self.open = not kernel._continuous  # the boxcar: u < 1
@@ -1106,17 +1126,13 @@ class SortedIndex:
         self.Vx = Vx
         # Prefix counts of points of positive weight: exact emptiness.
         self.positive = np.r_[0, np.cumsum(Vx[:, k] > 0)]
-        block = np.floor(self.t - self.t[0]).astype(np.int64) if n else np.zeros(0)
-        starts = np.flatnonzero(np.r_[True, block[1:] != block[:-1]]) if n else []
-        self.block_start = np.repeat(starts, np.diff(np.r_[starts, n]))
-        centre = self.t[0] + block + 0.5
-        self.centre = centre
-        s = self.t - centre
+        lengths = np.diff(np.r_[starts, n])
+        self.block_start = np.repeat(starts, lengths)
+        self.centre = np.repeat(block_centre, lengths)
         degree = self.coef.size - 1
         # moments[j, i] = sum over the block of j, up to j, of Vx * s**i.
         powers = s[:, None] ** np.arange(degree + 1)
         terms = powers[:, :, None] * Vx[:, None, :]
-        starts = np.asarray(starts, dtype=np.intp)
         self.moments = segmented_cumsum(terms, starts)
         # Prefix sums of w |s|**i (positive terms): the magnitudes the
         # rounding bound of a run is relative to.
@@ -1222,9 +1238,13 @@ class SortedIndex:
         right, right_size = self._side(mid, hi, tq, False)
         bound = _EPS64 * (left_size + right_size)
         # A window is empty when no point of positive weight lies strictly
-        # inside the support (points at u = 1 weigh 0).
-        inner_lo = np.searchsorted(t, tq - 1.0, side="right")
-        inner_hi = np.searchsorted(t, tq + 1.0, side="left")
+        # inside the support (points at u = 1 weigh 0; the boxcar's windows
+        # are open already).
+        if self.open:
+            inner_lo, inner_hi = lo, hi
+        else:
+            inner_lo = np.searchsorted(t, tq - 1.0, side="right")
+            inner_hi = np.searchsorted(t, tq + 1.0, side="left")
         inner_hi = np.maximum(inner_hi, inner_lo)
         nonempty = self.positive[inner_hi] > self.positive[inner_lo]
         return left + right, nonempty, bound
