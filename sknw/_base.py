@@ -3,227 +3,42 @@
 from numbers import Integral, Real
 
 import numpy as np
-import scipy.sparse as sp
-from scipy.spatial.distance import cdist
+from scipy.spatial import cKDTree
 from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._bandwidth import BANDWIDTH_RULES, rule_bandwidth
-from ._binned import binned_eligible, binned_grid, binned_kernel_sums, gaussian_sigma
-from ._fgt import MIN_POINTS_PER_BOX, GaussIndex, fgt_kernel_sums
-from ._uncertainty import SquaredKernel, SquaredWeights
-from ._weights import (
-    TREE_MAX_FRACTION,
+from ._sums import (
+    ALGORITHMS,
+    FitRequest,
     Head,
-    SortedIndex,
-    _scaled_rows,
-    build_tree,
+    backend_sums,
+    check,
+    choose,
     default_tile_elements,
     log_weight_rows,
     nearest_mask,
+    nearest_scale,
     nearest_sums,
     pairwise_distances,
-    parallel_kernel_sums,
     power_of_two_scale,
-    sorted_eligible,
-    sorted_kernel_sums,
-    tree_kernel_sums,
-    tree_p,
-    window_fraction,
+)
+from ._sums._traits import DEGREE_ONE, is_compact
+from ._uncertainty import SquaredKernel, SquaredWeights
+from ._validation import (
+    CDIST_METRICS,
+    EMPTY_WINDOW_POLICIES,
+    check_bandwidth,
+    check_not_text,
+    check_sample_weight,
+    resolve_metric_params,
 )
 from .exceptions import EmptyWindowWarning, warn
 from .kernels import KERNELS, Kernel, get_kernel
 
 #: Tile size used by the estimators (see :func:`default_tile_elements`).
 _tile_elements = default_tile_elements
-
-#: Metric names accepted by :func:`scipy.spatial.distance.cdist`.
-CDIST_METRICS = (
-    "braycurtis",
-    "canberra",
-    "chebyshev",
-    "cityblock",
-    "correlation",
-    "cosine",
-    "dice",
-    "euclidean",
-    "hamming",
-    "jaccard",
-    "jensenshannon",
-    "mahalanobis",
-    "minkowski",
-    "rogerstanimoto",
-    "russellrao",
-    "seuclidean",
-    "sokalsneath",
-    "sqeuclidean",
-    "yule",
-)
-
-EMPTY_WINDOW_POLICIES = ("nearest", "mean", "nan", "raise")
-
-
-def check_not_text(X, name="X"):
-    """Reject arrays of strings of digits: sknw does not parse numbers from text.
-
-    Other strings are left to scikit-learn's validation, which names the value
-    it cannot convert.
-    """
-    kind = getattr(getattr(X, "dtype", None), "kind", None)
-    if kind is None and not sp.issparse(X) and not hasattr(X, "__array__"):
-        try:
-            kind = np.asarray(X).dtype.kind
-        except (TypeError, ValueError):
-            return
-    if kind in ("U", "S"):
-        try:
-            np.asarray(X, dtype=np.float64)
-        except (TypeError, ValueError):
-            return  # not numbers: validation reports the string it cannot read
-        raise ValueError(
-            f"{name} holds strings; sknw needs numeric input (encode categories "
-            "or convert numbers, e.g. with astype(float), first)."
-        )
-
-
-def check_dense_target(y):
-    """Reject a sparse target with a message that says so."""
-    if sp.issparse(y):
-        raise TypeError(
-            "A sparse y is not supported; convert it with .toarray() first."
-        )
-
-
-def validate_regression_data(estimator, X, y):
-    """Validated regression inputs: ``X`` as float64 or float32 (C order), ``y``
-    as float64, with one or several outputs."""
-    check_not_text(X)
-    check_dense_target(y)
-    X, y = validate_data(
-        estimator,
-        X,
-        y,
-        dtype=[np.float64, np.float32],
-        order="C",
-        multi_output=True,
-        y_numeric=True,
-    )
-    return X, np.asarray(y, dtype=np.float64)
-
-
-def check_bandwidth(bandwidth, n_features):
-    """A positive finite float, or an array of them of shape (n_features,)."""
-    arr = np.asarray(bandwidth, dtype=np.float64)
-    if arr.ndim == 0:
-        value = float(arr)
-        if not (np.isfinite(value) and value > 0):
-            raise ValueError(
-                f"bandwidth must be positive and finite, got {bandwidth!r}."
-            )
-        return value
-    if arr.ndim != 1 or arr.shape[0] != n_features:
-        raise ValueError(
-            "A bandwidth must be a float or an array of shape (n_features,) = "
-            f"({n_features},), got shape {arr.shape}."
-        )
-    if not np.all(np.isfinite(arr) & (arr > 0)):
-        raise ValueError(
-            f"Every per-feature bandwidth must be positive and finite, got {arr}."
-        )
-    return arr
-
-
-def check_sample_weight(sample_weight, n_samples):
-    """Validate sample weights: finite, non-negative, not all zero."""
-    if sample_weight is None:
-        return None
-    if np.isscalar(sample_weight):
-        sample_weight = np.full(n_samples, sample_weight, dtype=np.float64)
-    if sp.issparse(sample_weight):
-        raise TypeError(
-            "sample_weight must be dense: a sparse matrix is not supported; "
-            "convert it with .toarray().ravel()."
-        )
-    w = np.asarray(sample_weight)
-    if w.dtype.kind == "c":
-        raise ValueError("sample_weight must be real, got complex values.")
-    try:
-        w = w.astype(np.float64, copy=False)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"sample_weight must be numeric: {exc}") from None
-    if w.ndim != 1 or w.shape[0] != n_samples:
-        raise ValueError(f"sample_weight.shape == {w.shape}, expected ({n_samples},).")
-    if not np.all(np.isfinite(w)):
-        raise ValueError("sample_weight must be finite (no NaN or infinity).")
-    if np.any(w < 0):
-        raise ValueError("Negative values in sample_weight are not allowed.")
-    if not np.any(w > 0):
-        raise ValueError(
-            "All sample weights are zero: sample_weight must have at least one "
-            "positive value."
-        )
-    return w
-
-
-def _check_metric_values(params):
-    """Reject metric parameters that scipy's cdist would silently misuse."""
-
-    def fail(name, requirement):
-        raise ValueError(
-            f"metric_params[{name!r}] must be {requirement}, got {params[name]!r}."
-        )
-
-    if "p" in params and isinstance(params["p"], Real):
-        p = params["p"]
-        if not p > 0:  # NaN fails too; np.inf is allowed
-            fail("p", "a positive number (np.inf for chebyshev)")
-    if "w" in params:
-        w = np.asarray(params["w"], dtype=np.float64)
-        if not np.all(np.isfinite(w)):
-            fail("w", "finite and non-negative")
-    if "V" in params:
-        V = np.asarray(params["V"], dtype=np.float64)
-        if not (np.all(np.isfinite(V)) and np.all(V > 0)):
-            fail("V", "finite and positive (variances)")
-    if "VI" in params:
-        VI = np.asarray(params["VI"], dtype=np.float64)
-        if not np.all(np.isfinite(VI)):
-            fail("VI", "finite")
-        sym = (VI + VI.T) / 2
-        eig = np.linalg.eigvalsh(sym)
-        if eig.min() < -1e-10 * max(abs(eig).max(), 1.0):
-            fail("VI", "positive semi-definite (an inverse covariance)")
-
-
-#: Metrics with d(x / h, q / h) = d(x, q) / h for h > 0.
-DEGREE_ONE = frozenset(
-    {"euclidean", "cityblock", "chebyshev", "minkowski", "seuclidean",
-     "mahalanobis"}
-)  # fmt: skip
-
-
-def nearest_scale(scale, metric, X, Q):
-    """What divides the features for a search of nearest points.
-
-    Nearest points do not change under a common factor, for metrics
-    homogeneous of degree one: a scale equal for every feature is dropped
-    (dividing by it would round distances and break exact ties), and a power
-    of two brings the coordinates of the training points and the queries to
-    order one (squared distances representable).
-    """
-    if metric not in DEGREE_ONE:
-        return scale
-    d = X.shape[1]
-    base = np.ones(d) if scale is None or np.all(scale == scale[0]) else scale
-    with np.errstate(over="ignore"):
-        largest = max(
-            np.max(np.abs(X / base), initial=0.0),
-            np.max(np.abs(Q / base), initial=0.0),
-        )
-    if np.isfinite(largest) and largest > 0:
-        return base * power_of_two_scale(largest)
-    return base
 
 
 class NadarayaWatsonBase(BaseEstimator):
@@ -239,7 +54,7 @@ class NadarayaWatsonBase(BaseEstimator):
         "metric": [StrOptions(set(CDIST_METRICS)), callable],
         "metric_params": [dict, None],
         "empty_window": [StrOptions(set(EMPTY_WINDOW_POLICIES))],
-        "algorithm": [StrOptions({"auto", "brute", "tree", "sorted", "fgt", "binned"})],
+        "algorithm": [StrOptions(set(ALGORITHMS))],
         "n_jobs": [Integral, None],
     }
 
@@ -283,38 +98,7 @@ class NadarayaWatsonBase(BaseEstimator):
         return check_bandwidth(bw, X.shape[1])
 
     def _resolve_metric_params(self, X, sample_weight):
-        """Metric parameters with data-dependent defaults fixed at fit time.
-
-        The defaults of ``"mahalanobis"`` (``VI``) and ``"seuclidean"`` (``V``)
-        come from the weighted (ddof=0) covariance of the unscaled training data.
-        """
-        params = dict(self.metric_params or {})
-        metric = self.metric
-        if metric in ("mahalanobis", "seuclidean"):
-            w = np.ones(X.shape[0]) if sample_weight is None else sample_weight
-            centred = X - (w @ X) / w.sum()
-            if metric == "mahalanobis" and "VI" not in params:
-                cov = (centred * w[:, None]).T @ centred / w.sum()
-                params["VI"] = np.linalg.pinv(cov, hermitian=True)
-            if metric == "seuclidean" and "V" not in params:
-                var = w @ centred**2 / w.sum()
-                params["V"] = np.where(var > 0, var, 1.0)
-        d = X.shape[1]
-        for name, shape in (("VI", (d, d)), ("V", (d,))):
-            if name in params and np.shape(params[name]) != shape:
-                raise ValueError(
-                    f"metric_params[{name!r}] must have shape {shape} for "
-                    f"{d} features, got shape {np.shape(params[name])}."
-                )
-        _check_metric_values(params)
-        try:
-            cdist(X[:1], X[:1], metric, **params)
-        except (TypeError, ValueError) as exc:
-            raise ValueError(
-                f"metric_params {self.metric_params!r} do not fit metric "
-                f"{metric!r}: {exc}"
-            ) from None
-        return params
+        return resolve_metric_params(self.metric, self.metric_params, X, sample_weight)
 
     def _fit_common(self, X, sample_weight):
         """Resolve kernel, bandwidth and metric; store the training inputs."""
@@ -326,65 +110,38 @@ class NadarayaWatsonBase(BaseEstimator):
         self.sample_weight_ = sample_weight
         return sample_weight
 
-    #: ``algorithm="auto"`` considers the tree from this many training points.
-    _TREE_MIN_SAMPLES = 512
-    #: Whether the sorted 1-D path (sums of the values only) can serve.
-    _supports_sorted = True
+    #: The values of ``algorithm`` the estimator accepts (see
+    #: :func:`sknw._sums.algorithms`).
+    _algorithms = ALGORITHMS
     #: Whether float32 inputs may have their sums computed in float32 (within
     #: the core's bound on the weights); else always float64.
     _float32_sums = True
 
     def _resolve_algorithm(self):
-        """Set ``algorithm_`` (and its index) from the fitted state.
+        """Set ``algorithm_`` and its index from the fitted state (see
+        :func:`sknw._sums.choose`).
 
         Called at the end of ``fit``, once the values to average are known.
         """
         self._coordinates_scaled = self._decide_coordinate_scaling()
         self._feature_power = self._decide_feature_power()
-        p = tree_p(self.metric, self.metric_params_)
-        compact = bool(np.isfinite(self.kernel_.support))
-        self._tree = self._index = None
-        self.algorithm_ = "brute"
-        if self.algorithm == "brute":
-            return
-        self._check_algorithm(self.kernel_)
-        if self.algorithm == "binned":
-            self._check_binned()
-            self.algorithm_ = "binned"
-            return
-        sorted_ok = self._supports_sorted and sorted_eligible(
-            self.kernel_, self.metric, self.metric_params_, self.n_features_in_
-        )
-        large = self.X_fit_.shape[0] >= self._TREE_MIN_SAMPLES
-        if self._use_fgt(large):
-            return
-        if self.algorithm == "sorted" or (
-            self.algorithm == "auto" and sorted_ok and large
-        ):
-            head = self._head()
+
+        def values():
             V, w, _ = self._normalised(self._values())
-            self._index = SortedIndex(
-                self.X_fit_,
-                V,
-                w,
-                self.kernel_,
-                head.divisor,
-                self._scale(),
-            )
-            self.algorithm_ = "sorted"
-            return
-        if not compact or p is None:
-            return
-        if self.algorithm == "auto" and not large:
-            return
-        tree = build_tree(self.X_fit_, self._scale())
-        if self.algorithm == "auto":
-            fraction = window_fraction(
-                tree, self.X_fit_, self._head(), p, self._scale()
-            )
-            if fraction >= TREE_MAX_FRACTION:
-                return
-        self._tree, self.algorithm_ = tree, "tree"
+            return V, w
+
+        request = FitRequest(
+            X=self.X_fit_,
+            sample_weight=self.sample_weight_,
+            values=values,
+            head=self._head(),
+            scale=self._scale(),
+            metric=self.metric,
+            metric_params=self.metric_params_,
+            tolerance=getattr(self, "binned_tol", None),
+            tile_elements=_tile_elements(),
+        )
+        self.algorithm_, self._index = choose(self.algorithm, self._algorithms, request)
 
     def _check_algorithm(self, kernel):
         """Raise if an explicit ``algorithm`` cannot serve ``kernel`` (with the
@@ -392,77 +149,12 @@ class NadarayaWatsonBase(BaseEstimator):
 
         The CV estimators check every candidate kernel before their search.
         """
-        name = self.algorithm
-        if (name in ("sorted", "fgt") and not self._supports_sorted) or (
-            name == "binned" and not hasattr(self, "binned_tol")
-        ):
-            raise ValueError(
-                f"algorithm={name!r} is not available for "
-                f"{type(self).__name__}; use 'auto', 'brute' or 'tree'."
-            )
-        metric, params, d = self.metric, self.metric_params_, self.n_features_in_
-        if name == "sorted" and not sorted_eligible(kernel, metric, params, d):
-            raise ValueError(
-                "algorithm='sorted' needs one feature, a kernel that is a "
-                "polynomial on its support (boxcar, triangular, epanechnikov, "
-                f"biweight, triweight, tricube; not {kernel!r}) and a metric "
-                "that is |x - q| in one dimension ('euclidean', 'cityblock', "
-                f"'chebyshev', 'minkowski'), not {metric!r}."
-            )
-        if name in ("fgt", "binned") and not binned_eligible(kernel, metric, params, d):
-            raise ValueError(
-                f"algorithm={name!r} needs one feature, the Gaussian kernel (not "
-                f"{kernel!r}) and a metric that is |x - q| in one dimension "
-                "('euclidean', 'cityblock', 'chebyshev', 'minkowski'), not "
-                f"{metric!r}."
-            )
-        compact = bool(np.isfinite(kernel.support))
-        if name == "tree" and (not compact or tree_p(metric, params) is None):
-            raise ValueError(
-                "algorithm='tree' needs a kernel of finite support (not "
-                f"{kernel!r}) and a metric a KD-tree can search "
-                "('euclidean', 'cityblock', 'chebyshev' or 'minkowski' with p >= 1), "
-                f"not {metric!r} with {self.metric_params!r}."
-            )
-
-    def _use_fgt(self, large):
-        """Build the fast Gauss transform's index when ``algorithm`` asks for
-        it, or ``"auto"`` finds it pays (see :mod:`sknw._fgt`)."""
-        if self.algorithm not in ("fgt", "auto"):
-            return False
-        eligible = self._supports_sorted and binned_eligible(
-            self.kernel_, self.metric, self.metric_params_, self.n_features_in_
-        )
-        if not eligible or (self.algorithm == "auto" and not large):
-            return False
-        V, w, _ = self._normalised(self._values())
-        index = GaussIndex(
-            self.X_fit_,
-            V,
-            w,
-            self._head(),
-            self._scale(),
-            _tile_elements(),
-            # "auto" computes the moments only where they pay.
-            min_points_per_box=MIN_POINTS_PER_BOX if self.algorithm == "auto" else 0,
-        )
-        if self.algorithm == "auto" and not index.built:
-            return False
-        self._index, self.algorithm_ = index, "fgt"
-        return True
-
-    def _check_binned(self):
-        """Whether the grid of ``algorithm="binned"`` fits (that the algorithm
-        applies is checked by :meth:`_check_algorithm`)."""
-        x = _scaled_rows(self.X_fit_, 0, self.X_fit_.shape[0], self._scale())[:, 0]
-        w = self.sample_weight_
-        if w is not None:
-            x = x[w > 0]
-        binned_grid(
-            float(x.min()),
-            float(x.max()),
-            gaussian_sigma(self._head()),
-            self.binned_tol,
+        check(
+            self.algorithm,
+            kernel,
+            self.metric,
+            self.metric_params_,
+            self.n_features_in_,
         )
 
     # -- the weighted average ----------------------------------------------------
@@ -610,7 +302,7 @@ class NadarayaWatsonBase(BaseEstimator):
             average = S2 * ratio[:, None] * column_scale
             total = den2 * ratio
         undefined = empty.copy()
-        if empty.any() and not np.isfinite(self.kernel_.support):
+        if empty.any() and not is_compact(self.kernel_):
             # The nearest points, of total weight c * den_t, each get 1 / den_t.
             S_t, den_t = nearest_sums(
                 Q[empty],
@@ -632,53 +324,26 @@ class NadarayaWatsonBase(BaseEstimator):
         return SquaredWeights(average, total, self_weight, undefined, None)
 
     def _kernel_sums(self, Q, V, w, heads):
-        """The core's sums for every head, by the fitted ``algorithm_``.
-
-        The sorted index holds the sums of the fitted values for the fitted
-        kernel only; other values or heads take the brute-force path, and so do
-        several heads for the binned path (whose tolerance bounds ratios of one
-        head's sums).
-        """
+        """The core's sums for every head, by the fitted ``algorithm_`` (the
+        dense backend where its index does not serve these values and heads,
+        see :func:`sknw._sums.backend_sums`)."""
         if not self._float32_sums:
             # float32 queries would let the core sum in float32 (see the core's
             # F32_TOLERANCE); float64 queries keep it in float64.
             Q = np.asarray(Q, dtype=np.float64)
-        params = {
-            "metric": self.metric,
-            "metric_params": self.metric_params_,
-            "scale": self._scale(),
-            "sample_weight": w,
-            "tile_elements": _tile_elements(),
-        }
-        if self.algorithm_ == "tree":
-            p = tree_p(self.metric, self.metric_params_)
-            return [
-                parallel_kernel_sums(
-                    Q, self.X_fit_, V, [head], n_jobs=self.n_jobs,
-                    sums=tree_kernel_sums, tree=self._tree, p=p, **params,
-                )[0]
-                for head in heads
-            ]  # fmt: skip
-        if self.algorithm_ == "sorted" and len(heads) == 1:
-            return parallel_kernel_sums(
-                Q, self.X_fit_, V, heads, n_jobs=self.n_jobs,
-                sums=sorted_kernel_sums, index=self._index, **params,
-            )  # fmt: skip
-        if (
-            self.algorithm_ == "fgt"
-            and len(heads) == 1
-            and V.shape[1] == self._index.n_values
-        ):
-            return parallel_kernel_sums(
-                Q, self.X_fit_, V, heads, n_jobs=self.n_jobs,
-                sums=fgt_kernel_sums, index=self._index, **params,
-            )  # fmt: skip
-        if self.algorithm_ == "binned" and len(heads) == 1:
-            return binned_kernel_sums(
-                Q, self.X_fit_, V, heads, tol=self.binned_tol, **params
-            )
-        return parallel_kernel_sums(
-            Q, self.X_fit_, V, heads, n_jobs=self.n_jobs, **params
+        return backend_sums(
+            self.algorithm_,
+            self._index,
+            Q,
+            self.X_fit_,
+            V,
+            heads,
+            n_jobs=self.n_jobs,
+            metric=self.metric,
+            metric_params=self.metric_params_,
+            scale=self._scale(),
+            sample_weight=w,
+            tile_elements=_tile_elements(),
         )
 
     def _normalised(self, V):
@@ -710,7 +375,7 @@ class NadarayaWatsonBase(BaseEstimator):
         of a vanishing bandwidth, their nearest training points, silently.
         """
         policy = self.empty_window
-        if not np.isfinite(self.kernel_.support):
+        if not is_compact(self.kernel_):
             policy = "nearest"
         elif policy == "raise":
             raise ValueError(
@@ -815,7 +480,7 @@ class NadarayaWatsonBase(BaseEstimator):
                 size += nbytes(value.values())
             elif hasattr(value, "__dict__"):
                 size += nbytes(vars(value).values())
-        tree = vars(self).get("_tree")
-        if tree is not None:
-            size += tree.data.nbytes + tree.indices.nbytes
+        index = vars(self).get("_index")
+        if isinstance(index, cKDTree):  # its arrays are not attributes
+            size += index.data.nbytes + index.indices.nbytes
         return size

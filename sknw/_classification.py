@@ -8,13 +8,9 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
-from ._base import (
-    NadarayaWatsonBase,
-    check_dense_target,
-    check_not_text,
-    check_sample_weight,
-)
-from ._selection import CVSelectionMixin, cv_parameter_constraints
+from ._base import NadarayaWatsonBase
+from ._selection import CV_ALGORITHMS, CVSelectionMixin, cv_parameter_constraints
+from ._validation import check_dense_target, check_not_text, check_sample_weight
 from .kernels import KERNELS, Kernel
 
 #: Kernel names the classifier accepts: those of non-negative kernels.
@@ -342,8 +338,11 @@ class NadarayaWatsonClassifierCV(CVSelectionMixin, NadarayaWatsonClassifier):
     True
     """
 
+    _algorithms = CV_ALGORITHMS
     _parameter_constraints = cv_parameter_constraints(
-        NadarayaWatsonClassifier._parameter_constraints, CLASSIFIER_KERNELS
+        NadarayaWatsonClassifier._parameter_constraints,
+        CLASSIFIER_KERNELS,
+        _algorithms,
     )
 
     @_fit_context(prefer_skip_nested_validation=True)

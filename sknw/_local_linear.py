@@ -7,11 +7,11 @@ import numpy as np
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ._base import NadarayaWatsonBase, power_of_two_scale
+from ._base import NadarayaWatsonBase
 from ._regression import NadarayaWatsonRegressor
 from ._selection import CVSelectionMixin, cv_parameter_constraints
+from ._sums import Head, algorithms, power_of_two_scale
 from ._uncertainty import LocalFit
-from ._weights import Head, kernel_sums
 from .exceptions import SingularDesignWarning, warn
 from .kernels import KERNELS, Boxcar
 
@@ -231,13 +231,16 @@ class LocalLinearRegressor(NadarayaWatsonRegressor):
     array([1.433])
     """
 
+    # The local fit sums moments of its own (the sorted and fgt indexes hold
+    # the targets only) and has no tolerance parameter.
+    _algorithms = algorithms(fixed_values=False, tolerance=False)
     _parameter_constraints = {
         **{
             k: v
             for k, v in NadarayaWatsonRegressor._parameter_constraints.items()
             if k != "binned_tol"
         },
-        "algorithm": [StrOptions({"auto", "brute", "tree", "sorted"})],
+        "algorithm": [StrOptions(set(_algorithms))],
         "min_eigenvalue": [Interval(Real, 0, 1, closed="both")],
     }
 
@@ -267,8 +270,6 @@ class LocalLinearRegressor(NadarayaWatsonRegressor):
         self.noise_variance = noise_variance
         self.min_eigenvalue = min_eigenvalue
 
-    # The sorted path sums the targets only, not the moments a local line needs.
-    _supports_sorted = False
     # The local least-squares solves amplify the rounding of the moments: they
     # are summed in float64 whatever the input dtype.
     _float32_sums = False
@@ -399,15 +400,7 @@ class LocalLinearRegressor(NadarayaWatsonRegressor):
         if not np.isfinite(head.kernel.support):
             return np.full(Q.shape[0], positive.sum())
         window = Head(Boxcar(), head.divisor * head.kernel.support)
-        ((S, _, M),) = kernel_sums(
-            Q,
-            self.X_fit_,
-            positive[:, None],
-            [window],
-            metric=self.metric,
-            metric_params=self.metric_params_,
-            scale=self._scale(),
-        )
+        ((S, _, M),) = self._kernel_sums(Q, positive[:, None], None, [window])
         # The boxcar's log weight is 0 inside: the shifted sum is the count.
         return np.where(np.isfinite(M), S[:, 0], 0.0)
 
@@ -523,12 +516,11 @@ class LocalLinearRegressorCV(CVSelectionMixin, LocalLinearRegressor):
     60
     """
 
-    _parameter_constraints = {
-        **cv_parameter_constraints(
-            LocalLinearRegressor._parameter_constraints, set(KERNELS)
-        ),
-        "algorithm": [StrOptions({"auto", "brute", "tree"})],
-    }
+    _parameter_constraints = cv_parameter_constraints(
+        LocalLinearRegressor._parameter_constraints,
+        set(KERNELS),
+        LocalLinearRegressor._algorithms,
+    )
 
     def __init__(
         self,

@@ -8,13 +8,11 @@ from sklearn.base import RegressorMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from ._base import (
-    NadarayaWatsonBase,
-    power_of_two_scale,
-    validate_regression_data,
-)
-from ._selection import CVSelectionMixin, cv_parameter_constraints
+from ._base import NadarayaWatsonBase
+from ._selection import CV_ALGORITHMS, CVSelectionMixin, cv_parameter_constraints
+from ._sums import power_of_two_scale
 from ._uncertainty import LocalFit, global_noise_variance, local_noise_variance
+from ._validation import validate_regression_data
 from .exceptions import UndefinedStdWarning, warn
 from .kernels import KERNELS
 
@@ -630,8 +628,9 @@ class NadarayaWatsonRegressorCV(CVSelectionMixin, NadarayaWatsonRegressor):
     0.3
     """
 
+    _algorithms = CV_ALGORITHMS
     _parameter_constraints = cv_parameter_constraints(
-        NadarayaWatsonRegressor._parameter_constraints, set(KERNELS)
+        NadarayaWatsonRegressor._parameter_constraints, set(KERNELS), _algorithms
     )
 
     def __init__(

@@ -2,7 +2,7 @@
 
 The leave-one-out estimate of Nadaraya--Watson regression has a closed form: a
 point's own term is dropped from the numerator and the denominator. The core
-(:func:`sknw._weights.kernel_sums` with ``exclude_self=True``) masks that term
+(:func:`sknw._sums.kernel_sums` with ``exclude_self=True``) masks that term
 before the per-query shift, so the estimate stays exact however small the
 bandwidth. Candidates are grouped by the scaling of the features they need; each
 group costs one pass over the pairwise distances, shared by all its kernels and
@@ -18,18 +18,19 @@ from sklearn.model_selection import check_cv
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._bandwidth import rule_bandwidth
-from ._base import (
-    check_bandwidth,
-    check_sample_weight,
-    nearest_scale,
-    power_of_two_scale,
-    validate_regression_data,
-)
-from ._weights import (
+from ._sums import (
     Head,
+    algorithms,
     default_tile_elements,
+    nearest_scale,
     nearest_sums,
     parallel_kernel_sums,
+    power_of_two_scale,
+)
+from ._validation import (
+    check_bandwidth,
+    check_sample_weight,
+    validate_regression_data,
 )
 from .kernels import Kernel, get_kernel
 
@@ -83,7 +84,7 @@ def grid_multipliers(n):
     octaves (30 multipliers: ``2**(1/4)`` apart, from 0.041 to 6.2). The
     Gaussian and Laplacian coefficients of some pairs of bandwidths are then
     powers of two apart, and the shared pass derives those candidates' terms
-    by squaring (see :class:`sknw._weights._SquareChains`).
+    by squaring (see :class:`sknw._sums._chains._SquareChains`).
     """
     lo, hi = DEFAULT_GRID_RANGE
     octaves = np.log2(hi / lo)
@@ -404,7 +405,12 @@ def _check_bandwidth_grid(bandwidths, n_features):
     return grid
 
 
-def cv_parameter_constraints(base_constraints, kernel_names):
+#: The ``algorithm`` values of the CV estimators of Nadaraya--Watson (their
+#: passes need exact sums: no tolerance).
+CV_ALGORITHMS = algorithms(tolerance=False)
+
+
+def cv_parameter_constraints(base_constraints, kernel_names, algorithm_names):
     """Constraints of a ``*CV`` estimator from those of its plain estimator."""
     return {
         **{
@@ -412,7 +418,7 @@ def cv_parameter_constraints(base_constraints, kernel_names):
             for k, v in base_constraints.items()
             if k not in ("kernel", "bandwidth", "binned_tol")
         },
-        "algorithm": [StrOptions({"auto", "brute", "tree", "sorted", "fgt"})],
+        "algorithm": [StrOptions(set(algorithm_names))],
         "kernels": ["array-like", StrOptions(kernel_names), Kernel],
         "bandwidths": [None, Interval(Integral, 1, None, closed="left"), "array-like"],
         "cv": ["cv_object"],

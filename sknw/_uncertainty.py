@@ -30,7 +30,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._weights import _is_user
+from ._sums._traits import is_user
 from .kernels import Kernel
 
 
@@ -55,7 +55,7 @@ class SquaredKernel(Kernel):
     @property
     def _log_linear(self):
         form = getattr(self.kernel, "_log_linear", None)
-        if form is None or _is_user(self.kernel):
+        if form is None or is_user(self.kernel):
             return None
         return (2.0 * form[0], form[1])
 

@@ -32,14 +32,19 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 def exp_dtypes(monkeypatch):
     """The set of dtypes of the tiles whose ``exp`` the core takes, recorded
     while the test runs (float32 where the float32 path serves)."""
-    from sknw import _weights
+    import sys
+
+    from sknw._sums import _base
 
     seen = set()
-    original = _weights._exp
+    original = _base._exp
 
     def spy(T, floor):
         seen.add(T.dtype)
         return original(T, floor)
 
-    monkeypatch.setattr(_weights, "_exp", spy)
+    # Every module of the core that imported it.
+    for name, module in list(sys.modules.items()):
+        if name.startswith("sknw._sums") and getattr(module, "_exp", None) is original:
+            monkeypatch.setattr(module, "_exp", spy)
     return seen

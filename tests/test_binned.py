@@ -12,7 +12,8 @@ from sknw import (
     NadarayaWatsonRegressor,
     NadarayaWatsonRegressorCV,
 )
-from sknw._binned import binned_eligible, binned_grid
+from sknw._sums._binned import binned_grid
+from sknw._sums._traits import gaussian_eligible as binned_eligible
 from sknw.kernels import KERNELS, Gaussian, get_kernel
 
 

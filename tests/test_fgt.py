@@ -16,7 +16,8 @@ from sknw import (
     NadarayaWatsonRegressor,
     NadarayaWatsonRegressorCV,
 )
-from sknw._fgt import (
+from sknw._sums import Head
+from sknw._sums._fgt import (
     MIN_POINTS_PER_BOX,
     N_TERMS,
     RADIUS,
@@ -28,7 +29,6 @@ from sknw._fgt import (
     _truncation,
     gaussian_boxes,
 )
-from sknw._weights import Head
 from sknw.exceptions import EmptyWindowWarning
 from sknw.kernels import get_kernel
 
@@ -122,7 +122,7 @@ def test_queries_beyond_the_bound_are_summed_exactly():
     # From 10 standard deviations beyond the outlier at 30, the bound of the
     # Hermite terms fails: these queries take the exact (shifted) sums.
     Q = np.array([[30.5], [31.0], [35.0], [1e3]])
-    from sknw._fgt import fgt_kernel_sums
+    from sknw._sums._fgt import fgt_kernel_sums
 
     V, w, _ = fgt._normalised(fgt._values())
     ((S, den, M),) = fgt_kernel_sums(

@@ -9,8 +9,8 @@ from sknw import (
     NadarayaWatsonClassifier,
     NadarayaWatsonRegressor,
     NadarayaWatsonRegressorCV,
-    _weights,
 )
+from sknw._sums import _parallel
 
 
 def _data(n=600, m=1500, d=2, seed=0):
@@ -23,13 +23,13 @@ def _data(n=600, m=1500, d=2, seed=0):
 @pytest.fixture
 def count_batches(monkeypatch):
     calls = []
-    original = _weights._batch_sums
+    original = _parallel._batch_sums
 
     def counting(*args):
         calls.append(args[1].shape[0])  # (sums, Q, X, V, heads, params)
         return original(*args)
 
-    monkeypatch.setattr(_weights, "_batch_sums", counting)
+    monkeypatch.setattr(_parallel, "_batch_sums", counting)
     return calls
 
 
@@ -42,8 +42,8 @@ def test_n_jobs_equals_serial(n_jobs, kernel, count_batches):
     expected = serial.predict(Q)
     got = parallel.fit(X, y).predict(Q)
     assert_allclose(got, expected, rtol=1e-13)
-    n_workers = _weights.effective_n_jobs(n_jobs)
-    expected_batches = min(n_workers, Q.shape[0] // _weights.MIN_BATCH)
+    n_workers = _parallel.effective_n_jobs(n_jobs)
+    expected_batches = min(n_workers, Q.shape[0] // _parallel.MIN_BATCH)
     if expected_batches > 1:
         assert len(count_batches) == expected_batches
         assert sum(count_batches) == Q.shape[0]
@@ -72,7 +72,7 @@ def test_joblib_backends(backend):
 
 
 def test_few_queries_run_serially(count_batches):
-    X, y, Q = _data(m=_weights.MIN_BATCH + 10)
+    X, y, Q = _data(m=_parallel.MIN_BATCH + 10)
     est = NadarayaWatsonRegressor(n_jobs=4).fit(X, y)
     est.predict(Q)
     assert count_batches == []

@@ -430,17 +430,17 @@ def test_bandwidths_a_huge_power_of_two_apart():
     [NadarayaWatsonRegressorCV, NadarayaWatsonClassifierCV, LocalLinearRegressorCV],
 )
 def test_n_jobs_runs_the_search_in_parallel_with_the_same_scores(monkeypatch, make, cv):
-    from sknw import _weights
+    from sknw._sums import _dense, _parallel
 
     calls = []
-    original = _weights.kernel_sums
+    original = _dense.kernel_sums
 
     def counting(Q, *args, **kwargs):
         calls.append(Q.shape[0])
         return original(Q, *args, **kwargs)
 
-    monkeypatch.setattr(_weights, "MIN_BATCH", 8)
-    monkeypatch.setattr(_weights, "kernel_sums", counting)
+    monkeypatch.setattr(_parallel, "MIN_BATCH", 8)
+    monkeypatch.setattr(_dense, "kernel_sums", counting)
     X, y, w = _data(n=60)
     if make is NadarayaWatsonClassifierCV:
         y = (y > 0).astype(int)

@@ -5,15 +5,22 @@ import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 from scipy.spatial.distance import cdist
 
-from sknw import _weights
-from sknw._weights import (
+from sknw._sums import (
     TILE_ELEMENTS,
     Head,
+    _base,
+    _chains,
+    _gaussian,
+    _parallel,
+    _sorted,
+    _traits,
+    _tree,
     kernel_sums,
     nearest_mask,
     nearest_sums,
     pairwise_distances,
 )
+from sknw._sums._chains import ExcessTile
 from sknw.kernels import (
     KERNELS,
     Boxcar,
@@ -31,7 +38,7 @@ RTOL = 1e-12
 @pytest.fixture(autouse=True)
 def _training_tiles_of_4096(monkeypatch):
     """Training tiles of 4096 rows, the boundary the tests below straddle."""
-    monkeypatch.setattr(_weights, "TILE_TRAIN_ROWS", 4096)
+    monkeypatch.setattr(_base, "TILE_TRAIN_ROWS", 4096)
 
 
 TILES = [1, 7, 64, TILE_ELEMENTS]
@@ -154,7 +161,7 @@ def test_shift_is_max_log_kernel_across_training_tiles():
     X[:4096] += 50.0
     head = Head(Gaussian(), 1.0)
     ((S, den, M),) = kernel_sums(
-        Q, X, V, [head], sample_weight=w, tile_elements=8, _shifted=True
+        Q, X, V, [head], sample_weight=w, tile_elements=8, strategy="tiled"
     )
     D = cdist(Q, X)
     assert_allclose(M, np.max(-0.5 * D**2, axis=1), rtol=RTOL)
@@ -245,7 +252,7 @@ def test_shift_equals_max_log_kernel():
     for head in HEADS:
         # The shifted paths (the GEMM path of a single Gaussian head may shift
         # by a bound from probes: see test_probe_shifted_gemm_path below).
-        ((_, _, M),) = kernel_sums(Q, X, V, [head], sample_weight=w, _shifted=True)
+        ((_, _, M),) = kernel_sums(Q, X, V, [head], sample_weight=w, strategy="tiled")
         K = np.abs(head.kernel(cdist(Q, X) / head.divisor))
         with np.errstate(divide="ignore"):
             expected = np.max(np.log(K), axis=1)
@@ -281,9 +288,9 @@ def check_probe_shifted_gemm_path(h):
     assert_allclose(den * factor, E.sum(axis=1), rtol=1e-10)
     assert_allclose(S * factor[:, None], E @ V, rtol=1e-10, atol=1e-13)
     centre = X.mean(axis=0)
-    if _weights._gemm_usable(Q, X, [head], None, centre):
-        shift = _weights._probe_shifts(Q, X, w, -0.5 / h**2, None, centre)
-        near = shift >= _weights.PROBE_MIN_LOG
+    if _gaussian._gemm_usable(Q, X, [head], None, centre):
+        shift = _gaussian._probe_shifts(Q, X, w, -0.5 / h**2, None, centre)
+        near = shift >= _gaussian.PROBE_MIN_LOG
         assert_allclose(fast[2][near], shift[near], rtol=1e-15)
         assert np.all(shift <= M_ref + 1e-9 * np.abs(M_ref))
         assert_allclose(fast[2][~near], M_ref[~near], rtol=1e-12)
@@ -501,18 +508,18 @@ def test_pairwise_distances_are_cdist(metric):
     ],
     ids=["single-gaussian", "grid"],
 )
-def test_fast_paths_equal_cdist_path(monkeypatch, d, heads):
+def test_fast_paths_equal_cdist_path(d, heads):
     """GEMM distances and the folded single-head path agree with cdist."""
     Q, X, V, w = make_data(11, 40, 300, d)
     w[::7] = 0.0
     scale = np.linspace(0.5, 2.0, d)
     fast = kernel_sums(Q, X, V, heads, scale=scale, sample_weight=w)
     loo_fast = kernel_sums(X, X, V, heads, sample_weight=w, exclude_self=True)
-    assert _weights._gemm_usable(Q, X, heads, None, X.mean(axis=0)) == (d >= 2)
-    monkeypatch.setattr(_weights, "_gemm_usable", lambda *args: False)
-    monkeypatch.setattr(_weights, "_log_linear_coef", lambda *args: None)
-    slow = kernel_sums(Q, X, V, heads, scale=scale, sample_weight=w)
-    loo_slow = kernel_sums(X, X, V, heads, sample_weight=w, exclude_self=True)
+    assert _gaussian._gemm_usable(Q, X, heads, None, X.mean(axis=0)) == (d >= 2)
+    slow = kernel_sums(Q, X, V, heads, scale=scale, sample_weight=w, strategy="cdist")
+    loo_slow = kernel_sums(
+        X, X, V, heads, sample_weight=w, exclude_self=True, strategy="cdist"
+    )
     for a, b in zip(fast + loo_fast, slow + loo_slow, strict=True):
         factor = np.exp(a[2] - b[2])
         assert np.all(a[2] <= b[2] + 1e-11 * np.abs(b[2]) + 1e-12)
@@ -529,7 +536,7 @@ def test_gemm_path_refused_where_rounding_could_matter():
     rng = np.random.default_rng(12)
     X = rng.normal(size=(50, 3))
     centre = X.mean(axis=0)
-    usable = _weights._gemm_usable
+    usable = _gaussian._gemm_usable
     assert usable(X, X, [Head(Gaussian(), 1.0)], None, centre)
     # Far-away data relative to the bandwidth: error bound exceeded.
     assert not usable(X + 1e4, X, [Head(Gaussian(), 1.0)], None, centre)
@@ -546,7 +553,7 @@ def test_gemm_path_refused_where_rounding_could_matter():
 
 def test_tiles_respect_the_element_budget():
     for m, n, budget in [(10, 100_000, 1), (1000, 50, 1 << 17), (7, 9000, 1 << 17)]:
-        bq, bn = _weights._tile_shape(m, n, budget)
+        bq, bn = _base._tile_shape(m, n, budget)
         assert 1 <= bq <= m and 1 <= bn <= n
         assert bq * bn <= max(budget, 64)
 
@@ -570,9 +577,9 @@ def test_tree_sums_equal_dense_sums(kernel, metric, params, p, tile_elements):
     Q[:5] += 30.0  # empty windows
     scale = np.array([0.5, 1.0, 2.0])
     head = Head(kernel, 0.4)
-    assert _weights.tree_p(metric, params) == p
-    tree = _weights.build_tree(X, scale)
-    ((S, den, M),) = _weights.tree_kernel_sums(
+    assert _traits.tree_p(metric, params) == p
+    tree = _tree.build_tree(X, scale)
+    ((S, den, M),) = _tree.tree_kernel_sums(
         Q,
         X,
         V,
@@ -595,18 +602,16 @@ def test_tree_sums_equal_dense_sums(kernel, metric, params, p, tile_elements):
 
 
 def test_tree_metric_support():
-    assert _weights.tree_p("minkowski", None) == 2.0
-    assert _weights.tree_p("minkowski", {"p": 0.5}) is None
-    assert _weights.tree_p("cosine", None) is None
-    assert _weights.tree_p("euclidean", {"w": [1.0]}) is None
-    assert _weights.tree_p(lambda a, b: 0.0, None) is None
+    assert _traits.tree_p("minkowski", None) == 2.0
+    assert _traits.tree_p("minkowski", {"p": 0.5}) is None
+    assert _traits.tree_p("cosine", None) is None
+    assert _traits.tree_p("euclidean", {"w": [1.0]}) is None
+    assert _traits.tree_p(lambda a, b: 0.0, None) is None
 
 
 @pytest.mark.parametrize("tile_elements", [64, 1000, 1 << 17])
 @pytest.mark.parametrize("h", [0.002, 0.05, 0.7, 50.0])
-def test_one_feature_gaussian_skips_only_negligible_terms(
-    monkeypatch, h, tile_elements
-):
+def test_one_feature_gaussian_skips_only_negligible_terms(h, tile_elements):
     """The 1-D single-head path (sorted, each query tile against the training
     points within reach) equals the general path: terms it skips are below
     exp(EXP_FLOOR) times each query's largest."""
@@ -619,8 +624,7 @@ def test_one_feature_gaussian_skips_only_negligible_terms(
     heads = [Head(Gaussian(), h)]
     params = {"sample_weight": w, "tile_elements": tile_elements}
     fast = kernel_sums(Q, X, V, heads, **params)[0]
-    monkeypatch.setattr(_weights, "_log_linear_coef", lambda *args: None)
-    slow = kernel_sums(Q, X, V, heads, **params)[0]
+    slow = kernel_sums(Q, X, V, heads, **params, strategy="cdist")[0]
     # Shifts agree up to the rounding of the scaled distances (relative to
     # their size: the log weights of queries far from the data in bandwidth
     # units are large), and so do the shifted sums and the averages.
@@ -728,13 +732,13 @@ def test_squared_heads_equal_exp_heads(d, kernel, kept, tile_elements, step):
 def test_square_chain_plan():
     coefs = list(-(2.0 ** (np.arange(30) / 2)))  # Gaussian, bandwidths 2**(1/4) apart
     coefs[5] *= 1 + 2.0**-40  # off a power of two by more than rounding
-    chains = _weights._SquareChains(coefs, list(range(30)), 16)
+    chains = _chains._SquareChains(coefs, list(range(30)), 16)
     plan = {h: (parent, s) for h, _, parent, s in chains.plan}
     assert [h for h, *_ in chains.plan] == list(range(30))  # widest first
     depth = {}
     for h, (parent, s) in plan.items():
         depth[h] = 0 if parent is None else depth[parent] + s
-        assert depth[h] <= _weights.MAX_SQUARINGS
+        assert depth[h] <= _chains.MAX_SQUARINGS
         if parent is not None:
             assert coefs[h] / coefs[parent] == pytest.approx(2.0**s, rel=1e-13)
     assert plan[5] == (None, 0)
@@ -744,7 +748,7 @@ def test_square_chain_plan():
     assert len(roots) < 8
     # Ratios that are no powers of two: every head is its own exp.
     coefs = list(-(np.geomspace(1.0, 100.0, 30) ** 2))
-    chains = _weights._SquareChains(coefs, list(range(30)), 16)
+    chains = _chains._SquareChains(coefs, list(range(30)), 16)
     assert all(parent is None for _, _, parent, _ in chains.plan)
 
 
@@ -814,7 +818,7 @@ def test_one_feature_gemm_and_subtraction_agree(monkeypatch, tolerance):
     # LINE_GEMM_TOLERANCE 0: every tile by subtraction; inf: every tile by GEMM.
     Q, X, V, w = make_data(8, 300, N_LARGE, 1)
     head = Head(Gaussian(), 0.05)
-    monkeypatch.setattr(_weights, "LINE_GEMM_TOLERANCE", tolerance)
+    monkeypatch.setattr(_gaussian, "LINE_GEMM_TOLERANCE", tolerance)
     result = kernel_sums(Q, X, V, [head], sample_weight=w)[0]
     assert_sums_close(result, brute_sums(Q, X, V, head, w=w))
 
@@ -823,14 +827,16 @@ def test_square_chain_floors_masked_terms_across_several_squarings():
     # A root none of whose terms is raised, and a head four squarings on whose
     # terms fall below the floor: its masked (inf) and floored terms are 0.
     coefs = [-10.0, -160.0]
-    chains = _weights._SquareChains(coefs, [0, 1], 8)
+    chains = _chains._SquareChains(coefs, [0, 1], 8)
     D = np.array([[0.0, np.inf, 30.0, 1.0]])
     dmin, excess = np.zeros(1), np.array([30.0])
-    out = [_weights._Accumulator(1, 1) for _ in coefs]
+    out = [_base._Accumulator(1, 1) for _ in coefs]
     target = np.empty_like(D)
     terms = {
         h: E.copy()
-        for h, E in chains.tile(D, dmin, 0.0, excess, target, out, slice(0, 1), False)
+        for h, E in chains.tile(
+            ExcessTile(D, dmin, 0.0, excess, target, slice(0, 1), False), out
+        )
     }
     assert_array_equal(terms[0], np.exp([[0.0, -np.inf, -300.0, -10.0]]))
     assert_allclose(terms[1], np.exp([[0.0, -np.inf, -np.inf, -160.0]]), rtol=1e-13)
@@ -838,13 +844,15 @@ def test_square_chain_floors_masked_terms_across_several_squarings():
     # One squaring, floored only by rounding (coefficients 2 (1 + 2**-47)
     # apart): the masked term stays 0.
     coefs = [-10.0, -20.0 * (1 + 2.0**-47)]
-    chains = _weights._SquareChains(coefs, [0, 1], 8)
+    chains = _chains._SquareChains(coefs, [0, 1], 8)
     D = np.array([[0.0, np.inf, 35.0, 1.0]])
     excess = np.array([35.0])
-    out = [_weights._Accumulator(1, 1) for _ in coefs]
+    out = [_base._Accumulator(1, 1) for _ in coefs]
     terms = {
         h: E.copy()
-        for h, E in chains.tile(D, dmin, 0.0, excess, target, out, slice(0, 1), False)
+        for h, E in chains.tile(
+            ExcessTile(D, dmin, 0.0, excess, target, slice(0, 1), False), out
+        )
     }
     assert [parent for _, _, parent, _ in chains.plan] == [None, 0]
     assert terms[1][0, 1] == 0.0
@@ -921,12 +929,12 @@ def test_exclude_self_of_a_batch_of_the_training_points(tile_elements):
 
 
 def test_parallel_leave_one_out_equals_serial(monkeypatch):
-    monkeypatch.setattr(_weights, "MIN_BATCH", 8)
+    monkeypatch.setattr(_parallel, "MIN_BATCH", 8)
     _, X, V, w = make_data(13, 1, 90, 3)
     heads = [Head(Gaussian(), 0.5), Head(Gaussian(), 0.25), Head(Triangular(), 2.0)]
     params = {"sample_weight": w, "exclude_self": True, "self_weight": w / 3}
     serial = kernel_sums(X, X, V, heads, **params)
-    threads = _weights.parallel_kernel_sums(X, X, V, heads, n_jobs=3, **params)
+    threads = _parallel.parallel_kernel_sums(X, X, V, heads, n_jobs=3, **params)
     for (S, den, M), (S_ref, den_ref, M_ref) in zip(threads, serial, strict=True):
         assert_allclose(M, M_ref, rtol=1e-13)
         assert_allclose(den, den_ref, rtol=1e-12)
@@ -942,7 +950,7 @@ def test_segmented_cumsum_sums_each_segment_on_its_own():
     n = lengths.sum()
     terms = rng.normal(size=(n, 3, 2)) * 10.0 ** rng.integers(-5, 9, (n, 1, 1))
     starts = np.r_[0, np.cumsum(lengths)[:-1]]
-    got = _weights.segmented_cumsum(terms, starts)
+    got = _sorted.segmented_cumsum(terms, starts)
     for a, size in zip(starts, lengths, strict=True):
         segment = terms[a : a + size]
         exact = np.cumsum(segment.astype(np.longdouble), axis=0)
@@ -960,7 +968,7 @@ def test_sorted_sums_where_the_expansion_cancels_are_summed_term_by_term():
     x = np.r_[rng.uniform(0.0, 0.9, 5000), rng.uniform(0.995, 1.0, 20)]
     V = np.sin(7 * x)[:, None]
     kernel = get_kernel("tricube")
-    index = _weights.SortedIndex(x[:, None], V, None, kernel, 1.0, None)
+    index = _sorted.SortedIndex(x[:, None], V, None, kernel, 1.0, None)
     q = np.linspace(1.98, 1.994, 50) - index.origin
     acc, nonempty, bound = index.sums(q)
     exact = index.exact_sums(q)
@@ -975,10 +983,10 @@ def test_sorted_sums_where_the_expansion_cancels_are_summed_term_by_term():
     assert np.all(nonempty)
     # The expansion's error exceeds the tolerance, its bound says so, and the
     # term-by-term sums are exact.
-    assert np.max(rel(acc)) > _weights.SORTED_TOLERANCE
-    assert np.all(bound > _weights.SORTED_TOLERANCE * acc[:, 1])
+    assert np.max(rel(acc)) > _sorted.SORTED_TOLERANCE
+    assert np.all(bound > _sorted.SORTED_TOLERANCE * acc[:, 1])
     assert np.max(rel(exact)) <= 1e-13
-    ((S, den, _),) = _weights.sorted_kernel_sums(
+    ((S, den, _),) = _sorted.sorted_kernel_sums(
         q[:, None] + index.origin,
         x[:, None],
         V,
@@ -995,7 +1003,7 @@ def test_sorted_bound_holds_where_the_expansion_serves():
     V = rng.normal(size=(x.size, 1))
     for name in ("boxcar", "epanechnikov", "triweight", "tricube"):
         kernel = get_kernel(name)
-        index = _weights.SortedIndex(x[:, None], V, w, kernel, 0.3, None)
+        index = _sorted.SortedIndex(x[:, None], V, w, kernel, 0.3, None)
         q = np.sort(rng.uniform(index.t[0] - 1, index.t[-1] + 1, 300))
         acc, nonempty, bound = index.sums(q)
         lo, hi = index._windows(q)
@@ -1019,7 +1027,7 @@ def test_sorted_bound_holds_for_long_blocks_of_nearly_equal_terms():
     x = rng.uniform(0.0, 0.999, n)
     c = 1.0 + 0.49 * 2.0**-33
     V = np.full((n, 1), c)
-    index = _weights.SortedIndex(
+    index = _sorted.SortedIndex(
         x[:, None], V, None, get_kernel("epanechnikov"), 1.0, None
     )
     q = np.array([0.2, 0.5, 0.9]) - index.origin
@@ -1032,5 +1040,5 @@ def test_sorted_bound_holds_for_long_blocks_of_nearly_equal_terms():
     err = np.abs(acc - reference.astype(float))
     assert np.all(err[:, 1] <= bound)
     assert np.all(err[:, 0] <= bound * c)
-    assert np.all(bound <= _weights.SORTED_TOLERANCE * acc[:, 1])
+    assert np.all(bound <= _sorted.SORTED_TOLERANCE * acc[:, 1])
     assert np.max(np.abs(acc[:, 0] / acc[:, 1] - c)) <= 1e-14

@@ -1,14 +1,14 @@
 """Gaussian sums in one dimension by the fast Gauss transform, to 1e-12.
 
-Part of the computational core (see :mod:`sknw._weights`): returns the same
-``(S, den, M)`` triples as :func:`~sknw._weights.kernel_sums`, for a Gaussian
+Part of the computational core (see :mod:`sknw._sums`): returns the same
+``(S, den, M)`` triples as :func:`~sknw._sums.kernel_sums`, for a Gaussian
 head and one feature: each query's weight sum within a relative
 :data:`TOLERANCE` of the exact one, and its other sums within
 :data:`TOLERANCE` times the weight sum and the largest ``|value|``, checked per
 query.
 
 In units of the kernel's standard deviation (from the median training value,
-see :func:`~sknw._weights.line_offsets`), the sorted training points are cut
+see :func:`~sknw._sums.line_offsets`), the sorted training points are cut
 into boxes one unit wide, of centre ``c`` and radius :data:`RADIUS`
 (:math:`\rho`). For a
 point at ``t = c + u`` and a query at ``s = c + d``, the Hermite expansion of
@@ -43,7 +43,7 @@ Summed over the boxes with their weights, this bounds the error of each
 query's sums (of the weights, and of the values in units of the largest
 :math:`|v|`). Queries where it exceeds :data:`TOLERANCE` times their weight
 sum (queries beyond the data, where the Hermite terms cancel) are summed
-exactly by :func:`~sknw._weights.kernel_sums`. The moments' own summation
+exactly by :func:`~sknw._sums.kernel_sums`. The moments' own summation
 rounds like the dense sums do.
 """
 
@@ -51,16 +51,19 @@ import math
 
 import numpy as np
 
-from ._binned import gaussian_sigma
-from ._weights import (
+from ._base import (
     _EPS64,
     TILE_ELEMENTS,
+    Backend,
     _weighted_values,
-    exact_rows,
     line_offsets,
     line_origin,
     unit_blocks,
+    values_key,
 )
+from ._dense import exact_rows
+from ._parallel import parallel_kernel_sums
+from ._traits import LINE_METRICS, gaussian_eligible, gaussian_sigma
 
 #: Half the width of a box, in standard deviations of the Gaussian (slightly
 #: above 1/2, for the rounding of the points' offsets from their box centre).
@@ -111,7 +114,7 @@ MIN_POINTS_PER_BOX = 8
 
 
 def gaussian_boxes(t):
-    """:func:`~sknw._weights.unit_blocks` of ``t``, or None when the boxes
+    """:func:`~sknw._sums.unit_blocks` of ``t``, or None when the boxes
     cannot be formed in floating point (an offset would exceed
     :data:`RADIUS`, or not be finite)."""
     boxes = unit_blocks(t)
@@ -246,7 +249,7 @@ def fgt_kernel_sums(
     tile_elements=TILE_ELEMENTS,
     **unused,
 ):
-    """:func:`~sknw._weights.kernel_sums` for a Gaussian in 1-D, from a
+    """:func:`~sknw._sums.kernel_sums` for a Gaussian in 1-D, from a
     :class:`GaussIndex` of the same training points and values.
 
     Each query's sums are within :data:`TOLERANCE` (relative) of the exact ones;
@@ -274,3 +277,60 @@ def fgt_kernel_sums(
         sample_weight=sample_weight, tile_elements=tile_elements,
     )  # fmt: skip
     return [(S, den, M)]
+
+
+def gaussian_why_not(name, kernel, metric, metric_params, n_features):
+    """Why the one-feature Gaussian backend ``name`` cannot serve (or None)."""
+    if gaussian_eligible(kernel, metric, metric_params, n_features):
+        return None
+    return (
+        f"algorithm={name!r} needs one feature, the Gaussian kernel (not "
+        f"{kernel!r}) and a metric that is |x - q| in one dimension "
+        f"{LINE_METRICS}, not {metric!r}."
+    )
+
+
+class FGTBackend(Backend):
+    """The Gaussian in one dimension by the fast Gauss transform, to
+    :data:`TOLERANCE`; under ``"auto"`` from
+    :data:`~sknw._sums._dispatcher.AUTO_MIN_SAMPLES` training points where the
+    boxes hold :data:`MIN_POINTS_PER_BOX` points on average. The index holds
+    the fitted values: it serves those only."""
+
+    name = "fgt"
+    fixed_values = True
+
+    def why_not(self, kernel, metric, metric_params, n_features):
+        return gaussian_why_not(self.name, kernel, metric, metric_params, n_features)
+
+    def fit(self, request):
+        if request.auto and not request.large:
+            return None
+        V, w = request.values()
+        index = GaussIndex(
+            request.X,
+            V,
+            w,
+            request.head,
+            request.scale,
+            request.tile_elements,
+            # "auto" computes the moments only where they pay.
+            min_points_per_box=MIN_POINTS_PER_BOX if request.auto else 0,
+        )
+        if request.auto and not index.built:
+            return None
+        index.key = (values_key(V, w), request.head)
+        return index
+
+    def serves(self, index, V, heads, sample_weight):
+        return (
+            len(heads) == 1
+            and V.shape[1] == index.n_values
+            and index.key == (values_key(V, sample_weight), heads[0])
+        )
+
+    def sums(self, index, Q, X, V, heads, *, n_jobs=None, **params):
+        return parallel_kernel_sums(
+            Q, X, V, heads, n_jobs=n_jobs, sums=fgt_kernel_sums, index=index,
+            **params,
+        )  # fmt: skip

@@ -1,7 +1,7 @@
 """Approximate Gaussian sums in one dimension: linear binning and convolution.
 
-Part of the computational core (see :mod:`sknw._weights`): returns the same
-``(S, den, M)`` triples as :func:`~sknw._weights.kernel_sums`, for a Gaussian
+Part of the computational core (see :mod:`sknw._sums`): returns the same
+``(S, den, M)`` triples as :func:`~sknw._sums.kernel_sums`, for a Gaussian
 head and one feature, to within a tolerance checked per query.
 
 The training points are linearly binned onto a regular grid of step ``delta``
@@ -28,7 +28,7 @@ estimate is a convex combination of the values, the error of the ratio
 binned; :math:`W` the total weight; the last terms are the truncated tails
 and the rounding of the convolution, relative to the total weight). Queries
 where this bound exceeds the tolerance (sparse regions, queries outside the
-grid) are summed exactly by :func:`~sknw._weights.kernel_sums`.
+grid) are summed exactly by :func:`~sknw._sums.kernel_sums`.
 """
 
 import math
@@ -36,7 +36,10 @@ import math
 import numpy as np
 from scipy import fft as sp_fft
 
-from ._weights import _is_user, _scaled_rows, exact_rows, tree_p
+from ._base import Backend, _scaled_rows
+from ._dense import exact_rows
+from ._fgt import gaussian_why_not
+from ._traits import gaussian_sigma
 
 #: The Gaussian is truncated where it falls below this (relative to K(0)).
 TRUNCATION = 1e-13
@@ -52,25 +55,6 @@ BIN_ERROR = 0.3
 GRID_MARGIN = 8.0
 #: Largest grid (nodes): a few arrays of this many doubles are alive at once.
 MAX_NODES = 1 << 23
-
-
-def binned_eligible(kernel, metric, metric_params, n_features):
-    """One feature, a metric that is ``|x - q|`` in 1-D and a built-in kernel
-    of the form ``exp(a u**2)`` (the Gaussian)."""
-    form = getattr(kernel, "_log_linear", None)
-    return (
-        n_features == 1
-        and form is not None
-        and form[1] == 2
-        and not _is_user(kernel)
-        and tree_p(metric, metric_params) is not None
-    )
-
-
-def gaussian_sigma(head):
-    """Standard deviation of a head ``exp(a (d / divisor)**2)``, in units of d."""
-    a, _ = head.kernel._log_linear
-    return float(head.divisor) / math.sqrt(-2.0 * a)
 
 
 def binned_grid(x_min, x_max, sigma, tol):
@@ -140,7 +124,7 @@ def binned_kernel_sums(
     tile_elements=None,
     **unused,
 ):
-    """:func:`~sknw._weights.kernel_sums` for a Gaussian in 1-D, binned.
+    """:func:`~sknw._sums.kernel_sums` for a Gaussian in 1-D, binned.
 
     Each query's ratio ``S / den`` is within ``tol`` times the range of each
     column of ``V`` of the exact one; queries where the bound of the module
@@ -190,3 +174,32 @@ def binned_kernel_sums(
         **({} if tile_elements is None else {"tile_elements": tile_elements}),
     )  # fmt: skip
     return [(S, den, M)]
+
+
+class BinnedBackend(Backend):
+    """The Gaussian in one dimension by linear binning and FFT, within the
+    estimator's tolerance (``binned_tol``); never chosen by ``"auto"``."""
+
+    name = "binned"
+    auto = False
+    tolerance = True
+
+    def why_not(self, kernel, metric, metric_params, n_features):
+        return gaussian_why_not(self.name, kernel, metric, metric_params, n_features)
+
+    def fit(self, request):
+        """The tolerance, once the grid is known to fit (else ValueError)."""
+        X, w = request.X, request.sample_weight
+        x = _scaled_rows(X, 0, X.shape[0], request.scale)[:, 0]
+        if w is not None:
+            x = x[w > 0]
+        sigma = gaussian_sigma(request.head)
+        binned_grid(float(x.min()), float(x.max()), sigma, request.tolerance)
+        return request.tolerance
+
+    def serves(self, index, V, heads, sample_weight):
+        # The tolerance bounds ratios of one head's sums.
+        return len(heads) == 1
+
+    def sums(self, index, Q, X, V, heads, *, n_jobs=None, **params):
+        return binned_kernel_sums(Q, X, V, heads, tol=index, **params)

@@ -1,0 +1,393 @@
+"""Tiles, heads, accumulators and the shifted ``exp``: the pieces every
+backend of the core is made of."""
+
+import hashlib
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.spatial.distance import cdist
+from sklearn import get_config
+
+#: Default number of float64 elements in one (query x train) tile: 1 MiB.
+TILE_ELEMENTS = 1 << 17
+
+#: For kernels of unbounded support, shifted log weights below this are raised
+#: to it before ``exp`` (which is many times slower where its result underflows)
+#: and ``exp`` of it is subtracted after, so their terms are exactly 0: below
+#: ``e**-700`` times the row's largest term (exactly 1), a term cannot change a
+#: float64 sum.
+EXP_FLOOR = -700.0
+
+_FLOOR_VALUE = float(np.exp(EXP_FLOOR))
+
+#: float32 inputs: the floor of float32 terms (``exp(-87)`` is a normal float32).
+F32_EXP_FLOOR = -87.0
+
+_F32_FLOOR_VALUE = np.float32(np.exp(F32_EXP_FLOOR))
+
+#: Unit roundoffs (half the machine epsilon) of float32 and float64.
+_EPS32 = float(np.finfo(np.float32).eps) / 2
+
+_EPS64 = float(np.finfo(np.float64).eps) / 2
+
+
+def default_tile_elements():
+    """Tile size: :data:`TILE_ELEMENTS`, within scikit-learn's ``working_memory``.
+
+    ``working_memory`` (MiB) bounds the few tile-sized buffers alive at once.
+    """
+    budget = int(get_config()["working_memory"] * 2**20 / 8 / 4)
+    return max(1, min(TILE_ELEMENTS, budget))
+
+
+@dataclass(frozen=True)
+class Head:
+    """A kernel with a scalar bandwidth divisor: ``u = distance / divisor``."""
+
+    kernel: object
+    divisor: float = 1.0
+
+
+#: Training rows per tile: long rows keep numpy's inner loops long.
+TILE_TRAIN_ROWS = 8192
+
+
+def _tile_shape(m, n, tile_elements):
+    """(query rows, training rows) of a tile of about ``tile_elements``."""
+    bn = int(min(n, TILE_TRAIN_ROWS, max(64, tile_elements))) if n > 0 else 1
+    bq = int(max(1, min(m, tile_elements // max(bn, 1))))
+    return bq, bn
+
+
+def _as_float64(A):
+    """Distances and weights are computed in float64 (a copy for float32)."""
+    return np.asarray(A, dtype=np.float64)
+
+
+def pairwise_distances(Q, X, metric, metric_params, *, squared=False, out=None):
+    """Distances between the rows of ``Q`` and ``X`` with :func:`cdist`.
+
+    With ``squared=True`` (euclidean metric only) returns squared euclidean
+    distances, computed without a square root. ``out`` is an optional
+    float64 buffer of shape (len(Q), len(X)).
+    """
+    params = metric_params or {}
+    if squared:
+        if Q.shape[1] == 1:
+            D = np.subtract(Q, X.reshape(1, -1), out=out)
+            return np.multiply(D, D, out=D)
+        return cdist(Q, X, "sqeuclidean", out=out)
+    if callable(metric):
+        return cdist(Q, X, metric, **params)
+    return cdist(Q, X, metric, out=out, **params)
+
+
+def _weighted_values(V, w, rows):
+    """``[w V, w]`` for the training ``rows`` (a slice or indices), the values
+    and weights one product sums; ``w`` None means weights of one."""
+    Vr = V[rows]
+    out = np.empty((Vr.shape[0], Vr.shape[1] + 1))
+    if w is None:
+        out[:, :-1] = Vr
+        out[:, -1] = 1.0
+    else:
+        wr = w[rows]
+        out[:, :-1] = Vr * wr[:, None]
+        out[:, -1] = wr
+    return out
+
+
+def _scaled_rows(A, lo, hi, scale):
+    """Rows ``lo:hi`` of ``A`` in float64, divided by ``scale`` (None: as is)."""
+    block = np.asarray(A[lo:hi], dtype=np.float64)
+    return block if scale is None else block / scale
+
+
+def _max_sq_radius(A, centre, scale, chunk=1 << 16):
+    """Largest squared distance of the (scaled) rows of ``A`` from ``centre``."""
+    best = 0.0
+    for lo in range(0, A.shape[0], chunk):
+        block = _scaled_rows(A, lo, lo + chunk, scale) - centre
+        best = max(best, float(np.max(np.einsum("ij,ij->i", block, block))))
+    return best
+
+
+def line_origin(X):
+    """The median of the one feature of ``X``, to measure it from (see
+    :func:`line_offsets`)."""
+    return float(np.median(np.asarray(X[:, 0], dtype=np.float64)))
+
+
+def line_offsets(A, origin, scale):
+    """The one feature of ``A`` minus ``origin``, divided by ``scale`` (None:
+    by 1), in float64.
+
+    Subtracting before scaling keeps the differences of nearby coordinates
+    exact: data at 1e6 spread over a few bandwidths lose nothing to the
+    rounding of 1e6 / h. (Data spread over many bandwidths still lose
+    ``|x - origin| / h`` units of roundoff, as any float64 offsets do.)
+    """
+    a = np.asarray(A[:, 0], dtype=np.float64) - origin
+    return a if scale is None else a / np.ravel(scale)[0]
+
+
+def _scaled_mean(A, scale, chunk=1 << 16):
+    total = np.zeros(A.shape[1])
+    for lo in range(0, A.shape[0], chunk):
+        total += _scaled_rows(A, lo, lo + chunk, scale).sum(axis=0)
+    return total / max(A.shape[0], 1)
+
+
+def power_of_two_scale(A, axis=None):
+    """Powers of two near the largest magnitudes of ``A`` (1 where it is 0).
+
+    Dividing by them is exact and brings values near the ends of the float
+    range back to order one, so sums of products neither overflow nor fall
+    into the subnormal range.
+    """
+    big = np.max(np.abs(A), axis=axis)
+    _, exponent = np.frexp(np.where(np.isfinite(big) & (big > 0), big, 1.0))
+    return np.ldexp(1.0, exponent - 1)  # <= big, so never overflows
+
+
+def _scaled_arg(D, head, squared):
+    """The kernel's argument: ``u**2`` on the squared path, else ``u``."""
+    h = float(head.divisor)
+    inv = 1.0 / h if h >= _TINY else np.inf
+    with np.errstate(over="ignore"):
+        if not np.isfinite(inv):
+            # A subnormal bandwidth: 1/h overflows, so divide (0 stays 0).
+            return (D / h) / h if squared else D / h
+        if squared:
+            inv2 = inv * inv
+            # (1/h)**2 overflows for h < 1e-154: scale twice so 0 stays 0.
+            return D * inv2 if np.isfinite(inv2) else (D * inv) * inv
+        return D * inv
+
+
+_TINY = np.finfo(np.float64).tiny
+
+
+def _log_weights(D, head, squared):
+    """Log kernel values of one tile of distances for one head."""
+    kernel = head.kernel
+    arg = _scaled_arg(D, head, squared)
+    with np.errstate(over="ignore"):
+        L = kernel.log_value_sq(arg) if squared else kernel.log_value(arg)
+    L = np.asarray(L, dtype=np.float64)
+    if L.shape != D.shape:
+        raise ValueError(
+            f"Kernel {kernel!r} returned an array of shape {L.shape} for input "
+            f"of shape {D.shape}; a kernel must be evaluated elementwise."
+        )
+    return L
+
+
+def _signs(D, head, squared):
+    arg = _scaled_arg(D, head, squared)
+    return head.kernel.sign(np.sqrt(arg) if squared else arg)
+
+
+def _check_user_kernel(L, head):
+    """Validate the log values of a kernel that is not a built-in one.
+
+    The default :meth:`Kernel.log_value` maps negative values of a kernel that
+    declares itself non-negative to NaN, so one check covers NaN, negative and
+    infinite kernel values.
+    """
+    if np.isnan(L).any() or np.isposinf(L).any():
+        raise ValueError(
+            f"Kernel {head.kernel!r} returned NaN, infinite or negative values. "
+            "A kernel must return finite values, non-negative unless its class "
+            "sets nonnegative = False."
+        )
+
+
+class _Accumulator:
+    """Running shifted sums of one head: ``acc`` (m, k+1) and shift ``M`` (m,)."""
+
+    def __init__(self, m, k):
+        self.acc = np.zeros((m, k + 1))
+        self.M = np.full(m, -np.inf)
+
+
+class SelfExclusion:
+    """Leave-one-out sums: query ``i`` is training point ``i + offset``.
+
+    Each point's own term is left out of its sums or, with frequency weights,
+    scaled by ``keep_ratio`` (the share of its weight it keeps: leaving out one
+    unit of a weight-3 point keeps 2/3; 0 leaves it out entirely).
+    """
+
+    def __init__(self, keep_ratio=None, offset=0):
+        self.keep_ratio = keep_ratio
+        self.offset = offset
+
+    @classmethod
+    def make(cls, exclude_self, self_weight, w, n, offset=0):
+        """The exclusion of :func:`~sknw._sums.kernel_sums`'s arguments, or
+        None without ``exclude_self``."""
+        if not exclude_self:
+            return None
+        keep_ratio = None
+        if self_weight is not None:
+            with np.errstate(invalid="ignore", divide="ignore"):
+                base = np.ones(n) if w is None else w
+                keep_ratio = np.where(base > 0, self_weight / base, 0.0)
+        return cls(keep_ratio, offset)
+
+    def _diagonal(self, q0, q1, x0, x1):
+        """Training indices whose own term lies in the tile."""
+        return np.arange(max(q0 + self.offset, x0), min(q1 + self.offset, x1))
+
+    def masked(self, q0, q1, x0, x1):
+        """(rows, columns) in the tile of the terms left out entirely."""
+        diag = self._diagonal(q0, q1, x0, x1)
+        if self.keep_ratio is not None:
+            diag = diag[self.keep_ratio[diag] == 0]
+        return diag - self.offset - q0, diag - x0
+
+    def adjust(self, E, q0, q1, x0, x1):
+        """Scale each point's own term by the fraction of weight it keeps."""
+        if self.keep_ratio is not None:
+            diag = self._diagonal(q0, q1, x0, x1)
+            E[diag - self.offset - q0, diag - x0] *= self.keep_ratio[diag]
+
+
+def tile_masks(zero, x0, x1, q0, q1, exclusion=None):
+    """Index pairs of a tile whose terms are left out (weight 0, or self)."""
+    masked = []
+    if zero is not None and zero.size:
+        cols = zero[(zero >= x0) & (zero < x1)] - x0
+        if cols.size:
+            masked.append((slice(None), cols))
+    if exclusion is not None:
+        masked.append(exclusion.masked(q0, q1, x0, x1))
+    return masked
+
+
+def _rescale(acc, rows, tile_max):
+    """Move the shift of ``rows`` to include ``tile_max``; return the new shift.
+
+    Rows whose shift is still ``-inf`` (no non-zero term yet) get a shift of 0.
+    """
+    M = acc.M[rows]
+    new_M = np.maximum(M, tile_max)
+    finite = np.isfinite(new_M)
+    safe = np.where(finite, new_M, 0.0)
+    with np.errstate(invalid="ignore"):
+        rescale = np.where(finite, np.exp(M - safe), 0.0)
+    acc.acc[rows] *= rescale[:, None]
+    acc.M[rows] = new_M
+    return safe
+
+
+def _shifted_exp(L, acc, rows, tile_max, floor=False):
+    """``exp(L - shift)`` in place, after moving the shift (see :func:`_exp`).
+
+    ``floor`` False: plain ``exp`` (compact kernels keep exact zeros from
+    ``-inf``); True: floored where some argument is below the floor.
+    """
+    safe = _rescale(acc, rows, tile_max)
+    L -= safe[:, None]
+    return _exp(L, None if floor else False)
+
+
+def _exp(T, floor):
+    """``exp`` in place; with ``floor``, fast where results underflow.
+
+    ``floor`` is True (floor), False (plain ``exp``) or None (floor when some
+    argument is below :data:`EXP_FLOOR`).
+
+    ``exp`` is many times slower where its result underflows (or is
+    subnormal). For kernels of unbounded support, arguments are raised to
+    :data:`EXP_FLOOR` before ``exp`` and ``exp(EXP_FLOOR)`` is subtracted
+    after: terms below the floor (and masked ones, at ``-inf``) are exactly 0,
+    the others change by less than ``1e-304``, below their resolution in a sum
+    whose largest term is 1. float32 tiles use :data:`F32_EXP_FLOOR`.
+    """
+    low, value = EXP_FLOOR, _FLOOR_VALUE
+    if T.dtype == np.float32:
+        low, value = F32_EXP_FLOOR, _F32_FLOOR_VALUE
+    if floor is None:
+        floor = bool(T.size) and T.min() < low
+    if not floor:
+        return np.exp(T, out=T)
+    np.maximum(T, low, out=T)
+    np.exp(T, out=T)
+    T -= value
+    return T
+
+
+def unit_blocks(t):
+    """The values ``t``, sorted and cut into blocks one unit wide from the
+    smallest.
+
+    Returns ``(order, ts, starts, centre, offsets)``: the sorting order, the
+    sorted values, the index of each block's first value, each block's centre
+    (its lower edge plus 1/2) and each sorted value's offset from its block's
+    centre (not finite where the span of ``t`` is not).
+    """
+    order = np.argsort(t)
+    ts = t[order]
+    if not ts.size:
+        return order, ts, np.zeros(0, dtype=np.intp), ts, ts
+    with np.errstate(over="ignore", invalid="ignore"):
+        block = np.floor(ts - ts[0])
+        starts = np.flatnonzero(np.r_[True, block[1:] != block[:-1]])
+        centre = ts[0] + block[starts] + 0.5
+        offsets = ts - np.repeat(centre, np.diff(np.r_[starts, ts.size]))
+    return order, ts, starts, centre, offsets
+
+
+def values_key(V, w):
+    """A digest of the values and weights an index was built from, so that a
+    backend whose index holds them serves only the same values."""
+    digest = hashlib.blake2b(digest_size=16)
+    for A in (V, w):
+        if A is None:
+            digest.update(b"none")
+            continue
+        A = np.ascontiguousarray(A, dtype=np.float64)
+        digest.update(repr(A.shape).encode())
+        digest.update(memoryview(A).cast("B"))
+    return digest.digest()
+
+
+class Backend:
+    """A way of computing the core's sums (see :mod:`sknw._sums._dispatcher`).
+
+    Attributes
+    ----------
+    name : str
+        The value of the estimators' ``algorithm`` parameter that asks for it.
+    auto : bool
+        Whether ``algorithm="auto"`` may pick it.
+    fixed_values : bool
+        Whether its index holds the fitted values (it serves those only).
+    tolerance : bool
+        Whether it approximates within the estimator's tolerance.
+    """
+
+    name = None
+    auto = True
+    fixed_values = False
+    tolerance = False
+
+    def why_not(self, kernel, metric, metric_params, n_features):
+        """Why it cannot serve this kernel and metric (None: it can)."""
+        return None
+
+    def fit(self, request):
+        """Its index of the training data of a
+        :class:`~sknw._sums._dispatcher.FitRequest`; None where it needs none
+        or, under ``"auto"``, where one would not pay."""
+        return None
+
+    def serves(self, index, V, heads, sample_weight):
+        """Whether ``index`` serves the sums of ``V`` for ``heads``."""
+        return True
+
+    def sums(self, index, Q, X, V, heads, *, n_jobs=None, **params):
+        """``[(S, den, M), ...]``, one per head."""
+        raise NotImplementedError

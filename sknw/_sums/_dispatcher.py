@@ -1,0 +1,133 @@
+"""The registry of backends: which can serve a request, which ``"auto"`` picks.
+
+Each backend says why it cannot serve a kernel and metric
+(:meth:`Backend.why_not`, the source of every eligibility message), builds its
+index at fit (:meth:`Backend.fit`), says whether an index serves the values
+and heads it is handed (:meth:`Backend.serves`) and computes the sums
+(:meth:`Backend.sums`), the same ``(S, den, M)`` per head as every other
+backend. The estimators choose once, at fit (:func:`choose`, stored as
+``algorithm_`` with the index), and predict through :func:`backend_sums`,
+which falls back to the dense backend where the fitted index does not serve.
+The order of :data:`BACKENDS` is the ``"auto"`` precedence.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._base import TILE_ELEMENTS
+from ._binned import BinnedBackend
+from ._dense import DenseBackend
+from ._fgt import FGTBackend
+from ._sorted import SortedBackend
+from ._tree import TreeBackend
+
+#: The backends, in the order ``"auto"`` tries them; the dense backend last,
+#: which serves every request.
+BACKENDS = {
+    backend.name: backend
+    for backend in (
+        FGTBackend(),
+        SortedBackend(),
+        TreeBackend(),
+        BinnedBackend(),
+        DenseBackend(),
+    )
+}
+#: The backend that serves every request (and every fallback).
+DENSE = DenseBackend.name
+#: Every value of the estimators' ``algorithm`` parameter.
+ALGORITHMS = ("auto", *BACKENDS)
+#: ``"auto"`` considers a backend other than the dense one from this many
+#: training points.
+AUTO_MIN_SAMPLES = 512
+
+
+def algorithms(*, fixed_values=True, tolerance=True):
+    """The ``algorithm`` values of an estimator: ``"auto"`` and the backends,
+    without those whose index holds the fitted values (``fixed_values=False``:
+    the estimator sums other values too) or that approximate within a
+    tolerance (``tolerance=False``: the estimator has no tolerance parameter)."""
+    return ("auto",) + tuple(
+        name
+        for name, b in BACKENDS.items()
+        if (fixed_values or not b.fixed_values) and (tolerance or not b.tolerance)
+    )
+
+
+@dataclass(frozen=True)
+class FitRequest:
+    """What a backend may index at fit.
+
+    ``values`` is a function returning the (normalised) values and weights
+    ``(V, w)`` the estimator averages, called only by a backend whose index
+    holds them; ``tolerance`` the estimator's tolerance of approximate
+    backends (None: it has none); ``auto``: chosen by ``"auto"``, so an index
+    that would not pay is not built (:meth:`Backend.fit` returns None).
+    """
+
+    X: np.ndarray
+    sample_weight: object
+    values: object
+    head: object
+    scale: object
+    metric: object
+    metric_params: object
+    tolerance: object = None
+    tile_elements: int = TILE_ELEMENTS
+    auto: bool = False
+
+    @property
+    def large(self):
+        return self.X.shape[0] >= AUTO_MIN_SAMPLES
+
+
+def why_not(name, kernel, metric, metric_params, n_features):
+    """Why backend ``name`` cannot serve ``kernel`` with this metric and
+    number of features (None: it can)."""
+    return BACKENDS[name].why_not(kernel, metric, metric_params, n_features)
+
+
+def check(name, kernel, metric, metric_params, n_features):
+    """Raise ``ValueError`` if the explicit algorithm ``name`` cannot serve
+    ``kernel`` (``"auto"`` always can)."""
+    if name == "auto":
+        return
+    reason = why_not(name, kernel, metric, metric_params, n_features)
+    if reason is not None:
+        raise ValueError(reason)
+
+
+def choose(algorithm, accepted, request):
+    """``(name, index)`` of the backend that serves the fitted estimator.
+
+    ``algorithm`` is the estimator's parameter, ``accepted`` the names it
+    allows. An explicit backend is checked and fitted; ``"auto"`` takes the
+    first backend of :data:`BACKENDS` that it may pick, that can serve, and
+    whose index pays (dense otherwise).
+    """
+    kernel, d = request.head.kernel, request.X.shape[1]
+    metric, params = request.metric, request.metric_params
+    if algorithm != "auto":
+        check(algorithm, kernel, metric, params, d)
+        return algorithm, BACKENDS[algorithm].fit(request)
+    auto = request.__class__(**{**request.__dict__, "auto": True})
+    for name, backend in BACKENDS.items():
+        if name not in accepted or not backend.auto:
+            continue
+        if backend.why_not(kernel, metric, params, d) is not None:
+            continue
+        index = backend.fit(auto)
+        if index is not None or name == DENSE:
+            return name, index
+    return DENSE, None  # pragma: no cover - the dense backend always serves
+
+
+def backend_sums(name, index, Q, X, V, heads, *, n_jobs=None, **params):
+    """The sums of every head by backend ``name`` with its fitted ``index``,
+    or by the dense backend where that index does not serve ``V`` and
+    ``heads``."""
+    backend = BACKENDS[name]
+    if not backend.serves(index, V, heads, params.get("sample_weight")):
+        backend = BACKENDS[DENSE]
+    return backend.sums(index, Q, X, V, heads, n_jobs=n_jobs, **params)

@@ -1,0 +1,116 @@
+"""Sums over the nearest training points: the limit of a vanishing bandwidth."""
+
+import numpy as np
+
+from ._base import (
+    TILE_ELEMENTS,
+    _as_float64,
+    _scaled_rows,
+    _tile_shape,
+    _weighted_values,
+    pairwise_distances,
+    power_of_two_scale,
+)
+from ._traits import DEGREE_ONE
+
+
+def nearest_mask(D, sample_weight=None):
+    """Weights of the nearest training points (ties included) per row of ``D``.
+
+    Each row holds the sample weights (1 without them) of the training points at
+    the row's minimum distance among points of positive weight, and 0 elsewhere.
+    """
+    D = np.array(D, dtype=np.float64)
+    if sample_weight is not None:
+        D[:, sample_weight == 0] = np.inf
+    ties = D == D.min(axis=1, keepdims=True)
+    w = np.ones(D.shape[1]) if sample_weight is None else sample_weight
+    return ties * w
+
+
+def nearest_sums(
+    Q,
+    X,
+    V,
+    *,
+    metric,
+    metric_params,
+    scale=None,
+    sample_weight=None,
+    exclude_self=False,
+    self_weight=None,
+    tile_elements=TILE_ELEMENTS,
+):
+    """Sums of ``w * V`` over the nearest training points of each query.
+
+    All training points at the minimum distance (ties) count, each with its
+    sample weight; points of weight zero are never nearest. This is the limit of
+    the Gaussian estimate as the bandwidth tends to zero. With
+    ``exclude_self=True`` (``Q`` is ``X``) each point's own row is left out, or
+    keeps weight ``self_weight[i]`` where that is positive (frequency weights).
+
+    Returns
+    -------
+    S : ndarray of shape (m, k)
+    den : ndarray of shape (m,)
+        Sum of the weights of the nearest points.
+    """
+    m, n = Q.shape[0], X.shape[0]
+    k = V.shape[1]
+    w = np.ones(n) if sample_weight is None else _as_float64(sample_weight)
+    acc = np.zeros((m, k + 1))
+    best = np.full(m, np.inf)
+    bq, bn = _tile_shape(m, n, tile_elements)
+    for x0 in range(0, n, bn):
+        x1 = min(x0 + bn, n)
+        Xt = _scaled_rows(X, x0, x1, scale)
+        Vx = _weighted_values(V, w, slice(x0, x1))
+        for q0 in range(0, m, bq):
+            q1 = min(q0 + bq, m)
+            Qt = _scaled_rows(Q, q0, q1, scale)
+            D = pairwise_distances(Qt, Xt, metric, metric_params)
+            if sample_weight is not None:
+                D[:, w[x0:x1] == 0] = np.inf
+            if exclude_self:
+                diag = np.arange(max(q0, x0), min(q1, x1))
+                if self_weight is not None:
+                    diag = diag[self_weight[diag] <= 0]
+                D[diag - q0, diag - x0] = np.inf
+            tmin = D.min(axis=1)
+            b = best[q0:q1]
+            closer = tmin < b
+            acc[q0:q1][closer] = 0.0
+            b[closer] = tmin[closer]
+            ties = (D == b[:, None]) & np.isfinite(b)[:, None]
+            acc[q0:q1] += ties.astype(np.float64) @ Vx
+    if exclude_self and self_weight is not None:
+        # A point that keeps weight is at distance 0, among its own nearest:
+        # remove the unit of weight that was left out.
+        keep = self_weight > 0
+        removed = (w - self_weight)[keep]
+        acc[keep, :k] -= removed[:, None] * V[keep]
+        acc[keep, k] -= removed
+    return acc[:, :k], acc[:, k].copy()
+
+
+def nearest_scale(scale, metric, X, Q):
+    """What divides the features for a search of nearest points.
+
+    Nearest points do not change under a common factor, for metrics
+    homogeneous of degree one: a scale equal for every feature is dropped
+    (dividing by it would round distances and break exact ties), and a power
+    of two brings the coordinates of the training points and the queries to
+    order one (squared distances representable).
+    """
+    if metric not in DEGREE_ONE:
+        return scale
+    d = X.shape[1]
+    base = np.ones(d) if scale is None or np.all(scale == scale[0]) else scale
+    with np.errstate(over="ignore"):
+        largest = max(
+            np.max(np.abs(X / base), initial=0.0),
+            np.max(np.abs(Q / base), initial=0.0),
+        )
+    if np.isfinite(largest) and largest > 0:
+        return base * power_of_two_scale(largest)
+    return base

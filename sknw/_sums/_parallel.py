@@ -1,0 +1,50 @@
+"""Any backend's sums over batches of queries, in parallel."""
+
+import numpy as np
+from joblib import effective_n_jobs
+from sklearn.utils.parallel import Parallel, delayed
+from threadpoolctl import threadpool_limits
+
+#: Fewest queries per parallel batch.
+MIN_BATCH = 256
+
+
+def parallel_kernel_sums(Q, X, V, heads, *, n_jobs=None, sums=None, **params):
+    """:func:`kernel_sums` (or ``sums``) over batches of queries in parallel.
+
+    The queries are split into one contiguous batch per worker; the batches
+    run through scikit-learn's :class:`~sklearn.utils.parallel.Parallel`
+    (threads preferred: numpy's ufuncs, ``cdist`` and BLAS release the GIL),
+    so ``joblib.parallel_config`` decides where they run. BLAS is limited to
+    one thread per batch. ``n_jobs=None`` or 1, or too few queries, runs
+    :func:`kernel_sums` directly. With ``exclude_self`` (``Q`` is ``X``), each
+    batch knows its queries' own rows from its ``self_offset``.
+    """
+    if sums is None:
+        from ._dense import kernel_sums as sums
+    m = Q.shape[0]
+    n_workers = effective_n_jobs(n_jobs)
+    n_batches = min(n_workers, m // MIN_BATCH)
+    if n_batches <= 1:
+        return sums(Q, X, V, heads, **params)
+    bounds = np.linspace(0, m, n_batches + 1).astype(np.intp)
+    offset = params.get("self_offset", 0)
+
+    def batch_params(a):
+        if not params.get("exclude_self"):
+            return params
+        return {**params, "self_offset": offset + int(a)}
+
+    parts = Parallel(n_jobs=n_jobs, prefer="threads")(
+        delayed(_batch_sums)(sums, Q[a:b], X, V, heads, batch_params(a))
+        for a, b in zip(bounds[:-1], bounds[1:], strict=True)
+    )
+    return [
+        tuple(np.concatenate([part[h][i] for part in parts]) for i in range(3))
+        for h in range(len(heads))
+    ]
+
+
+def _batch_sums(sums, Q, X, V, heads, params):
+    with threadpool_limits(limits=1, user_api="blas"):
+        return sums(Q, X, V, heads, **params)

@@ -1,0 +1,322 @@
+"""The sorted backend: polynomial kernels in one dimension, exactly, from
+sorted points and block-centred prefix moments."""
+
+import numpy as np
+
+from ._base import (
+    _EPS64,
+    TILE_ELEMENTS,
+    Backend,
+    _weighted_values,
+    line_offsets,
+    line_origin,
+    unit_blocks,
+    values_key,
+)
+from ._parallel import parallel_kernel_sums
+from ._traits import (
+    LINE_METRICS,
+    is_continuous,
+    polynomial,
+    polynomial_kernel_names,
+    sorted_eligible,
+)
+
+#: Queries per chunk of the sorted 1-D path.
+SORTED_CHUNK = 1 << 15
+
+#: Queries of the sorted path whose rounding bound exceeds this share of their
+#: weight sum are summed term by term over their window.
+SORTED_TOLERANCE = 1e-11
+
+#: Segments longer than this are summed one at a time by
+#: :func:`segmented_cumsum`; shorter ones in batches of equal padded length.
+SEGMENT_BATCH_LENGTH = 64
+
+#: Rows of terms accumulated at once by :func:`segmented_cumsum` (its
+#: working memory, in extended precision, is a few times this).
+SEGMENT_CHUNK_ROWS = 1 << 14
+
+#: Unit roundoff of the accumulation of :func:`segmented_cumsum` (``np.longdouble``:
+#: 2**-64 where it is the x87 extended type, else that of float64), in units of
+#: float64's.
+ACCUMULATION_ROUNDOFF = float(np.finfo(np.longdouble).eps) / 2 / _EPS64
+
+
+def segmented_cumsum(terms, starts):
+    """Cumulative sums of ``terms`` along axis 0, each segment (from one of
+    the sorted ``starts`` to the next) summed on its own, in ``np.longdouble``.
+
+    The error of the ``j``-th sum of a segment is at most ``1 + 1.01 j r``
+    float64 unit roundoffs times the sum of the magnitudes of its terms
+    (``r``: :data:`ACCUMULATION_ROUNDOFF`): rounding that grows slowly with a
+    segment's length and is never inherited from another segment.
+    """
+    n = terms.shape[0]
+    out = np.empty_like(terms)
+    if n == 0:
+        return out
+    rest = terms.shape[1:]
+    lengths = np.diff(np.r_[starts, n])
+    long = lengths > SEGMENT_BATCH_LENGTH
+    for a, size in zip(starts[long], lengths[long], strict=True):
+        carry = np.zeros(rest, dtype=np.longdouble)
+        for b in range(a, a + size, SEGMENT_CHUNK_ROWS):
+            e = min(b + SEGMENT_CHUNK_ROWS, a + size)
+            part = np.cumsum(terms[b:e], axis=0, dtype=np.longdouble)
+            part += carry
+            carry = part[-1].copy()
+            out[b:e] = part
+    short, short_len = starts[~long], lengths[~long]
+    padded = 1 << np.ceil(np.log2(np.maximum(short_len, 1))).astype(np.intp)
+    for width in np.unique(padded):
+        first_all = short[padded == width]
+        size_all = short_len[padded == width]
+        per_chunk = max(1, SEGMENT_CHUNK_ROWS // int(width))
+        for c in range(0, first_all.size, per_chunk):
+            first = first_all[c : c + per_chunk]
+            size = size_all[c : c + per_chunk]
+            offsets = np.arange(width)
+            valid = offsets[None, :] < size[:, None]
+            rows = first[:, None] + np.where(valid, offsets[None, :], 0)
+            batch = terms[rows]
+            batch[~valid] = 0.0
+            sums = np.cumsum(batch, axis=1, dtype=np.longdouble)
+            out[rows[valid]] = sums[valid]
+    return out
+
+
+class SortedIndex:
+    """Training points of one feature, sorted, with block-centred moments.
+
+    In units of the bandwidth, ``t = x / h`` is cut into blocks one unit wide;
+    for block ``b`` with centre ``c_b`` the within-block prefix sums of
+    ``w v (t - c_b)**i`` for ``i = 0 .. degree`` give, for any run of points of
+    the block, the moments from which the kernel sums follow exactly (a
+    polynomial kernel expands in these moments). Centred powers stay within
+    ``[-1/2, 1/2]``; the expansion still cancels where a window holds only
+    points near its edge (where the kernel is small but the expansion's terms
+    are not), by at most the bound :meth:`sums` returns. Coordinates are
+    measured from the median training value (:func:`line_offsets`).
+    """
+
+    def __init__(self, X, V, w, kernel, bandwidth, scale):
+        self.origin = line_origin(X)
+        t = line_offsets(X, self.origin, scale) / bandwidth
+        order, self.t, starts, block_centre, s = unit_blocks(t)
+        self.kernel = kernel
+        self.coef = np.asarray(polynomial(kernel), dtype=np.float64)
+        self.open = not is_continuous(kernel)  # the boxcar: u < 1
+        n, k = V.shape
+        Vx = _weighted_values(V, w, order)
+        self.Vx = Vx
+        # Prefix counts of points of positive weight: exact emptiness.
+        self.positive = np.r_[0, np.cumsum(Vx[:, k] > 0)]
+        lengths = np.diff(np.r_[starts, n])
+        self.block_start = np.repeat(starts, lengths)
+        self.centre = np.repeat(block_centre, lengths)
+        degree = self.coef.size - 1
+        # moments[j, i] = sum over the block of j, up to j, of Vx * s**i.
+        powers = s[:, None] ** np.arange(degree + 1)
+        terms = powers[:, :, None] * Vx[:, None, :]
+        self.moments = segmented_cumsum(terms, starts)
+        # Prefix sums of w |s|**i (positive terms): the magnitudes the
+        # rounding bound of a run is relative to.
+        self.abs_moments = segmented_cumsum(
+            (np.abs(powers) * Vx[:, -1:])[:, :, None], starts
+        )[:, :, 0]
+        # Derivatives of the kernel polynomial, divided by i!: the expansion
+        # coefficients of (z + s)**c in powers of s.
+        self.derivs = [
+            np.array([self.coef[c] * _binom(c, i) for c in range(i, degree + 1)][::-1])
+            for i in range(degree + 1)
+        ]
+        # Bounds of the expansion's coefficients: their polynomials with the
+        # magnitudes of their terms.
+        self.abs_derivs = [np.abs(deriv) for deriv in self.derivs]
+        self.degree = degree
+
+    def _run(self, a, b):
+        """Moments of the points ``a <= j < b`` (one block): (m, powers, k+1)."""
+        last = np.maximum(b - 1, 0)
+        total = self.moments[last]
+        inside = a > self.block_start[last]
+        total[inside] -= self.moments[np.maximum(a - 1, 0)[inside]]
+        total[b <= a] = 0.0
+        return total
+
+    def _side(self, a, b, tq, left):
+        """Kernel sums over sorted points ``a <= j < b`` on one side of ``tq``,
+        and the magnitude of the terms of their expansion (per unit weight)."""
+        acc = 0.0
+        magnitude = 0.0
+        split = self.block_start[np.clip(b - 1, 0, None)]
+        split = np.where(b > a, np.maximum(split, a), a)
+        for lo, hi in ((a, split), (split, b)):
+            moments = self._run(lo, hi)
+            last = np.clip(hi - 1, 0, None)
+            centre = self.centre[last]
+            delta = tq - centre  # u = delta - s (left) or s - delta (right)
+            z = delta if left else -delta
+            coefs = np.empty((tq.shape[0], len(self.derivs)))
+            for i, deriv in enumerate(self.derivs):
+                coefs[:, i] = np.polyval(deriv, z)
+                if left and i % 2:
+                    coefs[:, i] = -coefs[:, i]
+            acc = acc + np.einsum("mi,mic->mc", coefs, moments)
+            # The run's moments are differences of prefix sums of the block up
+            # to its last point: they round relative to that prefix's sums of
+            # w |s|**i, and to the number of terms summed (in extended
+            # precision; see segmented_cumsum). In float64 unit roundoffs: the
+            # two prefix sums, the terms, and the products and sum with the
+            # coefficients (and the coefficients' own rounding).
+            terms = last - self.block_start[last] + 1
+            units = 2 * self.degree + 10 + 2.02 * ACCUMULATION_ROUNDOFF * terms
+            size = np.column_stack([np.polyval(d, np.abs(z)) for d in self.abs_derivs])
+            prefix = np.where((hi > lo)[:, None], self.abs_moments[last], 0.0)
+            magnitude = magnitude + np.einsum("mi,mi->m", size, prefix) * units
+        return acc, magnitude
+
+    def _windows(self, tq):
+        t = self.t
+        if self.open:
+            lo = np.searchsorted(t, tq - 1.0, side="right")
+            hi = np.searchsorted(t, tq + 1.0, side="left")
+        else:
+            lo = np.searchsorted(t, tq - 1.0, side="left")
+            hi = np.searchsorted(t, tq + 1.0, side="right")
+        return lo, hi
+
+    def exact_sums(self, tq, budget=TILE_ELEMENTS):
+        """Kernel sums ``[S, den]`` at queries ``tq``, term by term over each
+        window's points (the kernel object evaluated at each offset)."""
+        lo, hi = self._windows(tq)
+        size = np.maximum(hi - lo, 0)
+        out = np.zeros((tq.size, self.Vx.shape[1]))
+        ends = np.cumsum(size)
+        a = 0
+        while a < tq.size:
+            # Queries a..b-1: at most ``budget`` terms (or a single query).
+            base = ends[a] - size[a]
+            b = max(a + 1, int(np.searchsorted(ends, base + budget, side="right")))
+            rows = np.arange(a, b)
+            counts = size[a:b]
+            total = int(counts.sum())
+            if total:
+                first = np.cumsum(counts) - counts
+                idx = np.arange(total) - np.repeat(first - lo[a:b], counts)
+                u = np.abs(self.t[idx] - np.repeat(tq[a:b], counts))
+                terms = self.kernel(u)[:, None] * self.Vx[idx]
+                nonzero = counts > 0
+                out[rows[nonzero]] = np.add.reduceat(terms, first[nonzero], axis=0)
+            a = b
+        return out
+
+    def sums(self, tq):
+        """Kernel-weighted sums ``[S, den]``, counts and error bounds at
+        queries ``tq`` (sums by the moment expansion; the bound, on the error
+        of the weight sums and, times the largest |value|, of the others, is
+        from the magnitudes of the expansion's terms)."""
+        t = self.t
+        lo, hi = self._windows(tq)
+        mid = np.searchsorted(t, tq, side="right")
+        left, left_size = self._side(lo, mid, tq, True)
+        right, right_size = self._side(mid, hi, tq, False)
+        bound = _EPS64 * (left_size + right_size)
+        # A window is empty when no point of positive weight lies strictly
+        # inside the support (points at u = 1 weigh 0; the boxcar's windows
+        # are open already).
+        if self.open:
+            inner_lo, inner_hi = lo, hi
+        else:
+            inner_lo = np.searchsorted(t, tq - 1.0, side="right")
+            inner_hi = np.searchsorted(t, tq + 1.0, side="left")
+        inner_hi = np.maximum(inner_hi, inner_lo)
+        nonempty = self.positive[inner_hi] > self.positive[inner_lo]
+        return left + right, nonempty, bound
+
+
+def _binom(n, k):
+    from math import comb
+
+    return float(comb(n, k))
+
+
+def sorted_kernel_sums(
+    Q,
+    X,
+    V,
+    heads,
+    *,
+    index,
+    scale=None,
+    tile_elements=TILE_ELEMENTS,
+    **unused,
+):
+    """:func:`kernel_sums` for a polynomial kernel in 1-D, from a sorted index.
+
+    ``O((n + m) log n)``: each query's window is found by binary search and its
+    sums follow from the block-centred moments of :class:`SortedIndex` (the
+    idea of fast sum updating). Sums are unshifted (``M = 0`` where the window
+    has a positive weight, ``-inf`` where it is empty) and equal those of
+    :func:`kernel_sums` up to rounding: the expansion in moments cancels where a
+    window holds only points near its edge, more so for kernels of high degree.
+    Queries whose bound on that rounding exceeds :data:`SORTED_TOLERANCE` of
+    their weight sum are summed term by term over their window instead.
+    """
+    (head,) = heads
+    m, k = Q.shape[0], V.shape[1]
+    acc = np.zeros((m, k + 1))
+    nonempty = np.zeros(m, dtype=bool)
+    bound = np.zeros(m)
+    tq_all = line_offsets(Q, index.origin, scale) / head.divisor
+    # Sorted queries make the binary searches walk the index in order.
+    order = np.argsort(tq_all)
+    for q0 in range(0, m, SORTED_CHUNK):
+        rows = order[q0 : q0 + SORTED_CHUNK]
+        acc[rows], nonempty[rows], bound[rows] = index.sums(tq_all[rows])
+    redo = order[nonempty[order] & ~(bound[order] <= SORTED_TOLERANCE * acc[order, k])]
+    if redo.size:
+        acc[redo] = index.exact_sums(tq_all[redo], tile_elements)
+    acc[~nonempty] = 0.0
+    den = acc[:, k].copy()
+    M = np.where(den != 0, 0.0, -np.inf)
+    return [(acc[:, :k], den, M)]
+
+
+class SortedBackend(Backend):
+    """Polynomial kernels in one dimension, exactly, in ``O((n + m) log n)``;
+    under ``"auto"`` from :data:`~sknw._sums._dispatcher.AUTO_MIN_SAMPLES`
+    training points. The index holds the fitted values and kernel: it serves
+    those only."""
+
+    name = "sorted"
+    fixed_values = True
+
+    def why_not(self, kernel, metric, metric_params, n_features):
+        if sorted_eligible(kernel, metric, metric_params, n_features):
+            return None
+        return (
+            f"algorithm={self.name!r} needs one feature, a kernel that is a "
+            f"polynomial on its support ({', '.join(polynomial_kernel_names())}; "
+            f"not {kernel!r}) and a metric that is |x - q| in one dimension "
+            f"{LINE_METRICS}, not {metric!r}."
+        )
+
+    def fit(self, request):
+        if request.auto and not request.large:
+            return None
+        V, w = request.values()
+        head = request.head
+        index = SortedIndex(request.X, V, w, head.kernel, head.divisor, request.scale)
+        index.key = (values_key(V, w), head)
+        return index
+
+    def serves(self, index, V, heads, sample_weight):
+        return len(heads) == 1 and index.key == (values_key(V, sample_weight), heads[0])
+
+    def sums(self, index, Q, X, V, heads, *, n_jobs=None, **params):
+        return parallel_kernel_sums(
+            Q, X, V, heads, n_jobs=n_jobs, sums=sorted_kernel_sums, index=index,
+            **params,
+        )  # fmt: skip
