@@ -367,12 +367,17 @@ class Backend:
         Whether its index holds the fitted values (it serves those only).
     tolerance : bool
         Whether it approximates within the estimator's tolerance.
+    leave_one_out : bool
+        Whether its sums can leave each query's own term out
+        (``exclude_self``); those of the others are taken by the dense
+        backend (see :func:`~sknw._sums._dispatcher.backend_sums`).
     """
 
     name = None
     auto = True
     fixed_values = False
     tolerance = False
+    leave_one_out = False
 
     def why_not(self, kernel, metric, metric_params, n_features):
         """Why it cannot serve this kernel and metric (None: it can)."""
@@ -391,3 +396,11 @@ class Backend:
     def sums(self, index, Q, X, V, heads, *, n_jobs=None, **params):
         """``[(S, den, M), ...]``, one per head."""
         raise NotImplementedError
+
+    def check_params(self, params):
+        """Refuse what the backend cannot honour (never ignore it)."""
+        if params.get("exclude_self") and not self.leave_one_out:
+            raise ValueError(
+                f"The {self.name!r} backend cannot leave points out of their "
+                "own sums; use the dense backend."
+            )

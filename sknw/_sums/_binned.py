@@ -202,4 +202,5 @@ class BinnedBackend(Backend):
         return len(heads) == 1
 
     def sums(self, index, Q, X, V, heads, *, n_jobs=None, **params):
+        self.check_params(params)
         return binned_kernel_sums(Q, X, V, heads, tol=index, **params)

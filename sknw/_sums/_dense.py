@@ -363,6 +363,7 @@ class DenseBackend(Backend):
     any metric, any values (the fallback of every other backend)."""
 
     name = "brute"
+    leave_one_out = True
 
     def sums(self, index, Q, X, V, heads, *, n_jobs=None, **params):
         return parallel_kernel_sums(Q, X, V, heads, n_jobs=n_jobs, **params)

@@ -126,8 +126,11 @@ def choose(algorithm, accepted, request):
 def backend_sums(name, index, Q, X, V, heads, *, n_jobs=None, **params):
     """The sums of every head by backend ``name`` with its fitted ``index``,
     or by the dense backend where that index does not serve ``V`` and
-    ``heads``."""
+    ``heads``, or the backend cannot leave points out (``exclude_self``)."""
     backend = BACKENDS[name]
-    if not backend.serves(index, V, heads, params.get("sample_weight")):
+    loo = params.get("exclude_self", False)
+    if (loo and not backend.leave_one_out) or not backend.serves(
+        index, V, heads, params.get("sample_weight")
+    ):
         backend = BACKENDS[DENSE]
     return backend.sums(index, Q, X, V, heads, n_jobs=n_jobs, **params)

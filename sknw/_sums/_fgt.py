@@ -330,6 +330,7 @@ class FGTBackend(Backend):
         )
 
     def sums(self, index, Q, X, V, heads, *, n_jobs=None, **params):
+        self.check_params(params)
         return parallel_kernel_sums(
             Q, X, V, heads, n_jobs=n_jobs, sums=fgt_kernel_sums, index=index,
             **params,

@@ -316,6 +316,7 @@ class SortedBackend(Backend):
         return len(heads) == 1 and index.key == (values_key(V, sample_weight), heads[0])
 
     def sums(self, index, Q, X, V, heads, *, n_jobs=None, **params):
+        self.check_params(params)
         return parallel_kernel_sums(
             Q, X, V, heads, n_jobs=n_jobs, sums=sorted_kernel_sums, index=index,
             **params,

@@ -129,6 +129,7 @@ class TreeBackend(Backend):
         return tree
 
     def sums(self, index, Q, X, V, heads, *, n_jobs=None, **params):
+        self.check_params(params)
         p = tree_p(params["metric"], params["metric_params"])
         return [
             parallel_kernel_sums(
