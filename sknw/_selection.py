@@ -481,40 +481,16 @@ class CVSelectionMixin:
         return Y, None
 
     def _select(self, X, V, y_score, w, kind, classes=None, finish=None):
-        kernels = self.kernels
-        if isinstance(kernels, (str, Kernel)):
-            kernels = [kernels]
-        kernels = list(kernels)
-        if not kernels:
-            raise ValueError("kernels is empty: give at least one kernel.")
-        resolved = [self._check_kernel(get_kernel(k)) for k in kernels]
-        if self.algorithm != "auto":
-            for kernel in resolved:
-                self._check_algorithm(kernel)
+        """Score every candidate out of sample, store ``cv_results_`` and the
+        best ``kernel_`` and ``bandwidth_`` (refined with ``refine``)."""
+        kernels, resolved = self._candidate_kernels()
         if self.bandwidths is None or isinstance(self.bandwidths, Integral):
             n_bw = 30 if self.bandwidths is None else int(self.bandwidths)
             grid = n_bw
         else:
             grid = _check_bandwidth_grid(self.bandwidths, X.shape[1])
             n_bw = len(grid)
-        n_positive = int(np.sum(w > 0)) if w is not None else X.shape[0]
-        if self.cv is None:
-            folds = None
-            if n_positive < 2:
-                raise ValueError(
-                    "Leave-one-out cross-validation needs at least 2 samples "
-                    f"with positive weight; got {n_positive} sample."
-                )
-        else:
-            splitter = check_cv(self.cv, y_score, classifier=kind == "classification")
-            folds = list(splitter.split(X, y_score))
-            if w is not None:
-                for f, (_, test) in enumerate(folds):
-                    if not np.any(w[test] > 0):
-                        raise ValueError(
-                            f"Fold {f} of cv holds only samples of weight 0, so "
-                            "it cannot be scored; use other folds or weights."
-                        )
+        folds = self._folds(X, y_score, w, kind)
         scorer = make_scorer(self.scoring, kind, classes)
         w_score = w
         with np.errstate(over="ignore"):
@@ -546,24 +522,7 @@ class CVSelectionMixin:
         cands = candidate_grid(X, w, resolved, grid, self.metric, self.metric_params_)
         (mean, splits), n_empty = evaluate(cands)
         best = select(mean)
-        params = [
-            {"kernel": kernels[i // n_bw], "bandwidth": cand["bandwidth"]}
-            for i, cand in enumerate(cands)
-        ]
-        results = {
-            "param_kernel": _object_array([p["kernel"] for p in params]),
-            "param_bandwidth": _object_array([p["bandwidth"] for p in params]),
-            "bandwidth_multiplier": np.array([c["multiplier"] for c in cands]),
-            "params": params,
-            "mean_test_score": mean,
-            "rank_test_score": ranks(mean),
-            "n_empty_windows": n_empty,
-        }
-        if splits is not None:
-            results["std_test_score"] = np.nanstd(splits, axis=1)
-            for f in range(splits.shape[1]):
-                results[f"split{f}_test_score"] = splits[:, f]
-        self.cv_results_ = results
+        self.cv_results_ = _cv_results(kernels, n_bw, cands, mean, splits, n_empty)
         self.best_index_ = best
         self.best_score_ = float(mean[best])
         self.kernel_ = cands[best]["kernel"]
@@ -581,6 +540,65 @@ class CVSelectionMixin:
                 score_of, self.bandwidth_, self.best_score_, same_kernel
             )
             self.bandwidth_, self.best_score_ = bandwidth, score
+
+    def _candidate_kernels(self):
+        """The ``kernels`` as given (a list) and resolved, each checked
+        against an explicit ``algorithm`` before the search."""
+        kernels = self.kernels
+        if isinstance(kernels, (str, Kernel)):
+            kernels = [kernels]
+        kernels = list(kernels)
+        if not kernels:
+            raise ValueError("kernels is empty: give at least one kernel.")
+        resolved = [self._check_kernel(get_kernel(k)) for k in kernels]
+        if self.algorithm != "auto":
+            for kernel in resolved:
+                self._check_algorithm(kernel)
+        return kernels, resolved
+
+    def _folds(self, X, y_score, w, kind):
+        """None for leave-one-out, else the (train, test) splits of ``cv``."""
+        if self.cv is None:
+            n_positive = int(np.sum(w > 0)) if w is not None else X.shape[0]
+            if n_positive < 2:
+                raise ValueError(
+                    "Leave-one-out cross-validation needs at least 2 samples "
+                    f"with positive weight; got {n_positive} sample."
+                )
+            return None
+        splitter = check_cv(self.cv, y_score, classifier=kind == "classification")
+        folds = list(splitter.split(X, y_score))
+        if w is not None:
+            for f, (_, test) in enumerate(folds):
+                if not np.any(w[test] > 0):
+                    raise ValueError(
+                        f"Fold {f} of cv holds only samples of weight 0, so "
+                        "it cannot be scored; use other folds or weights."
+                    )
+        return folds
+
+
+def _cv_results(kernels, n_bw, cands, mean, splits, n_empty):
+    """``cv_results_``: GridSearchCV's keys, with the bandwidth multipliers
+    and the empty windows of each candidate."""
+    params = [
+        {"kernel": kernels[i // n_bw], "bandwidth": cand["bandwidth"]}
+        for i, cand in enumerate(cands)
+    ]
+    results = {
+        "param_kernel": _object_array([p["kernel"] for p in params]),
+        "param_bandwidth": _object_array([p["bandwidth"] for p in params]),
+        "bandwidth_multiplier": np.array([c["multiplier"] for c in cands]),
+        "params": params,
+        "mean_test_score": mean,
+        "rank_test_score": ranks(mean),
+        "n_empty_windows": n_empty,
+    }
+    if splits is not None:
+        results["std_test_score"] = np.nanstd(splits, axis=1)
+        for f in range(splits.shape[1]):
+            results[f"split{f}_test_score"] = splits[:, f]
+    return results
 
 
 #: Refinement searches within this factor of the grid's best bandwidth.
