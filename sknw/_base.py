@@ -9,6 +9,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._bandwidth import BANDWIDTH_RULES, rule_bandwidth
+from ._scaling import scaling_of
 from ._sums import (
     ALGORITHMS,
     FitRequest,
@@ -24,7 +25,7 @@ from ._sums import (
     pairwise_distances,
     power_of_two_scale,
 )
-from ._sums._traits import DEGREE_ONE, is_compact
+from ._sums._traits import is_compact
 from ._uncertainty import SquaredKernel, SquaredWeights
 from ._validation import (
     CDIST_METRICS,
@@ -117,14 +118,17 @@ class NadarayaWatsonBase(BaseEstimator):
     #: the core's bound on the weights); else always float64.
     _float32_sums = True
 
-    def _resolve_algorithm(self):
-        """Set ``algorithm_`` and its index from the fitted state (see
-        :func:`sknw._sums.choose`).
+    def _resolve_algorithm(self, scaling=None):
+        """Set the scaling of the data, ``algorithm_`` and its index from the
+        fitted state (see :func:`sknw._sums.choose`).
 
         Called at the end of ``fit``, once the values to average are known.
+        ``scaling``: the one the bandwidth was scored with (CV estimators);
+        else that of :func:`sknw._scaling.scaling_of`.
         """
-        self._coordinates_scaled = self._decide_coordinate_scaling()
-        self._feature_power = self._decide_feature_power()
+        if scaling is None:
+            scaling = scaling_of(self.bandwidth_, self.metric, self.X_fit_)
+        self._scaling = scaling
 
         def values():
             V, w, _ = self._normalised(self._values())
@@ -159,77 +163,13 @@ class NadarayaWatsonBase(BaseEstimator):
 
     # -- the weighted average ----------------------------------------------------
 
-    _DEGREE_ONE = DEGREE_ONE
-
     def _scale(self):
-        """What divides the features (None: nothing), see :meth:`_head`.
-
-        A per-feature bandwidth divides the features. For metrics homogeneous
-        of degree one, so does a power of two within a factor 2 below a scalar
-        bandwidth (the head's divisor is the rest), when the scaled training
-        data stay far from overflow (decided at fit): coordinates of order one
-        keep squared distances representable for data near the ends of the
-        float range.
-        """
-        bw = self.bandwidth_
-        if np.ndim(bw):
-            return np.asarray(bw, dtype=np.float64) * self._power()
-        if self._scalar_scales_features():
-            return np.full(self.n_features_in_, self._power_of_two())
-        return None
-
-    def _power_of_two(self):
-        """A power of two within a factor 2 below a scalar bandwidth (dividing
-        by it is exact, so ties between distances stay ties)."""
-        _, exponent = np.frexp(float(self.bandwidth_))
-        return float(np.ldexp(1.0, exponent - 1))  # in (h / 2, h]
-
-    def _power(self):
-        return getattr(self, "_feature_power", 1.0)
-
-    def _decide_feature_power(self):
-        """For a per-feature bandwidth ``b`` and a metric homogeneous of degree
-        one, a power of two ``p`` (decided at fit): the features are divided by
-        ``b * p`` and the distances by ``1 / p``, the same weights, with
-        coordinates of order one where ``x / b`` would be huge (a bandwidth
-        near 1e-300), so that squared distances stay representable. ``p`` is 1
-        unless ``x / b`` exceeds 1e150."""
-        bw = self.bandwidth_
-        if not np.ndim(bw) or self.metric not in self._DEGREE_ONE:
-            return 1.0
-        X = self.X_fit_
-        top = np.maximum(np.abs(X.max(axis=0)), np.abs(X.min(axis=0)))
-        with np.errstate(divide="ignore"):
-            exponent = np.log2(top.astype(np.float64)) - np.log2(bw)
-        exponent = exponent[np.isfinite(exponent)]
-        if not exponent.size or np.max(exponent) <= np.log2(1e150):
-            return 1.0
-        power = float(np.exp2(np.ceil(np.max(exponent))))
-        return power if np.isfinite(power) and 1.0 / power > 0 else 1.0
-
-    def _scalar_scales_features(self):
-        return getattr(self, "_coordinates_scaled", False)
-
-    def _decide_coordinate_scaling(self):
-        """Whether a scalar bandwidth divides the coordinates (at fit time)."""
-        if np.ndim(self.bandwidth_):
-            return False
-        bw = float(self.bandwidth_)
-        if self.metric not in self._DEGREE_ONE or not bw >= np.finfo(float).tiny:
-            return False
-        X = self.X_fit_  # no temporary the size of X: the extremes suffice
-        largest = max(abs(float(X.max(initial=0.0))), abs(float(X.min(initial=0.0))))
-        with np.errstate(over="ignore"):
-            ratio = largest / bw
-        return bool(ratio <= 1e150)
+        """What divides the features (None: nothing); the head's divisor
+        completes the bandwidth (see :mod:`sknw._scaling`)."""
+        return self._scaling.scale
 
     def _head(self):
-        bw = self.bandwidth_
-        if np.ndim(bw):
-            return Head(self.kernel_, 1.0 / self._power())
-        if self._scalar_scales_features():
-            return Head(self.kernel_, float(bw) / self._power_of_two())
-        return Head(self.kernel_, float(bw))
+        return self._scaling.head(self.kernel_)
 
     def _validate_queries(self, X):
         check_is_fitted(self)

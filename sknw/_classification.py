@@ -368,5 +368,5 @@ class NadarayaWatsonClassifierCV(CVSelectionMixin, NadarayaWatsonClassifier):
         self.metric_params_ = self._resolve_metric_params(X, w)
         self._select(X, self._onehot(), self.y_fit_, w, "classification", self.classes_)
         self.X_fit_, self.sample_weight_ = X, w
-        self._resolve_algorithm()
+        self._resolve_algorithm(self._selected_scaling)
         return self

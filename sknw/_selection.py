@@ -18,8 +18,8 @@ from sklearn.model_selection import check_cv
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._bandwidth import rule_bandwidth
+from ._scaling import group_candidates, scalings
 from ._sums import (
-    Head,
     algorithms,
     default_tile_elements,
     nearest_scale,
@@ -33,15 +33,6 @@ from ._validation import (
     validate_regression_data,
 )
 from .kernels import Kernel, get_kernel
-
-#: Metrics for which ``d(x / (c b), q / (c b)) = d(x / b, q / b) / c**p``.
-_HOMOGENEOUS_DEGREE = {
-    "euclidean": 1,
-    "cityblock": 1,
-    "chebyshev": 1,
-    "minkowski": 1,
-    "sqeuclidean": 2,
-}
 
 #: Multipliers of the rule-of-thumb bandwidth in the default grid.
 DEFAULT_GRID_RANGE = (0.05, 5.0)
@@ -119,71 +110,6 @@ def candidate_grid(X, w, kernels, bandwidths, metric, metric_params):
         for kernel in kernels
         for bw in bandwidths
     ]
-
-
-def _coordinate_exponent(top, bw):
-    """An integer ``e`` with ``max(top / (bw * 2**e))`` in [1/2, 1) (0 when
-    ``top`` is None or all zero): dividing by ``ldexp(bw, e)`` brings the
-    largest coordinate near one, exactly."""
-    if top is None:
-        return 0
-    with np.errstate(divide="ignore"):
-        exponent = np.log2(np.atleast_1d(top)) - np.log2(np.atleast_1d(bw))
-    exponent = exponent[np.isfinite(exponent)]
-    if not exponent.size:
-        return 0
-    return int(np.floor(np.max(exponent))) + 1
-
-
-def group_candidates(cands, metric, X=None):
-    """Group candidates that can share one pass over the distances.
-
-    A per-feature bandwidth ``b`` is split into a shape ``s`` (``b`` times a
-    power of two) and a size ``g = b / s``: for metrics homogeneous of degree
-    ``p``, ``d(x / b, q / b) = d(x / s, q / s) / g**p``, so candidates with the
-    same shape share their distances. The power of two makes the largest
-    coordinate of the training data ``X`` (when given) divided by ``s`` about
-    one, so that squared distances stay representable.
-
-    Returns a list of ``(scale, [(candidate index, Head), ...])``: the features
-    are divided by ``scale`` (None: unscaled) and each head's divisor completes
-    its candidate's bandwidth.
-    """
-    degree = _HOMOGENEOUS_DEGREE.get(metric)
-    top = None if X is None else np.max(np.abs(X), axis=0, initial=0.0)
-    groups = {}
-    for i, cand in enumerate(cands):
-        bw = cand["bandwidth"]
-        if np.ndim(bw) == 0 and degree is not None and top is not None:
-            # A power of two common to every feature brings the coordinates
-            # near one (exact: distances and their ties unchanged).
-            e = _coordinate_exponent(np.max(top, initial=0.0), 1.0)
-            divisor = float(np.ldexp(float(bw), -e * degree))
-            if divisor >= np.finfo(np.float64).tiny and np.isfinite(divisor):
-                key, scale = "scalar", np.full(top.shape, np.ldexp(1.0, e))
-            else:  # the scaled bandwidth would leave the normal range
-                key, scale, divisor = None, None, float(bw)
-        elif np.ndim(bw) == 0:
-            key, scale, divisor = None, None, float(bw)
-        elif degree is not None:
-            shape = bw / np.exp(np.mean(np.log(bw)))
-            key = tuple(f"{v:.12e}" for v in shape)
-            if key in groups:
-                scale = groups[key][0]
-            else:
-                # The group's first bandwidth times a power of two (exact, so
-                # its distances and their ties are those of ``bw`` itself)
-                # that brings the largest scaled coordinate near one: squared
-                # distances stay representable at any scale of the features.
-                scale = np.ldexp(
-                    np.asarray(bw, dtype=np.float64), _coordinate_exponent(top, bw)
-                )
-            divisor = float(np.exp(np.mean(np.log(bw / scale)))) ** degree
-        else:
-            key, scale, divisor = ("array", *map(float, bw)), bw, 1.0
-        group = groups.setdefault(key, (scale, []))
-        group[1].append((i, Head(cand["kernel"], divisor)))
-    return list(groups.values())
 
 
 def cv_predictions(
@@ -469,7 +395,7 @@ class CVSelectionMixin:
         V, finish = self._cv_values(X, y.reshape(y.shape[0], -1), w)
         self._select(X, V, y, w, "regression", finish=finish)
         self.X_fit_, self.y_fit_, self.sample_weight_ = X, y, w
-        self._resolve_algorithm()
+        self._resolve_algorithm(self._selected_scaling)
         self._fit_noise_variance()
         return self
 
@@ -527,6 +453,9 @@ class CVSelectionMixin:
         self.best_score_ = float(mean[best])
         self.kernel_ = cands[best]["kernel"]
         self.bandwidth_ = cands[best]["bandwidth"]
+        # The fitted estimator divides the data as its candidate was scored.
+        bandwidths = [c["bandwidth"] for c in cands]
+        self._selected_scaling = scalings(bandwidths, self.metric, X)[best][1]
         if self.refine:
 
             def score_of(bandwidth):
@@ -539,6 +468,8 @@ class CVSelectionMixin:
             bandwidth, score = refine_bandwidth(
                 score_of, self.bandwidth_, self.best_score_, same_kernel
             )
+            if bandwidth is not self.bandwidth_:  # scored as a group of one
+                self._selected_scaling = scalings([bandwidth], self.metric, X)[0][1]
             self.bandwidth_, self.best_score_ = bandwidth, score
 
     def _candidate_kernels(self):

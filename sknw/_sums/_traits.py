@@ -18,11 +18,19 @@ TREE_METRICS = {"euclidean": 2.0, "cityblock": 1.0, "chebyshev": np.inf}
 #: The metrics :func:`line_metric` accepts, as error messages name them.
 LINE_METRICS = "('euclidean', 'cityblock', 'chebyshev', 'minkowski')"
 
+#: Metrics homogeneous of degree ``p``: ``d(x / c, q / c) = d(x, q) / c**p``
+#: for ``c > 0``.
+HOMOGENEOUS_DEGREE = {
+    "euclidean": 1,
+    "cityblock": 1,
+    "chebyshev": 1,
+    "minkowski": 1,
+    "seuclidean": 1,
+    "mahalanobis": 1,
+    "sqeuclidean": 2,
+}
 #: Metrics with d(x / h, q / h) = d(x, q) / h for h > 0.
-DEGREE_ONE = frozenset(
-    {"euclidean", "cityblock", "chebyshev", "minkowski", "seuclidean",
-     "mahalanobis"}
-)  # fmt: skip
+DEGREE_ONE = frozenset(m for m, p in HOMOGENEOUS_DEGREE.items() if p == 1)
 
 
 def is_user(kernel):

@@ -1,0 +1,86 @@
+"""One scaling of the data for fitting and for the cross-validation passes."""
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose, assert_array_equal
+
+from sknw import NadarayaWatsonClassifierCV, NadarayaWatsonRegressorCV
+from sknw._scaling import group_candidates, scaling_of, scalings
+from sknw._sums import Head, kernel_sums
+from sknw.kernels import Gaussian
+
+
+def _data(n=60, d=3, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d)) * np.array([1.0, 30.0, 0.01])[:d]
+    y = np.sin(X[:, 0]) + X[:, 1] / 30 + 0.1 * rng.normal(size=n)
+    return X, y
+
+
+@pytest.mark.parametrize("metric", ["euclidean", "cityblock", "sqeuclidean"])
+@pytest.mark.parametrize("per_feature", [False, True])
+def test_scaling_divides_the_data_by_the_bandwidth(metric, per_feature):
+    X, _ = _data()
+    degree = 2 if metric == "sqeuclidean" else 1
+    bandwidths = [np.array([0.3, 9.0, 0.004]) * c for c in (0.7, 1.0, 2.5)]
+    if not per_feature:
+        bandwidths = [0.2, 1.7, 40.0]
+    for bw, (_, s) in zip(bandwidths, scalings(bandwidths, metric, X), strict=True):
+        if per_feature:  # d(x / b, q / b) = d(x / s, q / s) / g
+            assert_allclose(s.scale * s.divisor ** (1 / degree), bw, rtol=1e-14)
+        else:  # d(x, q) / h = d(x / s, q / s) / g
+            assert_allclose(s.scale**degree * s.divisor, bw, rtol=1e-14)
+        # The scale is the group's first bandwidth (or 1) times a power of two.
+        first = bandwidths[0] if per_feature else 1.0
+        ratio = np.log2(s.scale / first)
+        assert_array_equal(ratio, np.round(ratio))
+    # Candidates of one shape share their scale (one pass over the distances).
+    groups = group_candidates(
+        [{"kernel": Gaussian(), "bandwidth": b} for b in bandwidths], metric, X
+    )
+    assert len(groups) == 1
+
+
+def test_scaling_of_is_a_group_of_one():
+    X, _ = _data()
+    for bw in (0.5, np.array([0.3, 9.0, 0.004])):
+        ((_, alone),) = scalings([bw], "euclidean", X)
+        got = scaling_of(bw, "euclidean", X)
+        assert_array_equal(got.scale, alone.scale)
+        assert got.divisor == alone.divisor
+
+
+def test_unscaled_metrics_and_extreme_bandwidths():
+    X, _ = _data()
+    s = scaling_of(0.5, "cosine", X)
+    assert s.scale is None and s.divisor == 0.5
+    bw = np.array([0.3, 9.0, 0.004])
+    s = scaling_of(bw, "cosine", X)
+    assert_array_equal(s.scale, bw) and s.divisor == 1.0
+    # A divisor that would be subnormal: unscaled, the bandwidth divides.
+    s = scaling_of(5e-324, "euclidean", X * 1e300)
+    assert s.scale is None and s.divisor == 5e-324
+
+
+@pytest.mark.parametrize(
+    "make", [NadarayaWatsonRegressorCV, NadarayaWatsonClassifierCV]
+)
+def test_cv_estimator_predicts_with_the_scaling_it_scored(make):
+    """The chosen candidate, not the first of its group, is fitted with the
+    group's scale and divisor, and predicts exactly as those sums give."""
+    X, y = _data()
+    shape = np.array([1.0, 30.0, 0.01])
+    grid = [shape * c for c in (0.23, 0.61, 1.3, 2.9)]
+    target = y if make is NadarayaWatsonRegressorCV else (y > 0).astype(int)
+    cv = make(bandwidths=grid).fit(X, target)
+    assert cv.best_index_ > 0  # the group's scale came from another candidate
+    cands = [{"kernel": cv.kernel_, "bandwidth": b} for b in grid]
+    ((scale, members),) = group_candidates(cands, "euclidean", X)
+    assert_array_equal(cv._scale(), scale)
+    assert cv._head().divisor == members[cv.best_index_][1].divisor
+    if make is NadarayaWatsonRegressorCV:
+        Q = X[:7] + 0.05
+        ((S, den, _),) = kernel_sums(
+            Q, X, y[:, None], [Head(cv.kernel_, cv._head().divisor)], scale=scale
+        )
+        assert_array_equal(cv.predict(Q), (S / den[:, None])[:, 0])
