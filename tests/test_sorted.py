@@ -1,0 +1,106 @@
+"""The sorted 1-D index: segmented sums, its sums and their error bound."""
+
+import numpy as np
+from _core_reference import (
+    _training_tiles_of_4096,  # noqa: F401  (autouse)
+)
+from numpy.testing import assert_allclose
+
+from sknw._sums import Head, _sorted
+from sknw.kernels import get_kernel
+
+
+def test_segmented_cumsum_sums_each_segment_on_its_own():
+    rng = np.random.default_rng(0)
+    lengths = np.r_[1, 3, 200, 64, 65, 2, 40000, 7, 1, 33]
+    n = lengths.sum()
+    terms = rng.normal(size=(n, 3, 2)) * 10.0 ** rng.integers(-5, 9, (n, 1, 1))
+    starts = np.r_[0, np.cumsum(lengths)[:-1]]
+    got = _sorted.segmented_cumsum(terms, starts)
+    for a, size in zip(starts, lengths, strict=True):
+        segment = terms[a : a + size]
+        exact = np.cumsum(segment.astype(np.longdouble), axis=0)
+        magnitude = np.cumsum(np.abs(segment), axis=0)
+        # Extended-precision sums, rounded once to float64 (and, past
+        # SEGMENT_CHUNK_ROWS, carried from chunk to chunk).
+        assert np.all(np.abs(got[a : a + size] - exact) <= 2.3e-16 * magnitude)
+
+
+def test_sorted_sums_where_the_expansion_cancels_are_summed_term_by_term():
+    # A heavy block of points, and queries whose window holds only the points
+    # of the block nearest its edge: the tricube is tiny there, the moments
+    # of the block are not.
+    rng = np.random.default_rng(1)
+    x = np.r_[rng.uniform(0.0, 0.9, 5000), rng.uniform(0.995, 1.0, 20)]
+    V = np.sin(7 * x)[:, None]
+    kernel = get_kernel("tricube")
+    index = _sorted.SortedIndex(x[:, None], V, None, kernel, 1.0, None)
+    q = np.linspace(1.98, 1.994, 50) - index.origin
+    acc, nonempty, bound = index.sums(q)
+    exact = index.exact_sums(q)
+    t = np.asarray(index.t, dtype=np.longdouble)
+    u = np.abs(t[None, :] - np.asarray(q, dtype=np.longdouble)[:, None])
+    K = np.where(u < 1, (1 - np.minimum(u, 1) ** 3) ** 3, 0)
+    reference = (K @ np.asarray(index.Vx, dtype=np.longdouble)).astype(float)
+
+    def rel(S):
+        return np.abs(S[:, 0] - reference[:, 0]) / reference[:, 1]
+
+    assert np.all(nonempty)
+    # The expansion's error exceeds the tolerance, its bound says so, and the
+    # term-by-term sums are exact.
+    assert np.max(rel(acc)) > _sorted.SORTED_TOLERANCE
+    assert np.all(bound > _sorted.SORTED_TOLERANCE * acc[:, 1])
+    assert np.max(rel(exact)) <= 1e-13
+    ((S, den, _),) = _sorted.sorted_kernel_sums(
+        q[:, None] + index.origin, x[:, None], V, [Head(kernel, 1.0)], index=index
+    )
+    assert_allclose(S[:, 0] / den, reference[:, 0] / reference[:, 1], rtol=1e-12)
+
+
+def test_sorted_bound_holds_where_the_expansion_serves():
+    rng = np.random.default_rng(2)
+    x = np.r_[rng.normal(size=20000), rng.uniform(5, 6, 30)]
+    w = rng.exponential(size=x.size)
+    V = rng.normal(size=(x.size, 1))
+    for name in ("boxcar", "epanechnikov", "triweight", "tricube"):
+        kernel = get_kernel(name)
+        index = _sorted.SortedIndex(x[:, None], V, w, kernel, 0.3, None)
+        q = np.sort(rng.uniform(index.t[0] - 1, index.t[-1] + 1, 300))
+        acc, nonempty, bound = index.sums(q)
+        lo, hi = index._windows(q)
+        t = np.asarray(index.t, dtype=np.longdouble)
+        u = np.abs(t[None, :] - np.asarray(q, dtype=np.longdouble)[:, None])
+        inside = (np.arange(x.size)[None, :] >= lo[:, None]) & (
+            np.arange(x.size)[None, :] < hi[:, None]
+        )
+        K = np.where(inside, kernel(u.astype(float)), 0.0).astype(np.longdouble)
+        reference = (K @ np.asarray(index.Vx, dtype=np.longdouble)).astype(float)
+        err = np.abs(acc - reference)[nonempty]
+        assert np.all(err[:, 1] <= bound[nonempty])
+        assert np.all(err[:, 0] <= bound[nonempty] * np.max(np.abs(V)))
+
+
+def test_sorted_bound_holds_for_long_blocks_of_nearly_equal_terms():
+    # Rounding errors of a long running sum of nearly equal terms all go the
+    # same way: they grow with the number of terms, not its square root.
+    rng = np.random.default_rng(3)
+    n = 1 << 18
+    x = rng.uniform(0.0, 0.999, n)
+    c = 1.0 + 0.49 * 2.0**-33
+    V = np.full((n, 1), c)
+    index = _sorted.SortedIndex(
+        x[:, None], V, None, get_kernel("epanechnikov"), 1.0, None
+    )
+    q = np.array([0.2, 0.5, 0.9]) - index.origin
+    acc, _, bound = index.sums(q)
+    t = np.asarray(index.t, dtype=np.longdouble)
+    u = t[None, :] - np.asarray(q, dtype=np.longdouble)[:, None]
+    reference = np.where(np.abs(u) < 1, 1 - u * u, 0) @ np.asarray(
+        index.Vx, dtype=np.longdouble
+    )
+    err = np.abs(acc - reference.astype(float))
+    assert np.all(err[:, 1] <= bound)
+    assert np.all(err[:, 0] <= bound * c)
+    assert np.all(bound <= _sorted.SORTED_TOLERANCE * acc[:, 1])
+    assert np.max(np.abs(acc[:, 0] / acc[:, 1] - c)) <= 1e-14
