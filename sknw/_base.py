@@ -18,6 +18,7 @@ from ._sums import (
     check,
     choose,
     default_tile_elements,
+    empty_window_estimates,
     log_weight_rows,
     nearest_mask,
     nearest_scale,
@@ -331,28 +332,27 @@ class NadarayaWatsonBase(BaseEstimator):
             return np.nan
         if w is None and self.sample_weight_ is not None:
             w = self.sample_weight_ / power_of_two_scale(self.sample_weight_)
+        params = {"metric": self.metric, "metric_params": self.metric_params_}
+        if V is not None:
+            return empty_window_estimates(
+                policy,
+                Qe,
+                self.X_fit_,
+                V,
+                w,
+                scale=self._scale(),
+                tile_elements=_tile_elements(),
+                **params,
+            )
         if policy == "mean":
             w = np.ones(self.X_fit_.shape[0]) if w is None else w
-            return w / w.sum() if V is None else (w @ V) / w.sum()
-        params = {"metric": self.metric, "metric_params": self.metric_params_}
-        scale = self._scale()
-        scale = nearest_scale(scale, self.metric, self.X_fit_, Qe)
-        if V is None:
-            Qs, Xs = Qe, self.X_fit_
-            if scale is not None:
-                Qs, Xs = Qs / scale, Xs / scale
-            mask = nearest_mask(pairwise_distances(Qs, Xs, **params), w)
-            return mask / mask.sum(axis=1, keepdims=True)
-        S, den = nearest_sums(
-            Qe,
-            self.X_fit_,
-            V,
-            scale=scale,
-            sample_weight=w,
-            tile_elements=_tile_elements(),
-            **params,
-        )
-        return S / den[:, None]
+            return w / w.sum()
+        scale = nearest_scale(self._scale(), self.metric, self.X_fit_, Qe)
+        Qs, Xs = Qe, self.X_fit_
+        if scale is not None:
+            Qs, Xs = Qs / scale, Xs / scale
+        mask = nearest_mask(pairwise_distances(Qs, Xs, **params), w)
+        return mask / mask.sum(axis=1, keepdims=True)
 
     def attention_weights(self, X):
         """Normalised kernel weights of the training points for each query.

@@ -22,8 +22,7 @@ from ._scaling import group_candidates, scalings
 from ._sums import (
     algorithms,
     default_tile_elements,
-    nearest_scale,
-    nearest_sums,
+    empty_window_estimates,
     parallel_kernel_sums,
     power_of_two_scale,
 )
@@ -190,52 +189,18 @@ def cv_predictions(
                         policy = "nearest"
                     if policy in ("nearest", "mean"):
                         if policy not in fallbacks:
-                            fallbacks[policy] = _fallback(
-                                Xq, Xt, Vt, wt, kept if train is None else None,
-                                policy, train is None, scale,
-                                metric, metric_params, tile_elements,
+                            fallbacks[policy] = empty_window_estimates(
+                                policy, Xq, Xt, Vt, wt, scale=scale,
+                                metric=metric, metric_params=metric_params,
+                                tile_elements=tile_elements,
+                                exclude_self=train is None,
+                                self_weight=kept if train is None else None,
                             )  # fmt: skip
                         out[empty] = fallbacks[policy][empty]
                     else:
                         out[empty] = np.nan
                 preds[i][rows] = out
     return preds, n_empty, empties
-
-
-def _fallback(
-    Xq, Xt, Vt, wt, kept, policy, loo, scale, metric, metric_params, tile_elements
-):
-    """Empty-window estimates for every query of one fold (computed once).
-
-    ``kept`` is the weight each point keeps in its own leave-one-out sums.
-    """
-    if policy == "nearest":
-        S, den = nearest_sums(
-            Xq,
-            Xt,
-            Vt,
-            metric=metric,
-            metric_params=metric_params,
-            scale=nearest_scale(scale, metric, Xt, Xq),
-            sample_weight=wt,
-            exclude_self=loo,
-            self_weight=kept,
-            tile_elements=tile_elements,
-        )
-    else:
-        wt = np.ones(Xt.shape[0]) if wt is None else wt
-        total_S, total = wt @ Vt, wt.sum()
-        if loo:
-            removed = wt if kept is None else wt - kept
-            S = total_S - removed[:, None] * Vt
-            den = total - removed
-        else:
-            S = np.broadcast_to(total_S, (Xq.shape[0], Vt.shape[1]))
-            den = np.full(Xq.shape[0], total)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        out = S / den[:, None]
-    out[~(den > 0)] = np.nan
-    return out
 
 
 def score_candidates(preds, y, w, folds, scorer, classes=None):

@@ -77,7 +77,12 @@ from ._dispatcher import (
     choose,
     why_not,
 )
-from ._nearest import nearest_mask, nearest_scale, nearest_sums
+from ._nearest import (
+    empty_window_estimates,
+    nearest_mask,
+    nearest_scale,
+    nearest_sums,
+)
 from ._parallel import parallel_kernel_sums
 
 __all__ = [
@@ -95,6 +100,7 @@ __all__ = [
     "check",
     "choose",
     "default_tile_elements",
+    "empty_window_estimates",
     "exact_rows",
     "kernel_sums",
     "line_offsets",

@@ -114,3 +114,55 @@ def nearest_scale(scale, metric, X, Q):
     if np.isfinite(largest) and largest > 0:
         return base * power_of_two_scale(largest)
     return base
+
+
+def empty_window_estimates(
+    policy,
+    Q,
+    X,
+    V,
+    w,
+    *,
+    scale,
+    metric,
+    metric_params,
+    tile_elements=TILE_ELEMENTS,
+    exclude_self=False,
+    self_weight=None,
+):
+    """Estimates at queries whose window is empty, under ``policy``.
+
+    ``"nearest"``: the weighted average of ``V`` over the nearest training
+    points (ties included; the limit of a vanishing bandwidth); ``"mean"``:
+    over all of them. With ``exclude_self`` (``Q`` is ``X``), each point's
+    own weight is left out, or ``self_weight`` kept (frequency weights). NaN
+    where no weight is left. The one fallback of the predictions and of the
+    cross-validation passes.
+    """
+    if policy == "nearest":
+        S, den = nearest_sums(
+            Q,
+            X,
+            V,
+            metric=metric,
+            metric_params=metric_params,
+            scale=nearest_scale(scale, metric, X, Q),
+            sample_weight=w,
+            exclude_self=exclude_self,
+            self_weight=self_weight,
+            tile_elements=tile_elements,
+        )
+    else:
+        w = np.ones(X.shape[0]) if w is None else w
+        total_S, total = w @ V, w.sum()
+        if exclude_self:
+            removed = w if self_weight is None else w - self_weight
+            S = total_S - removed[:, None] * V
+            den = total - removed
+        else:
+            S = np.broadcast_to(total_S, (Q.shape[0], V.shape[1]))
+            den = np.full(Q.shape[0], total)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = S / den[:, None]
+    out[~(den > 0)] = np.nan
+    return out
