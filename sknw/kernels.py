@@ -727,7 +727,10 @@ class Silverman(Kernel):
     def __call__(self, u):
         u = _asfloat(u)
         s = u / math.sqrt(2.0)
-        return 0.5 * np.exp(-s) * np.sin(s + 0.25 * np.pi)
+        with np.errstate(invalid="ignore"):
+            value = 0.5 * np.exp(-s) * np.sin(s + 0.25 * np.pi)
+        # The kernel vanishes at infinity (0 * sin(inf) would be NaN).
+        return np.where(np.isinf(s), 0.0, value)
 
     def log_value(self, u):
         u = _asfloat(u)

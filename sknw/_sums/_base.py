@@ -52,9 +52,13 @@ class Head:
 TILE_TRAIN_ROWS = 8192
 
 
-def _tile_shape(m, n, tile_elements):
+def _tile_shape(m, n, tile_elements, train_rows=None, full_rows=False):
     """(query rows, training rows) of a tile of about ``tile_elements``."""
-    bn = int(min(n, TILE_TRAIN_ROWS, max(64, tile_elements))) if n > 0 else 1
+    cap = TILE_TRAIN_ROWS if train_rows is None else train_rows
+    if full_rows:  # every training row in each tile: query rows only
+        bn = max(n, 1)
+    else:
+        bn = int(min(n, cap, max(64, tile_elements))) if n > 0 else 1
     bq = int(max(1, min(m, tile_elements // max(bn, 1))))
     return bq, bn
 

@@ -338,7 +338,7 @@ def log_weight_rows(
     X = _scaled_rows(X, 0, n, scale)
     squared = use_squared(metric, [head])
     w = None if sample_weight is None else _as_float64(sample_weight)
-    bq = int(max(1, min(m, tile_elements // max(n, 1))))
+    bq, _ = _tile_shape(m, n, tile_elements, full_rows=True)
     for q0 in range(0, m, bq):
         q1 = min(q0 + bq, m)
         Qt = _scaled_rows(Q, q0, q1, scale)

@@ -118,9 +118,7 @@ def _line_sums(Q, X, V, w, coef, scale, tile_elements, f32=False):
     # stay empty (zero sums), for the estimators' nearest-point limit.
     finite = np.isfinite(near2)
     qorder = np.flatnonzero(finite)[np.argsort(q[finite], kind="stable")]
-    bn = int(min(xs.size, LINE_TILE_TRAIN_ROWS, max(64, tile_elements)))
-    bn = max(bn, 1)
-    bq = int(max(1, min(m, tile_elements // bn)))
+    bq, bn = _tile_shape(m, xs.size, tile_elements, LINE_TILE_TRAIN_ROWS)
     buf = np.empty(bq * bn)
     if f32:
         Vx32, unit = _float32_values(Vx)
@@ -271,12 +269,11 @@ def _plane_sums(Q, X, V, w, coef, scale, centre, shift, tile_elements, f32=False
     m, k = Q.shape[0], V.shape[1]
     keep = np.arange(X.shape[0]) if w is None else np.flatnonzero(w > 0)
     acc = np.zeros((m, k + 1))
-    bq, bn = _tile_shape(m, keep.size, tile_elements)
-    dtype, floor = np.float64, EXP_FLOOR
+    dtype, floor, rows = np.float64, EXP_FLOOR, None
     if f32:
         dtype, floor = np.float32, F32_EXP_FLOOR
-        bn = min(bn, F32_TILE_TRAIN_ROWS)
-        bq = int(max(1, min(m, tile_elements // bn)))
+        rows = F32_TILE_TRAIN_ROWS
+    bq, bn = _tile_shape(m, keep.size, tile_elements, rows)
     buf = np.empty(bq * bn, dtype)
     # The queries' side of the GEMM, once: [q - c, 1, |q - c|^2 - shift / coef].
     left = np.empty((m, Q.shape[1] + 2))

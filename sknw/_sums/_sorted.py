@@ -7,6 +7,7 @@ from ._base import (
     _EPS64,
     TILE_ELEMENTS,
     Backend,
+    _tile_shape,
     _weighted_values,
     line_offsets,
     line_origin,
@@ -22,7 +23,8 @@ from ._traits import (
     sorted_eligible,
 )
 
-#: Queries per chunk of the sorted 1-D path.
+#: Most queries per chunk of the sorted 1-D path (fewer where their moments
+#: would exceed the tile budget, ``working_memory``).
 SORTED_CHUNK = 1 << 15
 
 #: Queries of the sorted path whose rounding bound exceeds this share of their
@@ -272,8 +274,11 @@ def sorted_kernel_sums(
     tq_all = line_offsets(Q, index.origin, scale) / head.divisor
     # Sorted queries make the binary searches walk the index in order.
     order = np.argsort(tq_all)
-    for q0 in range(0, m, SORTED_CHUNK):
-        rows = order[q0 : q0 + SORTED_CHUNK]
+    # Each query's moments are (degree + 1) x (k + 1) numbers, a few times.
+    width = 4 * (index.degree + 1) * (k + 1)
+    chunk = min(SORTED_CHUNK, _tile_shape(m, width, tile_elements, full_rows=True)[0])
+    for q0 in range(0, m, chunk):
+        rows = order[q0 : q0 + chunk]
         acc[rows], nonempty[rows], bound[rows] = index.sums(tq_all[rows])
     redo = order[nonempty[order] & ~(bound[order] <= SORTED_TOLERANCE * acc[order, k])]
     if redo.size:

@@ -39,8 +39,10 @@ def is_user(kernel):
 
 
 def native_squared(kernel):
-    """Whether the kernel is evaluated from squared distances."""
-    return bool(kernel._native_sq)
+    """Whether the kernel is evaluated from squared distances (built-in
+    kernels that define ``log_value_sq``; a user kernel is evaluated by its
+    own ``log_value``, even where it inherits a built-in's)."""
+    return bool(kernel._native_sq) and not is_user(kernel)
 
 
 def use_squared(metric, heads):
@@ -76,8 +78,9 @@ def log_linear_coef(head, squared):
 
 def is_continuous(kernel):
     """Whether the kernel is continuous at the edge of its support (the
-    boxcar is not: its window is open, ``u < 1``)."""
-    return bool(kernel._continuous)
+    boxcar is not: its window is open, ``u < 1``); not assumed of a user
+    kernel."""
+    return bool(kernel._continuous) and not is_user(kernel)
 
 
 def is_compact(kernel):

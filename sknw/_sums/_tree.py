@@ -110,11 +110,12 @@ class TreeBackend(Backend):
     def why_not(self, kernel, metric, metric_params, n_features):
         if is_compact(kernel) and tree_p(metric, metric_params) is not None:
             return None
+        given = f"{metric!r}" + (f" with {metric_params!r}" if metric_params else "")
         return (
             f"algorithm={self.name!r} needs a kernel of finite support (not "
             f"{kernel!r}) and a metric a KD-tree can search "
             "('euclidean', 'cityblock', 'chebyshev' or 'minkowski' with p >= 1), "
-            f"not {metric!r} with {metric_params!r}."
+            f"not {given}."
         )
 
     def fit(self, request):
