@@ -159,10 +159,10 @@ class LocalLinearRegressor(NadarayaWatsonRegressor):
         :class:`NadarayaWatsonRegressor`; ``"local"`` is the weighted residual
         mean square of each query's local linear fit, corrected for its
         degrees of freedom.
-    algorithm : {"auto", "brute", "tree", "sorted"}, default="auto"
-        As in :class:`NadarayaWatsonRegressor` (``"sorted"`` is not available:
-        it sums the targets only, not the moments a local line needs, and
-        ``"auto"`` never picks it here).
+    algorithm : {"auto", "brute", "tree"}, default="auto"
+        As in :class:`NadarayaWatsonRegressor`. The one-feature backends
+        (``"sorted"``, ``"fgt"``, ``"binned"``) are not available: their
+        indexes hold the targets only, not the moments a local line needs.
     n_jobs : int, default=None
         As in :class:`NadarayaWatsonRegressor`.
 

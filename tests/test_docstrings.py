@@ -197,3 +197,32 @@ def test_parameter_types_are_plain_text(obj):
     """A backslash continuation only joins lines in a docstring that is not raw;
     ``(n_features_in_,)`` must be quoted as ``(`n_features_in_`,)``."""
     assert not _type_slips(obj)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "NadarayaWatsonRegressor",
+        "NadarayaWatsonClassifier",
+        "NadarayaWatsonRegressorCV",
+        "NadarayaWatsonClassifierCV",
+        "LocalLinearRegressor",
+        "LocalLinearRegressorCV",
+    ],
+)
+def test_algorithm_lists_match_the_registry(name):
+    """The documented ``algorithm`` and ``algorithm_`` values are those the
+    estimator accepts (derived from the core's registry of backends)."""
+    import re
+
+    import sknw
+
+    cls = getattr(sknw, name)
+    doc = inspect.getdoc(cls)
+    listed = re.search(r"^algorithm : \{([^}]*)\}", doc, re.M).group(1)
+    fitted = re.search(r"^algorithm_ : \{([^}]*)\}", doc, re.M).group(1)
+    accepted = set(cls._algorithms)
+    assert set(re.findall(r'"(\w+)"', listed)) == accepted
+    assert set(re.findall(r'"(\w+)"', fitted)) == accepted - {"auto"}
+    (constraint,) = cls._parameter_constraints["algorithm"]
+    assert constraint.options == accepted
