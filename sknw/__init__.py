@@ -5,7 +5,12 @@ from ._classification import NadarayaWatsonClassifier, NadarayaWatsonClassifierC
 from ._dask import dask_predict
 from ._local_linear import LocalLinearRegressor, LocalLinearRegressorCV
 from ._regression import NadarayaWatsonRegressor, NadarayaWatsonRegressorCV
-from .exceptions import EmptyWindowWarning, SingularDesignWarning, UndefinedStdWarning
+from .exceptions import (
+    EmptyWindowWarning,
+    SingularDesignWarning,
+    UndefinedDistanceError,
+    UndefinedStdWarning,
+)
 
 __version__ = "0.1.0.dev0"
 
@@ -18,6 +23,7 @@ __all__ = [
     "NadarayaWatsonRegressor",
     "NadarayaWatsonRegressorCV",
     "SingularDesignWarning",
+    "UndefinedDistanceError",
     "UndefinedStdWarning",
     "__version__",
     "dask_predict",

@@ -100,6 +100,9 @@ class NadarayaWatsonBase(BaseEstimator):
         return check_bandwidth(bw, X.shape[1])
 
     def _resolve_metric_params(self, X, sample_weight):
+        """Metric parameters fixed at fit (``metric_params_``); the metric
+        itself is stored as ``metric_``, which predictions read."""
+        self.metric_ = self.metric
         return resolve_metric_params(self.metric, self.metric_params, X, sample_weight)
 
     def _fit_common(self, X, sample_weight):
@@ -128,7 +131,7 @@ class NadarayaWatsonBase(BaseEstimator):
         else that of :func:`sknw._scaling.scaling_of`.
         """
         if scaling is None:
-            scaling = scaling_of(self.bandwidth_, self.metric, self.X_fit_)
+            scaling = scaling_of(self.bandwidth_, self.metric_, self.X_fit_)
         self._scaling = scaling
 
         def values():
@@ -141,7 +144,7 @@ class NadarayaWatsonBase(BaseEstimator):
             values=values,
             head=self._head(),
             scale=self._scale(),
-            metric=self.metric,
+            metric=self.metric_,
             metric_params=self.metric_params_,
             tolerance=getattr(self, "binned_tol", None),
             tile_elements=_tile_elements(),
@@ -157,7 +160,7 @@ class NadarayaWatsonBase(BaseEstimator):
         check(
             self.algorithm,
             kernel,
-            self.metric,
+            self.metric_,
             self.metric_params_,
             self.n_features_in_,
         )
@@ -249,9 +252,9 @@ class NadarayaWatsonBase(BaseEstimator):
                 Q[empty],
                 self.X_fit_,
                 V,
-                metric=self.metric,
+                metric=self.metric_,
                 metric_params=self.metric_params_,
-                scale=nearest_scale(self._scale(), self.metric, self.X_fit_, Q[empty]),
+                scale=nearest_scale(self._scale(), self.metric_, self.X_fit_, Q[empty]),
                 sample_weight=w,
                 tile_elements=_tile_elements(),
             )
@@ -280,7 +283,7 @@ class NadarayaWatsonBase(BaseEstimator):
             V,
             heads,
             n_jobs=self.n_jobs,
-            metric=self.metric,
+            metric=self.metric_,
             metric_params=self.metric_params_,
             scale=self._scale(),
             sample_weight=w,
@@ -332,7 +335,7 @@ class NadarayaWatsonBase(BaseEstimator):
             return np.nan
         if w is None and self.sample_weight_ is not None:
             w = self.sample_weight_ / power_of_two_scale(self.sample_weight_)
-        params = {"metric": self.metric, "metric_params": self.metric_params_}
+        params = {"metric": self.metric_, "metric_params": self.metric_params_}
         if V is not None:
             return empty_window_estimates(
                 policy,
@@ -347,7 +350,7 @@ class NadarayaWatsonBase(BaseEstimator):
         if policy == "mean":
             w = np.ones(self.X_fit_.shape[0]) if w is None else w
             return w / w.sum()
-        scale = nearest_scale(self._scale(), self.metric, self.X_fit_, Qe)
+        scale = nearest_scale(self._scale(), self.metric_, self.X_fit_, Qe)
         Qs, Xs = Qe, self.X_fit_
         if scale is not None:
             Qs, Xs = Qs / scale, Xs / scale
@@ -379,7 +382,7 @@ class NadarayaWatsonBase(BaseEstimator):
             Q,
             self.X_fit_,
             self._head(),
-            metric=self.metric,
+            metric=self.metric_,
             metric_params=self.metric_params_,
             scale=self._scale(),
             sample_weight=self.sample_weight_,

@@ -70,6 +70,10 @@ class NadarayaWatsonClassifier(ClassifierMixin, NadarayaWatsonBase):
         The resolved kernel object.
     bandwidth_ : float or ndarray of shape (n_features,)
         The resolved bandwidth.
+    metric_ : str or callable
+        The metric used: ``metric`` at fit. Predictions read it (and
+        ``metric_params_``), so changing ``metric`` takes effect at the next
+        fit.
     metric_params_ : dict
         Metric parameters used, including data-dependent defaults.
     X_fit_ : ndarray of shape (n_samples, n_features)
@@ -301,6 +305,10 @@ class NadarayaWatsonClassifierCV(CVSelectionMixin, NadarayaWatsonClassifier):
         starts there).
     cv_results_ : dict of ndarrays
         As in :class:`NadarayaWatsonRegressorCV`.
+    metric_ : str or callable
+        The metric used: ``metric`` at fit. Predictions read it (and
+        ``metric_params_``), so changing ``metric`` takes effect at the next
+        fit.
     metric_params_ : dict
         Metric parameters used, including data-dependent defaults.
     X_fit_ : ndarray of shape (n_samples, n_features)

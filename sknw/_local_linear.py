@@ -174,6 +174,10 @@ class LocalLinearRegressor(NadarayaWatsonRegressor):
         The resolved bandwidth.
     algorithm_ : {"brute", "tree"}
         The summation used by predictions.
+    metric_ : str or callable
+        The metric used: ``metric`` at fit. Predictions read it (and
+        ``metric_params_``), so changing ``metric`` takes effect at the next
+        fit.
     metric_params_ : dict
         Metric parameters used, including data-dependent defaults.
     X_fit_ : ndarray of shape (n_samples, n_features)
@@ -470,6 +474,10 @@ class LocalLinearRegressorCV(CVSelectionMixin, LocalLinearRegressor):
         As in :class:`NadarayaWatsonRegressorCV`.
     algorithm_ : {"brute", "tree"}
         The summation used by predictions.
+    metric_ : str or callable
+        The metric used: ``metric`` at fit. Predictions read it (and
+        ``metric_params_``), so changing ``metric`` takes effect at the next
+        fit.
     metric_params_ : dict
         Metric parameters used, including data-dependent defaults.
     X_fit_ : ndarray of shape (n_samples, n_features)

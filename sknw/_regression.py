@@ -114,6 +114,10 @@ class NadarayaWatsonRegressor(RegressorMixin, NadarayaWatsonBase):
     bandwidth_ : float or ndarray of shape (n_features,)
         The resolved bandwidth: a float for a scalar ``bandwidth``, otherwise one
         bandwidth per feature.
+    metric_ : str or callable
+        The metric used: ``metric`` at fit. Predictions read it (and
+        ``metric_params_``), so changing ``metric`` takes effect at the next
+        fit.
     metric_params_ : dict
         Metric parameters used, including data-dependent defaults.
     X_fit_ : ndarray of shape (n_samples, n_features)
@@ -573,6 +577,10 @@ class NadarayaWatsonRegressorCV(CVSelectionMixin, NadarayaWatsonRegressor):
         ``rank_test_score``, ``n_empty_windows``; with K-fold also
         ``std_test_score`` and ``split{k}_test_score``. Ready for
         ``pandas.DataFrame``.
+    metric_ : str or callable
+        The metric used: ``metric`` at fit. Predictions read it (and
+        ``metric_params_``), so changing ``metric`` takes effect at the next
+        fit.
     metric_params_ : dict
         Metric parameters used, including data-dependent defaults.
     X_fit_ : ndarray of shape (n_samples, n_features)

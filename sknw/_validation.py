@@ -7,6 +7,8 @@ import scipy.sparse as sp
 from scipy.spatial.distance import cdist
 from sklearn.utils.validation import validate_data
 
+from ._sums._base import check_self_distances
+
 #: Metric names accepted by :func:`scipy.spatial.distance.cdist`.
 CDIST_METRICS = (
     "braycurtis",
@@ -170,6 +172,8 @@ def resolve_metric_params(metric, metric_params, X, sample_weight):
 
     The defaults of ``"mahalanobis"`` (``VI``) and ``"seuclidean"`` (``V``)
     come from the weighted (ddof=0) covariance of the unscaled training data.
+    Training rows the metric is undefined on (a NaN distance to themselves)
+    raise a ValueError naming them.
     """
     params = dict(metric_params or {})
     if metric in ("mahalanobis", "seuclidean"):
@@ -195,4 +199,5 @@ def resolve_metric_params(metric, metric_params, X, sample_weight):
         raise ValueError(
             f"metric_params {metric_params!r} do not fit metric {metric!r}: {exc}"
         ) from None
+    check_self_distances(X, metric, params)
     return params

@@ -1,9 +1,16 @@
-"""Warnings raised by sknw estimators."""
+"""Warnings and errors raised by sknw estimators."""
 
 import sys
 import warnings
 
-__all__ = ["EmptyWindowWarning", "SingularDesignWarning", "UndefinedStdWarning"]
+import numpy as np
+
+__all__ = [
+    "EmptyWindowWarning",
+    "SingularDesignWarning",
+    "UndefinedDistanceError",
+    "UndefinedStdWarning",
+]
 
 
 def warn(message, category):
@@ -83,3 +90,72 @@ class UndefinedStdWarning(UserWarning):
     >>> caught[0].category is UndefinedStdWarning
     True
     """
+
+
+class UndefinedDistanceError(ValueError):
+    """The metric is undefined (a NaN distance) on some rows.
+
+    Raised at ``fit`` for training rows whose distance to themselves is NaN,
+    and at prediction for queries with a NaN distance to a training row: for
+    example ``"cosine"`` of a zero vector, ``"correlation"`` of a constant row
+    or a callable metric that returns NaN. A NaN never becomes an estimate.
+
+    Parameters
+    ----------
+    metric : str or callable
+        The metric.
+    rows : array-like of int
+        Indices of the rows (of the queries, or of the training data).
+    training : bool, default=False
+        Whether the rows are training rows.
+
+    Attributes
+    ----------
+    rows : ndarray of int
+        Indices of the rows.
+
+    Examples
+    --------
+    >>> from sknw import NadarayaWatsonRegressor
+    >>> from sknw.exceptions import UndefinedDistanceError
+    >>> reg = NadarayaWatsonRegressor(metric="cosine", bandwidth=0.5)
+    >>> reg = reg.fit([[1.0, 0.0], [0.0, 1.0]], [0.0, 1.0])
+    >>> try:
+    ...     reg.predict([[1.0, 1.0], [0.0, 0.0]])
+    ... except UndefinedDistanceError as exc:
+    ...     print(exc.rows)
+    [1]
+    """
+
+    def __init__(self, metric, rows, training=False):
+        super().__init__(metric, rows, training)
+        self.metric, self.rows, self.training = metric, np.asarray(rows), training
+
+    def shifted(self, offset):
+        """The same error for the rows ``offset`` further on.
+
+        Parameters
+        ----------
+        offset : int
+            Added to every row index.
+
+        Returns
+        -------
+        UndefinedDistanceError
+            The error with shifted rows.
+        """
+        return type(self)(self.metric, self.rows + offset, self.training)
+
+    def __str__(self):
+        name = getattr(self.metric, "__name__", None) or repr(self.metric)
+        where = "rows of the training data" if self.training else "query rows"
+        shown = ", ".join(map(str, self.rows[:10])) + (
+            ", ..." if self.rows.size > 10 else ""
+        )
+        return (
+            f"The metric {name} gives NaN distances for {self.rows.size} "
+            f"{where} (indices {shown}): it is undefined there (e.g. 'cosine' "
+            "of a zero vector, 'correlation' of a constant row, 'braycurtis' "
+            "of two zero vectors). Remove or change those rows, or use another "
+            "metric."
+        )

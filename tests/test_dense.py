@@ -29,6 +29,7 @@ from sknw.kernels import (
     Laplacian,
     Silverman,
     Triangular,
+    get_kernel,
 )
 
 HEADS = [
@@ -310,3 +311,22 @@ def test_exclude_self_of_a_batch_of_the_training_points(tile_elements):
             assert_allclose(M, M_all[a:b], rtol=1e-13)
             assert_allclose(den, den_all[a:b], rtol=1e-12)
             assert_allclose(S, S_all[a:b], rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("kernel", ["gaussian", "epanechnikov", "boxcar", "laplacian"])
+@pytest.mark.parametrize("d", [1, 3])
+def test_weighted_euclidean_is_not_taken_for_the_plain_one(kernel, d):
+    """``metric_params={"w": ...}`` weights the euclidean metric: the squared
+    and GEMM paths of the plain metric must not serve it."""
+    Q, X, V, w = make_data(5, 30, 200, d)
+    params = {"w": np.linspace(0.5, 4.0, d)}
+    head = Head(get_kernel(kernel), 2.5)
+    ((S, den, M),) = kernel_sums(
+        Q, X, V, [head], metric="euclidean", metric_params=params, sample_weight=w
+    )
+    ref = brute_sums(Q, X, V, head, "euclidean", params, w=w)
+    empty = ~np.isfinite(ref[2])
+    assert_array_equal(den[empty], 0.0)
+    factor = np.exp(M[~empty] - ref[2][~empty])
+    assert_allclose(S[~empty] * factor[:, None], ref[0][~empty], rtol=1e-11)
+    assert_allclose(den[~empty] * factor, ref[1][~empty], rtol=1e-11)

@@ -7,7 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pandas as pd
 import pytest
-from numpy.testing import assert_array_equal
+from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
@@ -342,3 +342,23 @@ def test_fitted_training_inputs_are_contiguous(make_input):
     for est in (NadarayaWatsonRegressor(), NadarayaWatsonClassifier()):
         fitted = est.fit(make_input(X), y)
         assert fitted.X_fit_.flags["C_CONTIGUOUS"]
+
+
+@pytest.mark.parametrize("after", [{"metric": "mahalanobis"}, {"metric": "cosine"}])
+def test_predict_reads_the_metric_resolved_at_fit(after):
+    """A metric changed after fit takes effect at the next fit: predictions
+    keep the fitted metric (and its parameters), whatever the batch."""
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(60, 3))
+    y = X[:, 0] ** 2 + 0.1 * rng.normal(size=60)
+    Q = rng.normal(size=(12, 3))
+    reg = NadarayaWatsonRegressor(bandwidth=0.8).fit(X, y)
+    before = reg.predict(Q)
+    reg.set_params(**after)
+    assert reg.metric_ == "euclidean"
+    assert_allclose(reg.predict(Q), before, rtol=1e-14)
+    assert_allclose(np.concatenate([reg.predict(Q[:5]), reg.predict(Q[5:])]), before)
+    refit = reg.fit(X, y)
+    assert refit.metric_ == after["metric"]
+    expected = NadarayaWatsonRegressor(bandwidth=0.8, **after).fit(X, y).predict(Q)
+    assert_allclose(refit.predict(Q), expected, rtol=1e-14)

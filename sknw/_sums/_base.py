@@ -8,6 +8,9 @@ import numpy as np
 from scipy.spatial.distance import cdist
 from sklearn import get_config
 
+from ..exceptions import UndefinedDistanceError as NaNDistanceError
+from ._traits import nan_free
+
 #: Default number of float64 elements in one (query x train) tile: 1 MiB.
 TILE_ELEMENTS = 1 << 17
 
@@ -68,12 +71,16 @@ def _as_float64(A):
     return np.asarray(A, dtype=np.float64)
 
 
-def pairwise_distances(Q, X, metric, metric_params, *, squared=False, out=None):
+def pairwise_distances(
+    Q, X, metric, metric_params, *, squared=False, out=None, first_row=0
+):
     """Distances between the rows of ``Q`` and ``X`` with :func:`cdist`.
 
     With ``squared=True`` (euclidean metric only) returns squared euclidean
     distances, computed without a square root. ``out`` is an optional
-    float64 buffer of shape (len(Q), len(X)).
+    float64 buffer of shape (len(Q), len(X)). Raises
+    :class:`NaNDistanceError` where the metric gives NaN distances, naming
+    the rows of ``Q`` counted from ``first_row``.
     """
     params = metric_params or {}
     if squared:
@@ -82,8 +89,49 @@ def pairwise_distances(Q, X, metric, metric_params, *, squared=False, out=None):
             return np.multiply(D, D, out=D)
         return cdist(Q, X, "sqeuclidean", out=out)
     if callable(metric):
-        return cdist(Q, X, metric, **params)
-    return cdist(Q, X, metric, out=out, **params)
+        D = cdist(Q, X, metric, **params)
+    else:
+        D = cdist(Q, X, metric, out=out, **params)
+    if not nan_free(metric) and np.isnan(D).any():
+        rows = np.flatnonzero(np.isnan(D).any(axis=1)) + first_row
+        raise NaNDistanceError(metric, rows)
+    return D
+
+
+def nan_rows(Q, X, metric, metric_params, scale=None, tile_elements=TILE_ELEMENTS):
+    """:class:`NaNDistanceError` naming every query row of ``Q`` with a NaN
+    distance to a training row of ``X`` (the complete list, once a pass has
+    met the first)."""
+    bq, bn = _tile_shape(Q.shape[0], X.shape[0], tile_elements)
+    bad = np.zeros(Q.shape[0], dtype=bool)
+    for x0 in range(0, X.shape[0], bn):
+        Xt = _scaled_rows(X, x0, x0 + bn, scale)
+        for q0 in range(0, Q.shape[0], bq):
+            Qt = _scaled_rows(Q, q0, q0 + bq, scale)
+            try:
+                pairwise_distances(Qt, Xt, metric, metric_params, first_row=q0)
+            except NaNDistanceError as exc:
+                bad[exc.rows] = True
+    return NaNDistanceError(metric, np.flatnonzero(bad))
+
+
+def check_self_distances(X, metric, metric_params, chunk=64):
+    """Raise :class:`NaNDistanceError` for the rows of the training data ``X``
+    whose distance to themselves is NaN (undefined under the metric)."""
+    if nan_free(metric):
+        return
+    params = metric_params or {}
+    bad = []
+    for lo in range(0, X.shape[0], chunk):
+        block = np.asarray(X[lo : lo + chunk], dtype=np.float64)
+        if callable(metric):
+            diag = np.array([metric(x, x, **params) for x in block], dtype=float)
+        else:
+            diag = np.diagonal(cdist(block, block, metric, **params))
+        bad.append(np.flatnonzero(np.isnan(diag)) + lo)
+    rows = np.concatenate(bad) if bad else np.zeros(0, dtype=np.intp)
+    if rows.size:
+        raise NaNDistanceError(metric, rows, training=True)
 
 
 def _weighted_values(V, w, rows):

@@ -7,6 +7,7 @@ import numpy as np
 from ._base import (
     TILE_ELEMENTS,
     Backend,
+    NaNDistanceError,
     SelfExclusion,
     _Accumulator,
     _as_float64,
@@ -20,6 +21,7 @@ from ._base import (
     _signs,
     _tile_shape,
     _weighted_values,
+    nan_rows,
     pairwise_distances,
     tile_masks,
 )
@@ -43,8 +45,8 @@ class _Plan:
     f32: bool
 
     @classmethod
-    def make(cls, Q, X, heads, metric, scale, w, strategy="auto"):
-        squared = use_squared(metric, heads)
+    def make(cls, Q, X, heads, metric, metric_params, scale, w, strategy="auto"):
+        squared = use_squared(metric, heads, metric_params)
         fast = strategy != "cdist"
         coefs = [log_linear_coef(h, squared) if fast else None for h in heads]
         centre = _scaled_mean(X, scale) if squared and Q.shape[1] >= 2 else None
@@ -128,7 +130,7 @@ def kernel_sums(
     """
     m, k = Q.shape[0], V.shape[1]
     w = None if sample_weight is None else np.asarray(sample_weight, np.float64)
-    plan = _Plan.make(Q, X, heads, metric, scale, w, strategy)
+    plan = _Plan.make(Q, X, heads, metric, metric_params, scale, w, strategy)
     if w is not None and not np.any(w > 0):
         # No training point of positive weight: every window is empty.
         return [(np.zeros((m, k)), np.zeros(m), np.full(m, -np.inf)) for _ in heads]
@@ -198,8 +200,9 @@ def _tiled_sums(
                 D = train.gemm_sq(Qt - plan.centre, buf)
             else:
                 D = pairwise_distances(
-                    Qt, train.X, metric, metric_params, squared=plan.squared, out=buf
-                )
+                    Qt, train.X, metric, metric_params, squared=plan.squared,
+                    out=buf, first_row=q0,
+                )  # fmt: skip
             target = ebuf[: D.size].reshape(tile.shape) if ebuf is not None else D
             # General heads first: the log-linear ones below mask D in place.
             for h in general:
@@ -320,9 +323,12 @@ def exact_rows(sums, rows, Q, X, V, heads, **params):
     the approximate and expansion paths, which compute in float64 too)."""
     if not rows.any():
         return
-    ((S, den, M),) = kernel_sums(
-        np.asarray(Q[rows], dtype=np.float64), X, V, heads, **params
-    )
+    try:
+        ((S, den, M),) = kernel_sums(
+            np.asarray(Q[rows], dtype=np.float64), X, V, heads, **params
+        )
+    except NaNDistanceError as exc:  # rows of the subset, as rows of Q
+        raise NaNDistanceError(exc.metric, np.flatnonzero(rows)[exc.rows]) from None
     sums[0][rows], sums[1][rows], sums[2][rows] = S, den, M
 
 
@@ -335,14 +341,17 @@ def log_weight_rows(
     positive weight are all zero.
     """
     m, n = Q.shape[0], X.shape[0]
-    X = _scaled_rows(X, 0, n, scale)
-    squared = use_squared(metric, [head])
+    X0, X = X, _scaled_rows(X, 0, n, scale)
+    squared = use_squared(metric, [head], metric_params)
     w = None if sample_weight is None else _as_float64(sample_weight)
     bq, _ = _tile_shape(m, n, tile_elements, full_rows=True)
     for q0 in range(0, m, bq):
         q1 = min(q0 + bq, m)
         Qt = _scaled_rows(Q, q0, q1, scale)
-        D = pairwise_distances(Qt, X, metric, metric_params, squared=squared)
+        try:
+            D = pairwise_distances(Qt, X, metric, metric_params, squared=squared)
+        except NaNDistanceError:  # name every such query, not this tile's
+            raise nan_rows(Q, X0, metric, metric_params, scale) from None
         L = _log_weights(D, head, squared)
         if is_user(head.kernel):
             _check_user_kernel(L, head)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._base import TILE_ELEMENTS
+from ._base import TILE_ELEMENTS, NaNDistanceError, nan_rows
 from ._binned import BinnedBackend
 from ._dense import DenseBackend
 from ._fgt import FGTBackend
@@ -133,4 +133,9 @@ def backend_sums(name, index, Q, X, V, heads, *, n_jobs=None, **params):
         index, V, heads, params.get("sample_weight")
     ):
         backend = BACKENDS[DENSE]
-    return backend.sums(index, Q, X, V, heads, n_jobs=n_jobs, **params)
+    try:
+        return backend.sums(index, Q, X, V, heads, n_jobs=n_jobs, **params)
+    except NaNDistanceError:
+        raise nan_rows(
+            Q, X, params["metric"], params.get("metric_params"), params.get("scale")
+        ) from None

@@ -68,7 +68,7 @@ def nearest_sums(
         for q0 in range(0, m, bq):
             q1 = min(q0 + bq, m)
             Qt = _scaled_rows(Q, q0, q1, scale)
-            D = pairwise_distances(Qt, Xt, metric, metric_params)
+            D = pairwise_distances(Qt, Xt, metric, metric_params, first_row=q0)
             if sample_weight is not None:
                 D[:, w[x0:x1] == 0] = np.inf
             if exclude_self:

@@ -5,6 +5,8 @@ from joblib import effective_n_jobs
 from sklearn.utils.parallel import Parallel, delayed
 from threadpoolctl import threadpool_limits
 
+from ._base import NaNDistanceError
+
 #: Fewest queries per parallel batch.
 MIN_BATCH = 256
 
@@ -36,7 +38,7 @@ def parallel_kernel_sums(Q, X, V, heads, *, n_jobs=None, sums=None, **params):
         return {**params, "self_offset": offset + int(a)}
 
     parts = Parallel(n_jobs=n_jobs, prefer="threads")(
-        delayed(_batch_sums)(sums, Q[a:b], X, V, heads, batch_params(a))
+        delayed(_batch_sums)(sums, Q[a:b], X, V, heads, batch_params(a), int(a))
         for a, b in zip(bounds[:-1], bounds[1:], strict=True)
     )
     return [
@@ -45,6 +47,10 @@ def parallel_kernel_sums(Q, X, V, heads, *, n_jobs=None, sums=None, **params):
     ]
 
 
-def _batch_sums(sums, Q, X, V, heads, params):
-    with threadpool_limits(limits=1, user_api="blas"):
-        return sums(Q, X, V, heads, **params)
+def _batch_sums(sums, Q, X, V, heads, params, first=0):
+    """One batch (queries from ``first`` on), with one BLAS thread."""
+    try:
+        with threadpool_limits(limits=1, user_api="blas"):
+            return sums(Q, X, V, heads, **params)
+    except NaNDistanceError as exc:
+        raise exc.shifted(first) from None

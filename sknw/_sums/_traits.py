@@ -33,6 +33,18 @@ HOMOGENEOUS_DEGREE = {
 DEGREE_ONE = frozenset(m for m, p in HOMOGENEOUS_DEGREE.items() if p == 1)
 
 
+#: Metrics that give no NaN distance between finite points (scipy's
+#: ``cdist``): the others are checked for NaN.
+NAN_FREE_METRICS = frozenset(
+    {"euclidean", "sqeuclidean", "cityblock", "chebyshev", "minkowski", "seuclidean"}
+)
+
+
+def nan_free(metric):
+    """Whether the metric gives no NaN distance between finite points."""
+    return isinstance(metric, str) and metric in NAN_FREE_METRICS
+
+
 def is_user(kernel):
     """Whether ``kernel`` is defined outside sknw (its flags are not trusted)."""
     return not type(kernel).__module__.startswith("sknw.")
@@ -45,9 +57,14 @@ def native_squared(kernel):
     return bool(kernel._native_sq) and not is_user(kernel)
 
 
-def use_squared(metric, heads):
-    """Whether a pass computes squared euclidean distances for every head."""
-    return metric == "euclidean" and all(native_squared(h.kernel) for h in heads)
+def use_squared(metric, heads, metric_params=None):
+    """Whether a pass computes squared euclidean distances for every head
+    (the plain euclidean metric: not a weighted one, ``metric_params["w"]``)."""
+    return (
+        metric == "euclidean"
+        and not metric_params
+        and all(native_squared(h.kernel) for h in heads)
+    )
 
 
 def log_linear_form(kernel):
