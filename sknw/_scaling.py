@@ -77,6 +77,10 @@ def scalings(bandwidths, metric, X=None):
     top = None if X is None else np.max(np.abs(X), axis=0, initial=0.0)
     scales, out = {}, []
     for bw in bandwidths:
+        if np.ndim(bw) and degree == 1 and np.all(bw == np.ravel(bw)[0]):
+            # Equal per-feature bandwidths divide the distances as a scalar
+            # does (and so decide edges of windows the same way).
+            bw = float(np.ravel(bw)[0])
         if np.ndim(bw) == 0 and degree is not None and top is not None:
             e = coordinate_exponent(np.max(top, initial=0.0), 1.0)
             divisor = float(np.ldexp(float(bw), -e * degree))

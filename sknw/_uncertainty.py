@@ -53,6 +53,11 @@ class SquaredKernel(Kernel):
         return self.kernel._native_sq
 
     @property
+    def _continuous(self):
+        # The same window as the kernel's (the boxcar's open one).
+        return self.kernel._continuous
+
+    @property
     def _log_linear(self):
         form = getattr(self.kernel, "_log_linear", None)
         if form is None or is_user(self.kernel):

@@ -369,7 +369,10 @@ class Boxcar(Kernel):
     r"""Boxcar (uniform, tophat) kernel, :math:`K(u) = 1` for :math:`u < 1`, else 0.
 
     Support 1 (open at 1, as scikit-learn's tophat); variance 1/3; roughness 1/2.
-    Registered as ``"boxcar"``, ``"tophat"`` and ``"uniform"``.
+    Registered as ``"boxcar"``, ``"tophat"`` and ``"uniform"``. The
+    estimators decide the window on the distances themselves, ``d < h``
+    (``d**2 < h**2`` for the euclidean metric), on every path: a point at
+    exactly one bandwidth is outside, whatever the rounding of ``d / h``.
 
     Examples
     --------

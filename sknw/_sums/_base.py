@@ -9,7 +9,7 @@ from scipy.spatial.distance import cdist
 from sklearn import get_config
 
 from ..exceptions import UndefinedDistanceError as NaNDistanceError
-from ._traits import nan_free
+from ._traits import jumps_at_edge, nan_free
 
 #: Default number of float64 elements in one (query x train) tile: 1 MiB.
 TILE_ELEMENTS = 1 << 17
@@ -220,10 +220,35 @@ def _scaled_arg(D, head, squared):
 _TINY = np.finfo(np.float64).tiny
 
 
+def window_edge(head, squared):
+    """For a kernel that jumps at the edge of its support (the boxcar), the
+    distance (squared on the squared path) below which a point is in the
+    window: the open window ``u < support`` decided on the distances
+    themselves, ``d < support * h``, exact for representable data (the ratio
+    ``d / h`` may round to 1 from either side). None for other kernels."""
+    if not jumps_at_edge(head.kernel):
+        return None
+    with np.errstate(over="ignore"):
+        edge = float(head.kernel.support) * float(head.divisor)
+        return edge * edge if squared else edge
+
+
+def in_window(D, head, squared, arg):
+    """The kernel's argument ``arg`` (``u``, or ``u**2`` on the squared path)
+    with the window of :func:`window_edge` applied: inside, at most just
+    below the edge; outside, ``inf``."""
+    edge = window_edge(head, squared)
+    if edge is None:
+        return arg
+    support = float(head.kernel.support)
+    below = np.nextafter(support * support if squared else support, 0.0)
+    return np.where(D < edge, np.minimum(arg, below), np.inf)
+
+
 def _log_weights(D, head, squared):
     """Log kernel values of one tile of distances for one head."""
     kernel = head.kernel
-    arg = _scaled_arg(D, head, squared)
+    arg = in_window(D, head, squared, _scaled_arg(D, head, squared))
     with np.errstate(over="ignore"):
         L = kernel.log_value_sq(arg) if squared else kernel.log_value(arg)
     L = np.asarray(L, dtype=np.float64)

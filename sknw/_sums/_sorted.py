@@ -99,13 +99,19 @@ class SortedIndex:
     ``[-1/2, 1/2]``; the expansion still cancels where a window holds only
     points near its edge (where the kernel is small but the expansion's terms
     are not), by at most the bound :meth:`sums` returns. Coordinates are
-    measured from the median training value (:func:`line_offsets`).
+    measured from the median training value (:func:`line_offsets`). Windows
+    are found on those offsets before dividing by the bandwidth, ``|x - q| <
+    h`` (or ``<=``), a comparison exact for representable data, as on the
+    dense path.
     """
 
     def __init__(self, X, V, w, kernel, bandwidth, scale):
         self.origin = line_origin(X)
-        t = line_offsets(X, self.origin, scale) / bandwidth
-        order, self.t, starts, block_centre, s = unit_blocks(t)
+        x = line_offsets(X, self.origin, scale)
+        order, self.t, starts, block_centre, s = unit_blocks(x / bandwidth)
+        self.x = x[order]
+        self.bandwidth = float(bandwidth)
+        self.reach = float(kernel.support) * self.bandwidth
         self.kernel = kernel
         self.coef = np.asarray(polynomial(kernel), dtype=np.float64)
         self.open = not is_continuous(kernel)  # the boxcar: u < 1
@@ -179,20 +185,25 @@ class SortedIndex:
             magnitude = magnitude + np.einsum("mi,mi->m", size, prefix) * units
         return acc, magnitude
 
-    def _windows(self, tq):
-        t = self.t
-        if self.open:
-            lo = np.searchsorted(t, tq - 1.0, side="right")
-            hi = np.searchsorted(t, tq + 1.0, side="left")
-        else:
-            lo = np.searchsorted(t, tq - 1.0, side="left")
-            hi = np.searchsorted(t, tq + 1.0, side="right")
+    def _windows(self, tq, xq=None, strict=None):
+        """Index bounds of the points within reach of the queries ``tq``
+        (offsets ``xq``, by default ``tq`` times the bandwidth): open
+        (``|x - q| < h``) for the boxcar or with ``strict``, else closed."""
+        xq = tq * self.bandwidth if xq is None else xq
+        strict = self.open if strict is None else strict
+        lo = np.searchsorted(
+            self.x, xq - self.reach, side="right" if strict else "left"
+        )
+        hi = np.searchsorted(
+            self.x, xq + self.reach, side="left" if strict else "right"
+        )
         return lo, hi
 
-    def exact_sums(self, tq, budget=TILE_ELEMENTS):
-        """Kernel sums ``[S, den]`` at queries ``tq``, term by term over each
-        window's points (the kernel object evaluated at each offset)."""
-        lo, hi = self._windows(tq)
+    def exact_sums(self, tq, budget=TILE_ELEMENTS, xq=None):
+        """Kernel sums ``[S, den]`` at queries ``tq`` (offsets ``xq``), term by
+        term over each window's points (the kernel object evaluated at each
+        offset)."""
+        lo, hi = self._windows(tq, xq)
         size = np.maximum(hi - lo, 0)
         out = np.zeros((tq.size, self.Vx.shape[1]))
         ends = np.cumsum(size)
@@ -208,31 +219,28 @@ class SortedIndex:
                 first = np.cumsum(counts) - counts
                 idx = np.arange(total) - np.repeat(first - lo[a:b], counts)
                 u = np.abs(self.t[idx] - np.repeat(tq[a:b], counts))
+                if self.open:  # inside the window, whatever the rounding of u
+                    u = np.minimum(u, np.nextafter(1.0, 0.0))
                 terms = self.kernel(u)[:, None] * self.Vx[idx]
                 nonzero = counts > 0
                 out[rows[nonzero]] = np.add.reduceat(terms, first[nonzero], axis=0)
             a = b
         return out
 
-    def sums(self, tq):
+    def sums(self, tq, xq=None):
         """Kernel-weighted sums ``[S, den]``, counts and error bounds at
-        queries ``tq`` (sums by the moment expansion; the bound, on the error
-        of the weight sums and, times the largest |value|, of the others, is
-        from the magnitudes of the expansion's terms)."""
-        t = self.t
-        lo, hi = self._windows(tq)
-        mid = np.searchsorted(t, tq, side="right")
+        queries ``tq`` (offsets ``xq``; sums by the moment expansion; the
+        bound, on the error of the weight sums and, times the largest |value|,
+        of the others, is from the magnitudes of the expansion's terms)."""
+        lo, hi = self._windows(tq, xq)
+        mid = np.clip(np.searchsorted(self.t, tq, side="right"), lo, hi)
         left, left_size = self._side(lo, mid, tq, True)
         right, right_size = self._side(mid, hi, tq, False)
         bound = _EPS64 * (left_size + right_size)
         # A window is empty when no point of positive weight lies strictly
         # inside the support (points at u = 1 weigh 0; the boxcar's windows
         # are open already).
-        if self.open:
-            inner_lo, inner_hi = lo, hi
-        else:
-            inner_lo = np.searchsorted(t, tq - 1.0, side="right")
-            inner_hi = np.searchsorted(t, tq + 1.0, side="left")
+        inner_lo, inner_hi = (lo, hi) if self.open else self._windows(tq, xq, True)
         inner_hi = np.maximum(inner_hi, inner_lo)
         nonempty = self.positive[inner_hi] > self.positive[inner_lo]
         return left + right, nonempty, bound
@@ -271,7 +279,8 @@ def sorted_kernel_sums(
     acc = np.zeros((m, k + 1))
     nonempty = np.zeros(m, dtype=bool)
     bound = np.zeros(m)
-    tq_all = line_offsets(Q, index.origin, scale) / head.divisor
+    xq_all = line_offsets(Q, index.origin, scale)
+    tq_all = xq_all / head.divisor
     # Sorted queries make the binary searches walk the index in order.
     order = np.argsort(tq_all)
     # Each query's moments are (degree + 1) x (k + 1) numbers, a few times.
@@ -279,10 +288,10 @@ def sorted_kernel_sums(
     chunk = min(SORTED_CHUNK, _tile_shape(m, width, tile_elements, full_rows=True)[0])
     for q0 in range(0, m, chunk):
         rows = order[q0 : q0 + chunk]
-        acc[rows], nonempty[rows], bound[rows] = index.sums(tq_all[rows])
+        acc[rows], nonempty[rows], bound[rows] = index.sums(tq_all[rows], xq_all[rows])
     redo = order[nonempty[order] & ~(bound[order] <= SORTED_TOLERANCE * acc[order, k])]
     if redo.size:
-        acc[redo] = index.exact_sums(tq_all[redo], tile_elements)
+        acc[redo] = index.exact_sums(tq_all[redo], tile_elements, xq_all[redo])
     acc[~nonempty] = 0.0
     den = acc[:, k].copy()
     M = np.where(den != 0, 0.0, -np.inf)

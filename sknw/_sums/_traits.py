@@ -100,6 +100,16 @@ def is_continuous(kernel):
     return bool(kernel._continuous) and not is_user(kernel)
 
 
+def jumps_at_edge(kernel):
+    """Whether a built-in kernel of finite support jumps at its edge (the
+    boxcar): its window is open, and decided on the distances themselves."""
+    return (
+        not is_user(kernel)
+        and bool(np.isfinite(kernel.support))
+        and not bool(kernel._continuous)
+    )
+
+
 def is_compact(kernel):
     """Whether the kernel's support is finite."""
     return bool(np.isfinite(kernel.support))

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from ._base import TILE_ELEMENTS, Backend, _scaled_rows, _weighted_values
+from ._base import TILE_ELEMENTS, Backend, _scaled_rows, _weighted_values, window_edge
 from ._parallel import parallel_kernel_sums
 from ._traits import is_compact, is_user, tree_p
 
@@ -75,14 +75,21 @@ def tree_kernel_sums(
         rows = np.repeat(np.arange(q1 - q0), lengths)
         diff = Qt[rows] - Xs[cols]
         if p == 2.0:
-            dist = np.sqrt(np.einsum("ij,ij->i", diff, diff))
+            sq = np.einsum("ij,ij->i", diff, diff)
+            dist = np.sqrt(sq)
         elif p == 1.0:
             dist = np.abs(diff).sum(axis=1)
         elif np.isinf(p):
             dist = np.abs(diff).max(axis=1)
         else:
             dist = (np.abs(diff) ** p).sum(axis=1) ** (1.0 / p)
-        weights = np.asarray(head.kernel(dist / head.divisor), dtype=np.float64)
+        u = dist / head.divisor
+        edge = window_edge(head, p == 2.0)
+        if edge is not None:  # the window test of the dense paths
+            inside = (sq if p == 2.0 else dist) < edge
+            below = np.nextafter(float(head.kernel.support), 0.0)
+            u = np.where(inside, np.minimum(u, below), np.inf)
+        weights = np.asarray(head.kernel(u), dtype=np.float64)
         if is_user(head.kernel) and not np.all(np.isfinite(weights)):
             raise ValueError(
                 f"Kernel {head.kernel!r} returned NaN or infinite values; a "

@@ -1,0 +1,126 @@
+"""Windows of compact kernels decided the same way on every path: exactly,
+on integer data, where points lie at exactly one bandwidth."""
+
+import warnings
+
+import numpy as np
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+from numpy.testing import assert_allclose, assert_array_equal
+
+from sknw import NadarayaWatsonRegressor, NadarayaWatsonRegressorCV
+from sknw.kernels import get_kernel
+
+KERNELS = ["boxcar", "epanechnikov", "triangular", "biweight"]
+
+
+def exact_weights(Q, X, kernel, h, metric):
+    """Kernel weights from exact integer distances: the boxcar's open window
+    ``d < h`` compared on integers (squared for the euclidean metric)."""
+    diff = np.abs(Q[:, None, :] - X[None, :, :])
+    if metric == "euclidean":
+        d2 = (diff**2).sum(axis=2)
+        inside = d2 < h * h
+        d = np.sqrt(d2)
+    else:
+        d = diff.sum(axis=2) if metric == "cityblock" else diff.max(axis=2)
+        inside = d < h
+    if kernel == "boxcar":
+        return inside.astype(float)
+    return np.where(inside, get_kernel(kernel)(np.minimum(d / h, 1.0)), 0.0)
+
+
+def average(W, y):
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (W @ y) / W.sum(axis=1)
+
+
+@st.composite
+def integer_problems(draw):
+    d = draw(st.integers(1, 2))
+    n = draw(st.integers(2, 30))
+    values = st.integers(-6, 6)
+    X = np.array(
+        draw(
+            st.lists(st.lists(values, min_size=d, max_size=d), min_size=n, max_size=n)
+        ),
+        dtype=float,
+    )
+    Q = np.array(
+        draw(
+            st.lists(st.lists(values, min_size=d, max_size=d), min_size=1, max_size=12)
+        ),
+        dtype=float,
+    )
+    y = np.array(
+        draw(st.lists(st.integers(-5, 5), min_size=n, max_size=n)), dtype=float
+    )
+    h = float(draw(st.integers(1, 7)))
+    kernel = draw(st.sampled_from(KERNELS))
+    metric = draw(st.sampled_from(["euclidean", "cityblock", "chebyshev"]))
+    return X, y, Q, h, kernel, metric
+
+
+def _quietly(fn, *args):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fn(*args)
+
+
+# Points at exactly one bandwidth (the reproducers of a rounded ratio d / h).
+EDGE_CASES = [
+    (np.array([[0.0], [7.0]]), np.array([0.0, 1.0]), np.array([[0.0]]), 7.0),
+    (np.array([[0.0], [7.0], [1.0]]), np.array([0.0, 10.0, 0.0]), np.array([[0.0]]), 7.0),
+    (np.array([[4.0], [0.0]]), np.array([0.0, 1.0]), np.array([[1.0], [3.0]]), 3.0),
+    (np.array([[0.0, 0.0], [3.0, 0.0], [0.0, 5.0]]), np.array([1.0, 2.0, 4.0]),
+     np.array([[0.0, 0.0], [3.0, 5.0]]), 5.0),
+]  # fmt: skip
+
+
+def _with_edge_cases(test):
+    for X, y, Q, h in EDGE_CASES:
+        for kernel in ("boxcar", "epanechnikov"):
+            for metric in ("euclidean", "cityblock"):
+                test = example((X, y, Q, h, kernel, metric))(test)
+    return settings(max_examples=60)(test)
+
+
+@_with_edge_cases
+@given(integer_problems())
+def test_every_path_agrees_with_exact_windows(problem):
+    X, y, Q, h, kernel, metric = problem
+    W = exact_weights(Q, X, kernel, h, metric)
+    expected = average(W, y)
+    d = X.shape[1]
+    algorithms = ["brute", "tree"] + (["sorted"] if d == 1 else [])
+    for algorithm in algorithms:
+        for bandwidth in (h, [h] * d):
+            reg = NadarayaWatsonRegressor(
+                kernel=kernel, bandwidth=bandwidth, metric=metric,
+                algorithm=algorithm, empty_window="nan",
+            ).fit(X, y)  # fmt: skip
+            pred = _quietly(reg.predict, Q)
+            assert_array_equal(np.isnan(pred), np.isnan(expected))
+            ok = ~np.isnan(expected)
+            assert_allclose(pred[ok], expected[ok], rtol=1e-12, atol=1e-12)
+            A = _quietly(reg.attention_weights, Q)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                A_ref = W / W.sum(axis=1, keepdims=True)
+            assert_allclose(A[ok], A_ref[ok], rtol=1e-12, atol=1e-15)
+
+
+@_with_edge_cases
+@given(integer_problems())
+def test_leave_one_out_scores_use_the_same_windows(problem):
+    X, y, _, h, kernel, metric = problem
+    W = exact_weights(X, X, kernel, h, metric)
+    np.fill_diagonal(W, 0.0)
+    loo = average(W, y)
+    cv = NadarayaWatsonRegressorCV(
+        kernels=[kernel], bandwidths=[h], metric=metric, empty_window="mean"
+    )
+    _quietly(cv.fit, X, y)
+    # Empty leave-one-out windows take the mean of the other points.
+    others = (y.sum() - y) / (y.size - 1)
+    loo = np.where(np.isnan(loo), others, loo)
+    assert_allclose(cv.best_score_, -np.mean((loo - y) ** 2), rtol=1e-10, atol=1e-12)
