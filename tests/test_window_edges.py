@@ -70,7 +70,8 @@ def _quietly(fn, *args):
 # Points at exactly one bandwidth (the reproducers of a rounded ratio d / h).
 EDGE_CASES = [
     (np.array([[0.0], [7.0]]), np.array([0.0, 1.0]), np.array([[0.0]]), 7.0),
-    (np.array([[0.0], [7.0], [1.0]]), np.array([0.0, 10.0, 0.0]), np.array([[0.0]]), 7.0),
+    (np.array([[0.0], [7.0], [1.0]]), np.array([0.0, 10.0, 0.0]),
+     np.array([[0.0]]), 7.0),
     (np.array([[4.0], [0.0]]), np.array([0.0, 1.0]), np.array([[1.0], [3.0]]), 3.0),
     (np.array([[0.0, 0.0], [3.0, 0.0], [0.0, 5.0]]), np.array([1.0, 2.0, 4.0]),
      np.array([[0.0, 0.0], [3.0, 5.0]]), 5.0),
