@@ -263,3 +263,29 @@ def test_float32_weights_of_wide_range_take_float64(exp_dtypes):
     d2 = np.array([100.0, 0.0]) / (2 * h * h)
     expected = (w * np.exp(-d2)) @ V[:, 0] / (w * np.exp(-d2)).sum()
     assert S[0, 0] / den[0] == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize("offset", [1e6, 1e9, -1e12])
+@pytest.mark.parametrize("d, h", [(1, 0.05), (1, 0.4), (3, 0.5)])
+def test_float32_error_is_relative_to_the_spread_of_the_values(
+    exp_dtypes, d, h, offset
+):
+    """Values far from zero: the float32 sums take them centred on their
+    mid-range, so estimates are within 2e-4 of the range of each column (of
+    the float64 ones of the centred values), not of their magnitude."""
+    Q, X, V, w = _float32_problem(d)
+    head = [Head(Gaussian(), h)]
+    S, den, _ = kernel_sums(Q, X, V + offset, head, sample_weight=w)[0]
+    assert np.dtype(np.float32) in exp_dtypes
+    S64, den64, _ = kernel_sums(
+        Q.astype(float), X.astype(float), V, head, sample_weight=w
+    )[0]
+    estimate = S / den[:, None] - offset
+    estimate64 = S64 / den64[:, None]
+    spread = np.ptp(V, axis=0)
+    assert np.all(np.max(np.abs(estimate - estimate64), axis=0) <= 2e-4 * spread)
+    # Typically far closer than the bound (float64 rounding of the offset aside).
+    assert np.all(
+        np.max(np.abs(estimate - estimate64), axis=0)
+        <= 1e-5 * spread + 4 * np.finfo(float).eps * abs(offset)
+    )

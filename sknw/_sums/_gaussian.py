@@ -95,7 +95,7 @@ def _line_sums(Q, X, V, w, coef, scale, tile_elements, f32=False):
     :data:`F32_TOLERANCE` in float32 is computed in float32, with the float32
     floor and reach (:data:`F32_EXP_FLOOR`), summing
     :data:`F32_TILE_TRAIN_ROWS` training rows at a time in float32 and the
-    rest in float64.
+    rest in float64, of values centred on their mid-range (:func:`_centred`).
     """
     m, k = Q.shape[0], V.shape[1]
     s = np.sqrt(-coef)
@@ -121,7 +121,8 @@ def _line_sums(Q, X, V, w, coef, scale, tile_elements, f32=False):
     bq, bn = _tile_shape(m, xs.size, tile_elements, LINE_TILE_TRAIN_ROWS)
     buf = np.empty(bq * bn)
     if f32:
-        Vx32, unit = _float32_values(Vx)
+        Vc, mid = _centred(V, w, order)
+        Vx32, unit = _float32_values(_weighted_values(Vc, w, order))
         buf32 = np.empty(bq * bn, np.float32)
     for q0 in range(0, qorder.size, bq):
         rows = qorder[q0 : q0 + bq]
@@ -167,7 +168,7 @@ def _line_sums(Q, X, V, w, coef, scale, tile_elements, f32=False):
                     np.subtract(nt[:, None], T, out=T)
                 _exp(T, floored and _below(nt, qt, xs[a], xs[b - 1], floor))
                 total += T @ Vx_[a:b]
-        acc[rows] = total * unit if use32 else total
+        acc[rows] = _uncentred(total * unit, mid) if use32 else total
     M = np.where(finite, -near2, -np.inf)
     return acc[:, :k], acc[:, k].copy(), M
 
@@ -264,7 +265,8 @@ def _plane_sums(Q, X, V, w, coef, scale, centre, shift, tile_elements, f32=False
     is within :data:`F32_TOLERANCE`, and shifts at least
     :data:`F32_MIN_SHIFT`), the GEMM, ``exp`` (floor :data:`F32_EXP_FLOOR`)
     and the sums of :data:`F32_TILE_TRAIN_ROWS` training rows are float32,
-    accumulated in float64.
+    accumulated in float64, of values centred on their mid-range
+    (:func:`_centred`).
     """
     m, k = Q.shape[0], V.shape[1]
     keep = np.arange(X.shape[0]) if w is None else np.flatnonzero(w > 0)
@@ -284,6 +286,7 @@ def _plane_sums(Q, X, V, w, coef, scale, centre, shift, tile_elements, f32=False
     left_ = left.astype(dtype, copy=False)
     unit = None
     if f32:
+        V, mid = _centred(V, w, keep)
         _, unit = _float32_values(_weighted_values(V, w, keep))
     for a in range(0, keep.size, bn):
         idx = keep[a : a + bn]
@@ -312,7 +315,7 @@ def _plane_sums(Q, X, V, w, coef, scale, centre, shift, tile_elements, f32=False
             )
             acc[rows] += _exp(L, bool(floored[rows].any())) @ Vx
     if f32:
-        acc *= unit
+        acc = _uncentred(acc * unit, mid)
     return acc[:, :k], acc[:, k].copy(), np.asarray(shift, dtype=np.float64).copy()
 
 
@@ -323,6 +326,25 @@ def _float32_values(Vx):
     overflow, whatever the scale of the values. Returns ``(Vx32, unit)``."""
     unit = power_of_two_scale(Vx, axis=0) if Vx.shape[0] else np.ones(Vx.shape[1])
     return (Vx / unit).astype(np.float32), unit
+
+
+def _centred(V, w, rows):
+    """``(V - mid, mid)``: the values centred on their mid-range over the
+    training ``rows`` of positive weight, per column, so that float32 sums
+    err relative to the spread of the values, not to their magnitude."""
+    positive = rows if w is None else rows[w[rows] > 0]
+    if not positive.size:
+        return V, np.zeros(V.shape[1])
+    Vp = V[positive]
+    mid = Vp.max(axis=0) / 2 + Vp.min(axis=0) / 2
+    return V - mid, mid
+
+
+def _uncentred(acc, mid):
+    """Sums ``[S, den]`` of centred values back to those of the values."""
+    k = mid.size
+    acc[:, :k] += acc[:, k:] * mid
+    return acc
 
 
 def _f32_weights_ok(w, n):
