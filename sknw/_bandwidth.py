@@ -47,10 +47,16 @@ def _weighted_spread(X, w, unit=1.0):
     """Per-feature weighted standard deviation (ddof=0) and interquartile range.
 
     Weights act as frequencies: integer weights give the spread of the data
-    with rows repeated. Features are scaled by a power of two near their largest
-    magnitude first, so
-    spreads near the ends of the float range neither overflow nor underflow.
+    with rows repeated. Features are measured from their median (so that data
+    far from zero keep their digits) and scaled by a power of two near their
+    largest magnitude, so spreads near the ends of the float range neither
+    overflow nor underflow.
     """
+    X = np.asarray(X, dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        shifted = X - np.median(X, axis=0)
+    # Offsets that overflow (data spanning more than the float range): as is.
+    X = np.where(np.all(np.isfinite(shifted), axis=0), shifted, X)
     # Powers of two: the scaling is exact.
     _, exponent = np.frexp(np.max(np.abs(X), axis=0))
     magnitude = np.ldexp(1.0, exponent - 1)

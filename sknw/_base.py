@@ -26,6 +26,7 @@ from ._sums import (
     pairwise_distances,
     power_of_two_scale,
 )
+from ._sums._base import _scaled_rows
 from ._sums._traits import is_compact
 from ._uncertainty import SquaredKernel, SquaredWeights
 from ._validation import (
@@ -351,9 +352,8 @@ class NadarayaWatsonBase(BaseEstimator):
             w = np.ones(self.X_fit_.shape[0]) if w is None else w
             return w / w.sum()
         scale = nearest_scale(self._scale(), self.metric_, self.X_fit_, Qe)
-        Qs, Xs = Qe, self.X_fit_
-        if scale is not None:
-            Qs, Xs = Qs / scale, Xs / scale
+        Qs = _scaled_rows(Qe, 0, Qe.shape[0], scale)
+        Xs = _scaled_rows(self.X_fit_, 0, self.X_fit_.shape[0], scale)
         mask = nearest_mask(pairwise_distances(Qs, Xs, **params), w)
         return mask / mask.sum(axis=1, keepdims=True)
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._sums import Head
+from ._sums._base import Frame, scale_of
 from ._sums._traits import HOMOGENEOUS_DEGREE
 
 _TINY = np.finfo(np.float64).tiny
@@ -75,6 +76,7 @@ def scalings(bandwidths, metric, X=None):
     """
     degree = HOMOGENEOUS_DEGREE.get(metric)
     top = None if X is None else np.max(np.abs(X), axis=0, initial=0.0)
+    frame = _frame(X) if degree is not None else None
     scales, out = {}, []
     for bw in bandwidths:
         if np.ndim(bw) and degree == 1 and np.all(bw == np.ravel(bw)[0]):
@@ -94,11 +96,13 @@ def scalings(bandwidths, metric, X=None):
             bw = np.asarray(bw, dtype=np.float64)
             key = tuple(f"{v:.12e}" for v in bw / np.exp(np.mean(np.log(bw))))
             if key not in scales:
-                scales[key] = np.ldexp(bw, coordinate_exponent(top, bw))
-            divisor = _size(bw, scales[key], degree)
+                scales[key] = (
+                    frame(bw) if frame else np.ldexp(bw, coordinate_exponent(top, bw))
+                )
+            divisor = _size(bw, scale_of(scales[key]), degree)
             if not _normal(divisor):
                 key = ("array", *map(float, bw))
-                scales.setdefault(key, bw)
+                scales.setdefault(key, Frame(frame.origin, bw) if frame else bw)
         scale = scales[key]
         if key is None:
             divisor = float(bw)
@@ -106,6 +110,30 @@ def scalings(bandwidths, metric, X=None):
             divisor = 1.0
         out.append((key, Scaling(scale, divisor)))
     return out
+
+
+class _frame:
+    """Per-feature scales measured from the per-feature median of the
+    training data (several features; see :class:`~sknw._sums._base.Frame`),
+    times a power of two that brings the largest offset from it near one."""
+
+    def __new__(cls, X):
+        if X is None or X.shape[1] < 2:
+            return None
+        return super().__new__(cls)
+
+    def __init__(self, X):
+        X = np.asarray(X, dtype=np.float64)
+        self.origin = np.median(X, axis=0)
+        with np.errstate(over="ignore", invalid="ignore"):
+            top = np.max(np.abs(X - self.origin), axis=0, initial=0.0)
+        # Offsets that overflow (data spanning more than the float range):
+        # measured from 0 in those features.
+        self.origin = np.where(np.isfinite(top), self.origin, 0.0)
+        self.top = np.max(np.abs(X - self.origin), axis=0, initial=0.0)
+
+    def __call__(self, bw):
+        return Frame(self.origin, np.ldexp(bw, coordinate_exponent(self.top, bw)))
 
 
 def scaling_of(bandwidth, metric, X):

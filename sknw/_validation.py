@@ -1,5 +1,7 @@
 """Checks of the estimators' inputs and parameters, shared by every estimator."""
 
+import datetime
+import sys
 from numbers import Real
 
 import numpy as np
@@ -35,27 +37,134 @@ CDIST_METRICS = (
 EMPTY_WINDOW_POLICIES = ("nearest", "mean", "nan", "raise")
 
 
-def check_not_text(X, name="X"):
-    """Reject arrays of strings of digits: sknw does not parse numbers from text.
+#: How many offending columns an error message lists by name.
+_LISTED_COLUMNS = 10
 
-    Other strings are left to scikit-learn's validation, which names the value
-    it cannot convert.
+
+def check_not_text(X, name="X"):
+    """Refuse features that are text, dates or durations, naming their columns.
+
+    sknw's features are numbers: a ``ValueError`` names every column (by its
+    name in a DataFrame, else by its index) that holds
+
+    - text, numbers written as text included: numpy string arrays (dtype
+      ``U`` or ``S``), ``str`` or ``bytes`` objects in an object array or
+      list, pandas ``string`` and object columns of strings, and categorical
+      columns whose categories are strings;
+    - dates, times or durations: ``datetime64`` and ``timedelta64`` (pandas
+      columns with a time zone included), :mod:`datetime` objects and pandas
+      periods.
+
+    Numbers of any type, booleans and missing values (``None``, ``NaN``) are
+    left to scikit-learn's validation, and so are inputs that are not 2-D.
+    This is the one place that decides which columns are refused (what
+    categorical features would change).
     """
-    kind = getattr(getattr(X, "dtype", None), "kind", None)
-    if kind is None and not sp.issparse(X) and not hasattr(X, "__array__"):
-        try:
-            kind = np.asarray(X).dtype.kind
-        except (TypeError, ValueError):
-            return
-    if kind in ("U", "S"):
-        try:
-            np.asarray(X, dtype=np.float64)
-        except (TypeError, ValueError):
-            return  # not numbers: validation reports the string it cannot read
-        raise ValueError(
-            f"{name} holds strings; sknw needs numeric input (encode categories "
-            "or convert numbers, e.g. with astype(float), first)."
+    found = {"text": [], "temporal": []}
+    names = None
+    for label, values, named in _columns(X):
+        kind, example = _value_kind(values)
+        if kind is not None:
+            found[kind].append((label, example))
+            names = named
+    messages = []
+    if found["text"]:
+        example = found["text"][0][1]
+        messages.append(
+            f"{name} has strings in {_describe(found['text'], names)} (e.g. "
+            f"{example!r}): sknw needs numeric features and does not parse text. "
+            "Encode categories as numbers (e.g. with "
+            "sklearn.preprocessing.OneHotEncoder) and convert numbers stored as "
+            "text (e.g. with astype(float)) first."
         )
+    if found["temporal"]:
+        messages.append(
+            f"{name} has dates, times or durations in "
+            f"{_describe(found['temporal'], names)}: sknw needs numeric features. "
+            "Convert them to numbers first (e.g. seconds or days since a "
+            "reference date, or durations in seconds)."
+        )
+    if messages:
+        raise ValueError(" ".join(messages))
+
+
+def _columns(X):
+    """``(label, values, named)`` for the columns of a 2-D ``X`` that may not be
+    numeric: ``label`` is the column's name (``named=True``, DataFrames) or
+    index. Numeric arrays, sparse matrices and inputs that are not 2-D give
+    none."""
+    if sp.issparse(X):
+        return
+    dtypes = getattr(X, "dtypes", None)
+    if dtypes is not None and hasattr(X, "iloc") and hasattr(X, "columns"):
+        for j, dtype in enumerate(dtypes):  # a pandas DataFrame
+            if getattr(dtype, "kind", "O") in "biufc":
+                continue
+            categories = getattr(dtype, "categories", None)
+            values = X.iloc[:, j] if categories is None else categories
+            yield X.columns[j], np.asarray(values), True
+        return
+    dtype = getattr(X, "dtype", None)
+    if getattr(dtype, "kind", "O") in "biufc":
+        return
+    try:
+        A = np.asarray(X)
+        if A.dtype.kind in "biufc":
+            return
+        if A.dtype.kind != "O" and not isinstance(X, np.ndarray):
+            # Lists mixing numbers and strings become all strings: keep the
+            # objects to tell the columns apart.
+            A = np.asarray(X, dtype=object)
+    except (TypeError, ValueError):
+        return  # ragged or unconvertible: left to scikit-learn
+    if A.ndim != 2:
+        return
+    columns = getattr(X, "columns", None)
+    named = columns is not None and len(columns) == A.shape[1]
+    for j in range(A.shape[1]):
+        yield (list(columns)[j] if named else j), A[:, j], named
+
+
+def _temporal_types():
+    """Python types of dates, times and durations (pandas' once it is loaded)."""
+    types = (
+        datetime.date,
+        datetime.time,
+        datetime.timedelta,
+        np.datetime64,
+        np.timedelta64,
+    )
+    pd = sys.modules.get("pandas")
+    period = getattr(pd, "Period", None)
+    return types if period is None else (*types, period)
+
+
+def _value_kind(values):
+    """``("text" | "temporal" | None, example)`` for one column's values."""
+    kind = values.dtype.kind
+    if values.size == 0:
+        return None, None
+    if kind in "US":
+        return "text", values.flat[0]
+    if kind in "Mm":
+        return "temporal", values.flat[0]
+    if kind != "O":
+        return None, None
+    types = set(map(type, values.flat))
+    for group, classes in (("text", (str, bytes)), ("temporal", _temporal_types())):
+        if any(issubclass(t, classes) for t in types):
+            example = next(v for v in values.flat if isinstance(v, classes))
+            return group, example
+    return None, None
+
+
+def _describe(columns, named):
+    """``"column 'city'"``, ``"columns 0, 3"``, ... (at most a few listed)."""
+    labels = [repr(label) if named else str(label) for label, _ in columns]
+    shown = ", ".join(labels[:_LISTED_COLUMNS])
+    if len(labels) > _LISTED_COLUMNS:
+        shown += f" and {len(labels) - _LISTED_COLUMNS} more"
+    return ("column " if len(labels) == 1 else "columns ") + shown
 
 
 def check_dense_target(y):
@@ -178,7 +287,12 @@ def resolve_metric_params(metric, metric_params, X, sample_weight):
     params = dict(metric_params or {})
     if metric in ("mahalanobis", "seuclidean"):
         w = np.ones(X.shape[0]) if sample_weight is None else sample_weight
-        centred = X - (w @ X) / w.sum()
+        # From the median first: data far from zero keep their digits.
+        Xm = np.asarray(X, dtype=np.float64)
+        with np.errstate(over="ignore", invalid="ignore"):
+            shifted = Xm - np.median(Xm, axis=0)
+        Xm = np.where(np.all(np.isfinite(shifted), axis=0), shifted, Xm)
+        centred = Xm - (w @ Xm) / w.sum()
         if metric == "mahalanobis" and "VI" not in params:
             cov = (centred * w[:, None]).T @ centred / w.sum()
             params["VI"] = np.linalg.pinv(cov, hermitian=True)

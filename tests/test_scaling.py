@@ -4,9 +4,14 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 
-from sknw import NadarayaWatsonClassifierCV, NadarayaWatsonRegressorCV
+from sknw import (
+    NadarayaWatsonClassifierCV,
+    NadarayaWatsonRegressor,
+    NadarayaWatsonRegressorCV,
+)
 from sknw._scaling import group_candidates, scaling_of, scalings
 from sknw._sums import Head, kernel_sums
+from sknw._sums._base import Frame, scale_of
 from sknw.kernels import Gaussian
 
 
@@ -26,13 +31,17 @@ def test_scaling_divides_the_data_by_the_bandwidth(metric, per_feature):
     if not per_feature:
         bandwidths = [0.2, 1.7, 40.0]
     for bw, (_, s) in zip(bandwidths, scalings(bandwidths, metric, X), strict=True):
+        scale = scale_of(s.scale)
         if per_feature:  # d(x / b, q / b) = d(x / s, q / s) / g
-            assert_allclose(s.scale * s.divisor ** (1 / degree), bw, rtol=1e-14)
+            assert_allclose(scale * s.divisor ** (1 / degree), bw, rtol=1e-14)
+            # Measured from the per-feature median of the data.
+            assert isinstance(s.scale, Frame)
+            assert_array_equal(s.scale.origin, np.median(X, axis=0))
         else:  # d(x, q) / h = d(x / s, q / s) / g
-            assert_allclose(s.scale**degree * s.divisor, bw, rtol=1e-14)
+            assert_allclose(scale**degree * s.divisor, bw, rtol=1e-14)
         # The scale is the group's first bandwidth (or 1) times a power of two.
         first = bandwidths[0] if per_feature else 1.0
-        ratio = np.log2(s.scale / first)
+        ratio = np.log2(scale / first)
         assert_array_equal(ratio, np.round(ratio))
     # Candidates of one shape share their scale (one pass over the distances).
     groups = group_candidates(
@@ -46,7 +55,7 @@ def test_scaling_of_is_a_group_of_one():
     for bw in (0.5, np.array([0.3, 9.0, 0.004])):
         ((_, alone),) = scalings([bw], "euclidean", X)
         got = scaling_of(bw, "euclidean", X)
-        assert_array_equal(got.scale, alone.scale)
+        assert_array_equal(scale_of(got.scale), scale_of(alone.scale))
         assert got.divisor == alone.divisor
 
 
@@ -76,7 +85,7 @@ def test_cv_estimator_predicts_with_the_scaling_it_scored(make):
     assert cv.best_index_ > 0  # the group's scale came from another candidate
     cands = [{"kernel": cv.kernel_, "bandwidth": b} for b in grid]
     ((scale, members),) = group_candidates(cands, "euclidean", X)
-    assert_array_equal(cv._scale(), scale)
+    assert cv._scale() == scale
     assert cv._head().divisor == members[cv.best_index_][1].divisor
     if make is NadarayaWatsonRegressorCV:
         Q = X[:7] + 0.05
@@ -84,3 +93,35 @@ def test_cv_estimator_predicts_with_the_scaling_it_scored(make):
             Q, X, y[:, None], [Head(cv.kernel_, cv._head().divisor)], scale=scale
         )
         assert_array_equal(cv.predict(Q), (S / den[:, None])[:, 0])
+
+
+@pytest.mark.parametrize("offset", [1e8, 1e10, -3e12])
+@pytest.mark.parametrize(
+    "metric", ["euclidean", "cityblock", "chebyshev", "seuclidean"]
+)
+@pytest.mark.parametrize(
+    ("kernel", "algorithm"),
+    [("gaussian", "brute"), ("epanechnikov", "brute"), ("epanechnikov", "tree")],
+)
+def test_per_feature_bandwidths_far_from_the_origin_keep_their_digits(
+    offset, metric, kernel, algorithm
+):
+    """Data at 1e8 + U(0, 0.05): the same estimates as the translated data
+    (coordinates are measured from the median before the per-feature scale
+    divides them), for given and rule bandwidths."""
+    rng = np.random.default_rng(9)
+    Xc = rng.uniform(0.0, 0.05, size=(700, 3))
+    Qc = rng.uniform(0.0, 0.05, size=(40, 3))
+    y = np.sin(60 * Xc[:, 0]) + 30 * Xc[:, 1]
+    X, Q = Xc + offset, Qc + offset
+    # The same points, translated back exactly (Sterbenz: X is near offset).
+    Xc, Qc = X - offset, Q - offset
+    params = {"kernel": kernel, "metric": metric, "algorithm": algorithm}
+    if algorithm == "tree" and metric == "seuclidean":
+        params["algorithm"] = "brute"
+    for bandwidth in ([0.006, 0.01, 0.02], "scott"):
+        far = NadarayaWatsonRegressor(bandwidth=bandwidth, **params).fit(X, y)
+        near = NadarayaWatsonRegressor(bandwidth=bandwidth, **params).fit(Xc, y)
+        assert_allclose(far.bandwidth_, near.bandwidth_, rtol=1e-12)
+        err = np.max(np.abs(far.predict(Q) - near.predict(Qc)))
+        assert err <= 1e-9 * np.ptp(y)

@@ -4,12 +4,14 @@ import numpy as np
 
 from ._base import (
     TILE_ELEMENTS,
+    Frame,
     _as_float64,
     _scaled_rows,
     _tile_shape,
     _weighted_values,
     pairwise_distances,
     power_of_two_scale,
+    scale_of,
 )
 from ._traits import DEGREE_ONE
 
@@ -105,15 +107,18 @@ def nearest_scale(scale, metric, X, Q):
     if metric not in DEGREE_ONE:
         return scale
     d = X.shape[1]
+    origin = scale.origin if isinstance(scale, Frame) else None
+    scale = scale_of(scale)
     base = np.ones(d) if scale is None or np.all(scale == scale[0]) else scale
+    frame = base if origin is None else Frame(origin, base)
     with np.errstate(over="ignore"):
         largest = max(
-            np.max(np.abs(X / base), initial=0.0),
-            np.max(np.abs(Q / base), initial=0.0),
+            np.max(np.abs(_scaled_rows(X, 0, X.shape[0], frame)), initial=0.0),
+            np.max(np.abs(_scaled_rows(Q, 0, Q.shape[0], frame)), initial=0.0),
         )
     if np.isfinite(largest) and largest > 0:
-        return base * power_of_two_scale(largest)
-    return base
+        base = base * power_of_two_scale(largest)
+    return base if origin is None else Frame(origin, base)
 
 
 def empty_window_estimates(
