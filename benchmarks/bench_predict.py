@@ -304,7 +304,48 @@ def rows(quick):
             f"{mem / 2**20:.1f} MiB",
         )
     )
+    table.extend(memory_per_query_rows(quick))
     return table
+
+
+def _keep(out, method, Q, kwargs):
+    out.append(method(Q, **kwargs))
+
+
+def memory_per_query_rows(quick):
+    """Peak extra memory of predictions per query, beyond their output, with
+    5 training points (the sums cost nothing: what is left is per query)."""
+    from sknw import LocalLinearRegressor, NadarayaWatsonClassifier
+
+    m = 200_000 if quick else 1_000_000
+    X, y, Q = make_data(5, m, 3, seed=5)
+    cases = [
+        ("predict", NadarayaWatsonRegressor(bandwidth=1.0), "predict", {}),
+        ("return_std", NadarayaWatsonRegressor(bandwidth=1.0), "predict",
+         {"return_std": True}),
+        ("predict_proba", NadarayaWatsonClassifier(bandwidth=1.0),
+         "predict_proba", {}),
+        ("local linear", LocalLinearRegressor(bandwidth=2.0), "predict", {}),
+    ]  # fmt: skip
+    rows = []
+    for name, model, method, kwargs in cases:
+        target = (y > 0).astype(int) if "proba" in method else y
+        model.fit(X, target)
+        out = []
+        call = functools.partial(_keep, out, getattr(model, method), Q, kwargs)
+        mem = peak_memory(call)
+        result = out[0] if isinstance(out[0], tuple) else (out[0],)
+        extra = mem - sum(a.nbytes for a in result)
+        rows.append(
+            (
+                f"extra memory per query, {name}, m={m}",
+                "8 bytes (a float)",
+                extra / m / 8,
+                f"{extra / m:.1f} bytes per query beyond the output "
+                f"({extra / 2**20:.1f} MiB)",
+            )
+        )
+    return rows
 
 
 def main():
