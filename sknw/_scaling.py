@@ -84,32 +84,44 @@ def scalings(bandwidths, metric, X=None):
             # does (and so decide edges of windows the same way).
             bw = float(np.ravel(bw)[0])
         if np.ndim(bw) == 0 and degree is not None and top is not None:
-            e = coordinate_exponent(np.max(top, initial=0.0), 1.0)
-            divisor = float(np.ldexp(float(bw), -e * degree))
-            key = "scalar" if _normal(divisor) else None
-            if key not in scales:
-                scales[key] = key and np.full(top.shape, np.ldexp(1.0, e))
+            key, divisor = _scalar(bw, degree, top, scales)
         elif np.ndim(bw) == 0 or degree is None:
             key = None if np.ndim(bw) == 0 else ("array", *map(float, bw))
             scales.setdefault(key, None if key is None else np.asarray(bw))
+            divisor = float(bw) if key is None else 1.0
         else:
-            bw = np.asarray(bw, dtype=np.float64)
-            key = tuple(f"{v:.12e}" for v in bw / np.exp(np.mean(np.log(bw))))
-            if key not in scales:
-                scales[key] = (
-                    frame(bw) if frame else np.ldexp(bw, coordinate_exponent(top, bw))
-                )
-            divisor = _size(bw, scale_of(scales[key]), degree)
-            if not _normal(divisor):
-                key = ("array", *map(float, bw))
-                scales.setdefault(key, Frame(frame.origin, bw) if frame else bw)
-        scale = scales[key]
-        if key is None:
-            divisor = float(bw)
-        elif isinstance(key, tuple) and key[0] == "array":
-            divisor = 1.0
-        out.append((key, Scaling(scale, divisor)))
+            key, divisor = _per_feature(bw, degree, top, frame, scales)
+        out.append((key, Scaling(scales[key], divisor)))
     return out
+
+
+def _scalar(bw, degree, top, scales):
+    """Key and divisor of a scalar bandwidth: a power of two common to every
+    feature brings the coordinates near one (exact: distances and their ties
+    unchanged)."""
+    e = coordinate_exponent(np.max(top, initial=0.0), 1.0)
+    divisor = float(np.ldexp(float(bw), -e * degree))
+    if not _normal(divisor):  # the scaled bandwidth would leave the normal range
+        scales.setdefault(None, None)
+        return None, float(bw)
+    scales.setdefault("scalar", np.full(top.shape, np.ldexp(1.0, e)))
+    return "scalar", divisor
+
+
+def _per_feature(bw, degree, top, frame, scales):
+    """Key and divisor of a per-feature bandwidth: its shape is the key, the
+    scale the group's first bandwidth times a power of two (measured from the
+    data's median with several features)."""
+    bw = np.asarray(bw, dtype=np.float64)
+    key = tuple(f"{v:.12e}" for v in bw / np.exp(np.mean(np.log(bw))))
+    if key not in scales:
+        scales[key] = frame(bw) if frame else np.ldexp(bw, coordinate_exponent(top, bw))
+    divisor = _size(bw, scale_of(scales[key]), degree)
+    if _normal(divisor):
+        return key, divisor
+    key = ("array", *map(float, bw))
+    scales.setdefault(key, Frame(frame.origin, bw) if frame else bw)
+    return key, 1.0
 
 
 class _frame:
