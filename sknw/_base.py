@@ -5,7 +5,7 @@ from numbers import Integral, Real
 import numpy as np
 from scipy.spatial import cKDTree
 from sklearn.base import BaseEstimator
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._bandwidth import BANDWIDTH_RULES, rule_bandwidth
@@ -32,6 +32,7 @@ from ._uncertainty import SquaredKernel, SquaredWeights
 from ._validation import (
     CDIST_METRICS,
     EMPTY_WINDOW_POLICIES,
+    NotBoolInterval,
     check_bandwidth,
     check_not_text,
     check_sample_weight,
@@ -50,7 +51,7 @@ class NadarayaWatsonBase(BaseEstimator):
     _parameter_constraints = {
         "kernel": [StrOptions(set(KERNELS)), Kernel],
         "bandwidth": [
-            Interval(Real, 0, np.inf, closed="neither"),
+            NotBoolInterval(Real, 0, np.inf, closed="neither"),
             StrOptions(set(BANDWIDTH_RULES)),
             "array-like",
         ],
@@ -58,7 +59,12 @@ class NadarayaWatsonBase(BaseEstimator):
         "metric_params": [dict, None],
         "empty_window": [StrOptions(set(EMPTY_WINDOW_POLICIES))],
         "algorithm": [StrOptions(set(ALGORITHMS))],
-        "n_jobs": [Integral, None],
+        # joblib's convention: -1 is every processor, -2 all but one, ...
+        "n_jobs": [
+            NotBoolInterval(Integral, 1, None, closed="left"),
+            NotBoolInterval(Integral, None, -1, closed="right"),
+            None,
+        ],
     }
 
     def __init__(

@@ -38,7 +38,8 @@ def dask_predict(estimator, X, method="predict"):
     X : dask.array.Array, dask.dataframe.DataFrame or array-like
         Queries, of shape (n_queries, n_features). A Dask array is rechunked
         to one block of columns if needed; its row chunks are kept. Anything
-        else is passed to the method directly.
+        else is passed to the method directly. Zero queries raise the method's
+        own ``ValueError``, as ``estimator.predict`` does (see Raises).
     method : {"predict", "predict_proba"}, default="predict"
         The method of ``estimator`` to apply to each block.
 
@@ -58,7 +59,12 @@ def dask_predict(estimator, X, method="predict"):
     ValueError
         If ``method`` is not one of the above, the estimator lacks it, or the
         number of columns of a Dask collection differs from the number of
-        features seen in fit.
+        features seen in fit. For zero queries, the error of the method
+        itself on zero rows: at once for a Dask array whose chunk sizes are
+        known, and at compute time for a DataFrame of one partition or an
+        array of unknown chunk sizes in one block. With several blocks, empty
+        ones give empty predictions, even if all are empty: the total is not
+        known before they are computed.
     sklearn.exceptions.NotFittedError
         If the estimator is not fitted.
     TypeError
@@ -109,6 +115,9 @@ def dask_predict(estimator, X, method="predict"):
     if kind == "array" and X.ndim != 2:
         raise ValueError(f"X must be a 2-D Dask array, got {X.ndim} dimensions.")
     n_columns = X.shape[1] if kind == "array" else len(X.columns)
+    if kind == "array" and X.shape[0] == 0:  # NaN for unknown chunk sizes
+        # As predict does on zero queries (the method raises).
+        getattr(estimator, method)(np.empty((0, n_columns), dtype=X.dtype))
     if n_features is not None and n_columns != n_features:
         raise ValueError(
             f"X has {n_columns} features, but {type(estimator).__name__} is "
@@ -196,6 +205,7 @@ def _map_array(X, model, method, columns, dtype):
         method,
         columns,
         dtype,
+        X.numblocks[0] == 1,
         dtype=dtype,
         meta=_empty(columns, dtype),
         token=method,
@@ -203,8 +213,10 @@ def _map_array(X, model, method, columns, dtype):
     )
 
 
-def _predict_block(block, estimator, method, columns, dtype):
-    if block.shape[0] == 0:
+def _predict_block(block, estimator, method, columns, dtype, only=False):
+    """Predictions of one block; an empty block gives an empty result unless
+    it is the collection's only one (zero queries: the method raises)."""
+    if block.shape[0] == 0 and not only:
         return _empty(columns, dtype)
     return getattr(estimator, method)(block)
 
@@ -212,12 +224,20 @@ def _predict_block(block, estimator, method, columns, dtype):
 def _map_frame(X, model, method, columns, dtype):
     meta = _as_pandas(_empty(columns, dtype), X._meta.index, columns)
     return X.map_partitions(
-        _predict_partition, model, method, columns, dtype, meta=meta, token=method
+        _predict_partition,
+        model,
+        method,
+        columns,
+        dtype,
+        X.npartitions == 1,
+        meta=meta,
+        token=method,
     )
 
 
-def _predict_partition(part, estimator, method, columns, dtype):
-    if len(part) == 0:
+def _predict_partition(part, estimator, method, columns, dtype, only=False):
+    """As :func:`_predict_block`, for a partition of a DataFrame."""
+    if len(part) == 0 and not only:
         values = _empty(columns, dtype)
     else:
         values = getattr(estimator, method)(part)

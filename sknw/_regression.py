@@ -273,6 +273,10 @@ class NadarayaWatsonRegressor(RegressorMixin, NadarayaWatsonBase):
             Standard errors of the estimates; only with ``return_std=True``.
         """
         check_is_fitted(self)
+        if not isinstance(return_std, (bool, np.bool_)):
+            raise ValueError(
+                f"return_std must be a bool (True or False), got {return_std!r}."
+            )
         if return_std:
             fit = self._local_fit(X)
             return self._shaped(fit.estimate), self._shaped(self._std(fit))

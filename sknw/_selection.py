@@ -9,13 +9,16 @@ group costs one pass over the pairwise distances, shared by all its kernels and
 bandwidths.
 """
 
+import copy
+import inspect
+import warnings
 from numbers import Integral
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.metrics import get_scorer, get_scorer_names
 from sklearn.model_selection import check_cv
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import StrOptions
 
 from ._bandwidth import rule_bandwidth
 from ._scaling import group_candidates, scalings
@@ -27,6 +30,7 @@ from ._sums import (
     power_of_two_scale,
 )
 from ._validation import (
+    NotBoolInterval,
     check_bandwidth,
     check_sample_weight,
     validate_regression_data,
@@ -124,29 +128,27 @@ def cv_predictions(
     empty_window,
     tile_elements,
     n_jobs=None,
+    unit=1.0,
 ):
     """Out-of-sample weighted averages of ``V`` for every candidate.
 
     ``folds`` is None for exact leave-one-out, else a list of (train, test)
-    index arrays. Returns ``preds`` of shape (n_candidates, n_samples, k) (each
-    sample predicted from the fold that holds it out), the number of empty
-    windows per candidate and their mask, of shape (n_candidates, n_samples).
-    Empty windows follow ``empty_window``; under ``"nan"`` and ``"raise"``
-    their predictions are NaN.
+    index arrays. ``w`` are frequency weights in which one unit of weight
+    (what leaving a point out removes) is ``unit``: weights normalised by
+    :func:`normalised_weights`, so that their products with the values can
+    neither overflow nor fall into the subnormal range. Returns ``preds`` of
+    shape (n_candidates, n_samples, k) (each sample predicted from the fold
+    that holds it out), the number of empty windows per candidate and their
+    mask, of shape (n_candidates, n_samples). Empty windows follow
+    ``empty_window``; under ``"nan"`` and ``"raise"`` their predictions are
+    NaN.
     """
     n, k = V.shape
     preds = np.full((len(cands), n, k), np.nan)
     n_empty = np.zeros(len(cands), dtype=np.intp)
     empties = np.zeros((len(cands), n), dtype=bool)
-    # Frequency weights: leaving a point out removes one unit of its weight.
-    # Weights are divided by a power of two (exactly) so that products with
-    # the values cannot overflow; one unit of weight is then ``unit``.
-    unit = 1.0
-    if w is not None:
-        big = float(np.max(w))
-        _, exponent = np.frexp(big if big > 0 else 1.0)
-        unit = float(np.ldexp(1.0, 1 - exponent))
-        w = w * unit
+    # Frequency weights: leaving a point out removes one unit of its weight
+    # (all of it where the unit, inf for tiny weights, exceeds the weight).
     kept = None if w is None else w - np.minimum(w, unit)
     splits = [(None, None)] if folds is None else folds
     for scale, members in groups:
@@ -203,6 +205,24 @@ def cv_predictions(
     return preds, n_empty, empties
 
 
+def normalised_weights(w):
+    """Frequency weights divided by a power of two (exactly), and the weight of
+    one unit after the division: ``(w / c, 1 / c)`` (``(None, 1.0)`` for None).
+
+    The largest weight becomes at least 1 and less than 2, whatever its
+    magnitude: sums of products with the weights neither overflow nor lose
+    digits to the subnormal range, and weighted means (every scikit-learn
+    score) are unchanged. The unit is inf where it exceeds the float range (the
+    largest weight below ``2**-1023``, so every weight below one unit).
+    """
+    if w is None:
+        return None, 1.0
+    scale = power_of_two_scale(w)
+    with np.errstate(over="ignore"):
+        unit = float(1.0 / scale)
+    return w / scale, unit
+
+
 def score_candidates(preds, y, w, folds, scorer, classes=None):
     """Score every candidate's out-of-sample predictions.
 
@@ -239,7 +259,12 @@ def make_scorer(scoring, kind, classes=None):
     squared error (regression) or negative log-loss over all classes
     (classification); a string names any scikit-learn scorer and a callable is
     a scorer ``scorer(estimator, X, y)``: either is called on a stand-in
-    estimator whose predictions (and probabilities) are ``X``.
+    estimator whose predictions (and probabilities) are ``X``, whose
+    ``classes_`` are all the classes. A scikit-learn scorer of probabilities
+    or decision values whose metric takes ``labels`` (log-loss, Brier score,
+    top-k accuracy, ROC AUC, ...) is given ``labels=classes``, so that a test
+    fold that lacks a class is scored against every column of the
+    probabilities.
     """
     if kind == "classification" and scoring is None:
         return _neg_log_loss
@@ -249,6 +274,8 @@ def make_scorer(scoring, kind, classes=None):
     else:
         stand_in = _ClassificationPredictions(classes)
     scorer = get_scorer(scoring) if isinstance(scoring, str) else scoring
+    if kind == "classification":
+        scorer = _with_labels(scorer, classes)
 
     def score(pred, y_true, sample_weight):
         if kind == "regression":
@@ -260,6 +287,132 @@ def make_scorer(scoring, kind, classes=None):
         return float(scorer(stand_in, pred, y_true, **kwargs))
 
     return score
+
+
+def _with_labels(scorer, classes):
+    """``scorer`` with ``labels=classes`` where its metric takes them.
+
+    Only scikit-learn scorers (made by :func:`sklearn.metrics.make_scorer`) of
+    probabilities or decision values, whose metric has a ``labels`` parameter
+    they do not set: a scorer of predicted labels (F1, precision, ...) keeps
+    its own classes, as :class:`~sklearn.model_selection.GridSearchCV` scores
+    it.
+    """
+    func = getattr(scorer, "_score_func", None)
+    kwargs = getattr(scorer, "_kwargs", None)
+    response = getattr(scorer, "_response_method", "predict")
+    if func is None or not isinstance(kwargs, dict) or "labels" in kwargs:
+        return scorer
+    try:
+        takes_labels = "labels" in inspect.signature(func).parameters
+    except (TypeError, ValueError):
+        takes_labels = False
+    if response == "predict" or not takes_labels:
+        return scorer
+    labelled = copy.copy(scorer)
+    labelled._kwargs = {**kwargs, "labels": classes}
+    return labelled
+
+
+#: Modules of scikit-learn's metrics by the task they score.
+_METRIC_TASKS = {
+    "sklearn.metrics._classification": "classification",
+    "sklearn.metrics._ranking": "classification",
+    "sklearn.metrics._scorer": "classification",
+    "sklearn.metrics.cluster._supervised": "classification",
+    "sklearn.metrics._regression": "regression",
+}
+
+#: Scorers an error message suggests for each task.
+_SUGGESTED = {
+    "regression": "'r2', 'neg_mean_squared_error' or 'neg_mean_absolute_error'",
+    "classification": "'accuracy', 'neg_log_loss' or 'roc_auc_ovr'",
+}
+
+
+def _scoring_name(scoring):
+    """``scoring`` as a message names it: its repr, or a function's name."""
+    if scoring is None or isinstance(scoring, str):
+        return repr(scoring)
+    name = getattr(scoring, "__name__", None)
+    return name if isinstance(name, str) else repr(scoring)
+
+
+def check_scoring(score, scoring, kind, y, w, folds, classes=None, owner="sknw"):
+    """Raise a ValueError naming ``scoring`` where it cannot score the search.
+
+    Before any candidate is computed: a scikit-learn scorer of the other task
+    (of labels, probabilities or clusters for a regressor, of continuous
+    predictions for a classifier) is refused; then ``score`` (from
+    :func:`make_scorer`) is called once on each test fold (once for
+    leave-one-out) with constant predictions, the mean target or uniform
+    probabilities, and its failures are reported with the scorer's name: one
+    that takes no ``sample_weight`` when fit was given weights, any other
+    error, and a classification score that is undefined (NaN) on a test fold
+    that lacks some classes. ``owner`` names the estimator.
+    """
+    name = _scoring_name(scoring)
+    scorer = get_scorer(scoring) if isinstance(scoring, str) else scoring
+    module = getattr(getattr(scorer, "_score_func", None), "__module__", None)
+    task = _METRIC_TASKS.get(module)
+    if getattr(scorer, "_response_method", "predict") != "predict":
+        task = "classification"
+    if task is not None and task != kind:
+        role = "a regressor" if kind == "regression" else "a classifier"
+        raise ValueError(
+            f"scoring={name} is a {task} scorer, but {owner} is {role}: use a "
+            f"{kind} scorer, such as {_SUGGESTED[kind]}."
+        )
+    n = y.shape[0]
+    if kind == "regression":
+        Y = np.asarray(y, dtype=np.float64).reshape(n, -1)
+        with np.errstate(over="ignore", invalid="ignore"):
+            centre = Y.mean(axis=0)
+        centre = np.where(np.isfinite(centre), centre, np.median(Y, axis=0))
+        pred = np.tile(centre, (n, 1))
+    else:
+        pred = np.full((n, len(classes)), 1.0 / len(classes))
+    tests = [slice(None)] if folds is None else [test for _, test in folds]
+    for f, test in enumerate(tests):
+        where = "" if folds is None else f" on test fold {f} of cv"
+        wf = None if w is None else w[test]
+        value = _trial_score(score, pred[test], y[test], wf, name, where, owner)
+        if kind == "regression" or not np.isnan(value):
+            continue
+        missing = np.setdiff1d(classes, classes[y[test]])
+        if missing.size:
+            raise ValueError(
+                f"scoring={name} is undefined (NaN){where}, whose test samples "
+                f"lack the classes {missing.tolist()}: use folds that hold every "
+                "class (an int cv gives stratified folds) or another scorer."
+            )
+
+
+def _trial_score(score, pred, y_true, sample_weight, name, where, owner):
+    """``score(pred, y_true, sample_weight)``, its failure a ValueError naming
+    the scorer (see :func:`check_scoring`); warnings are silenced."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return score(pred, y_true, sample_weight)
+        except Exception as exc:
+            error = exc
+        if sample_weight is not None:
+            try:
+                score(pred, y_true, None)
+            except Exception:
+                pass
+            else:
+                raise ValueError(
+                    f"scoring={name} does not take sample_weight, which fit was "
+                    "given: fit without sample_weight, or use a scorer that takes "
+                    "it (a callable with a sample_weight keyword) "
+                    f"({type(error).__name__}: {error})."
+                ) from error
+    raise ValueError(
+        f"scoring={name} cannot score the out-of-sample predictions of "
+        f"{owner}{where}: {type(error).__name__}: {error}"
+    ) from error
 
 
 def select(mean_scores):
@@ -311,7 +464,11 @@ def cv_parameter_constraints(base_constraints, kernel_names, algorithm_names):
         },
         "algorithm": [StrOptions(set(algorithm_names))],
         "kernels": ["array-like", StrOptions(kernel_names), Kernel],
-        "bandwidths": [None, Interval(Integral, 1, None, closed="left"), "array-like"],
+        "bandwidths": [
+            None,
+            NotBoolInterval(Integral, 1, None, closed="left"),
+            "array-like",
+        ],
         "cv": ["cv_object"],
         "scoring": [StrOptions(set(get_scorer_names())), callable, None],
         "refine": ["boolean"],
@@ -357,7 +514,9 @@ class CVSelectionMixin:
         X, y = validate_regression_data(self, X, y)
         w = check_sample_weight(sample_weight, X.shape[0])
         self.metric_params_ = self._resolve_metric_params(X, w)
-        V, finish = self._cv_values(X, y.reshape(y.shape[0], -1), w)
+        V, finish = self._cv_values(
+            X, y.reshape(y.shape[0], -1), normalised_weights(w)[0]
+        )
         self._select(X, V, y, w, "regression", finish=finish)
         self.X_fit_, self.y_fit_, self.sample_weight_ = X, y, w
         self._resolve_algorithm(self._selected_scaling)
@@ -383,20 +542,16 @@ class CVSelectionMixin:
             n_bw = len(grid)
         folds = self._folds(X, y_score, w, kind)
         scorer = make_scorer(self.scoring, kind, classes)
-        w_score = w
-        with np.errstate(over="ignore"):
-            overflows = w is not None and not np.isfinite(w.sum())
-        if overflows:
-            # Weights whose sum overflows: divided by a power of two (exactly),
-            # which leaves weighted-mean scores unchanged.
-            w_score = w / power_of_two_scale(w)
+        w_n, unit = normalised_weights(w)
+        owner = type(self).__name__
+        check_scoring(scorer, self.scoring, kind, y_score, w_n, folds, classes, owner)
 
         def evaluate(cands):
             """Out-of-sample scores and empty-window counts of candidates."""
             preds, n_empty, empties = cv_predictions(
                 X,
                 V,
-                w,
+                w_n,
                 cands,
                 group_candidates(cands, self.metric, X),
                 folds=folds,
@@ -405,10 +560,11 @@ class CVSelectionMixin:
                 empty_window=self.empty_window,
                 tile_elements=default_tile_elements(),
                 n_jobs=self.n_jobs,
+                unit=unit,
             )
             if finish is not None:
                 preds = finish(preds, cands, empties)
-            return score_candidates(preds, y_score, w_score, folds, scorer), n_empty
+            return score_candidates(preds, y_score, w_n, folds, scorer), n_empty
 
         cands = candidate_grid(X, w, resolved, grid, self.metric, self.metric_params_)
         (mean, splits), n_empty = evaluate(cands)

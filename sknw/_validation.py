@@ -7,6 +7,7 @@ from numbers import Real
 import numpy as np
 import scipy.sparse as sp
 from scipy.spatial.distance import cdist
+from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import validate_data
 
 from ._sums._base import check_self_distances
@@ -57,11 +58,11 @@ def check_not_text(X, name="X"):
 
     Numbers of any type, booleans and missing values (``None``, ``NaN``) are
     left to scikit-learn's validation, and so are inputs that are not 2-D.
-    This is the one place that decides which columns are refused (what
-    categorical features would change).
+    What a column may hold is decided by :func:`_value_kind` alone (the
+    place categorical features would change).
     """
     found = {"text": [], "temporal": []}
-    names = None
+    names = False
     for label, values, named in _columns(X):
         kind, example = _value_kind(values)
         if kind is not None:
@@ -69,10 +70,10 @@ def check_not_text(X, name="X"):
             names = named
     messages = []
     if found["text"]:
-        example = found["text"][0][1]
+        example = _short(found["text"][0][1])
         messages.append(
             f"{name} has strings in {_describe(found['text'], names)} (e.g. "
-            f"{example!r}): sknw needs numeric features and does not parse text. "
+            f"{example}): sknw needs numeric features and does not parse text. "
             "Encode categories as numbers (e.g. with "
             "sklearn.preprocessing.OneHotEncoder) and convert numbers stored as "
             "text (e.g. with astype(float)) first."
@@ -121,8 +122,9 @@ def _columns(X):
         return
     columns = getattr(X, "columns", None)
     named = columns is not None and len(columns) == A.shape[1]
-    for j in range(A.shape[1]):
-        yield (list(columns)[j] if named else j), A[:, j], named
+    labels = list(columns) if named else range(A.shape[1])
+    for j, label in enumerate(labels):
+        yield label, A[:, j], named
 
 
 def _temporal_types():
@@ -140,10 +142,11 @@ def _temporal_types():
 
 
 def _value_kind(values):
-    """``("text" | "temporal" | None, example)`` for one column's values."""
-    kind = values.dtype.kind
+    """``("text" | "temporal" | None, example)`` for one column's values:
+    what sknw refuses in a feature, and a value that shows it."""
     if values.size == 0:
         return None, None
+    kind = values.dtype.kind
     if kind in "US":
         return "text", values.flat[0]
     if kind in "Mm":
@@ -153,9 +156,16 @@ def _value_kind(values):
     types = set(map(type, values.flat))
     for group, classes in (("text", (str, bytes)), ("temporal", _temporal_types())):
         if any(issubclass(t, classes) for t in types):
-            example = next(v for v in values.flat if isinstance(v, classes))
-            return group, example
+            return group, next(v for v in values.flat if isinstance(v, classes))
     return None, None
+
+
+def _short(value, limit=40):
+    """``repr`` of a value for a message, of Python's type, shortened."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _describe(columns, named):
@@ -192,8 +202,44 @@ def validate_regression_data(estimator, X, y):
     return X, np.asarray(y, dtype=np.float64)
 
 
+class NotBoolInterval(Interval):
+    """An interval of numbers that booleans do not satisfy.
+
+    Python's ``True`` is an int (and a real) equal to 1, so scikit-learn's
+    :class:`~sklearn.utils._param_validation.Interval` accepts it; for sknw's
+    parameters a boolean is a mistake, not a number.
+    """
+
+    def is_satisfied_by(self, val):
+        return not isinstance(val, (bool, np.bool_)) and super().is_satisfied_by(val)
+
+    def __str__(self):
+        return f"{super().__str__()} (not a bool)"
+
+
+def _holds_bools(value):
+    """Whether ``value`` is a boolean or an array-like holding one."""
+    if isinstance(value, (bool, np.bool_)):
+        return True
+    if isinstance(value, np.ndarray) and value.dtype.kind != "O":
+        return value.dtype.kind == "b"
+    try:
+        values = np.asarray(value, dtype=object).ravel()
+    except (TypeError, ValueError):
+        return False
+    return any(isinstance(v, (bool, np.bool_)) for v in values)
+
+
 def check_bandwidth(bandwidth, n_features):
-    """A positive finite float, or an array of them of shape (n_features,)."""
+    """A positive finite float, or an array of them of shape (n_features,).
+
+    Booleans (``True`` is 1 in Python) are refused, alone or in an array.
+    """
+    if _holds_bools(bandwidth):
+        raise ValueError(
+            "A bandwidth must be a positive float or an array of them, not a "
+            f"bool or an array of bools; got {bandwidth!r}."
+        )
     arr = np.asarray(bandwidth, dtype=np.float64)
     if arr.ndim == 0:
         value = float(arr)

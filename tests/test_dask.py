@@ -9,6 +9,7 @@ they import by name.
 """
 
 import pickle
+import re
 import site
 import subprocess
 import sys
@@ -377,3 +378,39 @@ def test_dask_predict_repeated_on_the_same_model(client):
     expected = model.predict(Q.compute())
     for _ in range(4):
         assert_allclose(dask_predict(model, Q).compute(), expected, rtol=1e-13)
+
+
+def test_dask_predict_of_zero_queries_raises_as_predict_does():
+    pd = pytest.importorskip("pandas")
+    dd = pytest.importorskip("dask.dataframe")
+    X, y, Q = _data(n=200, m=40, seed=16)
+    reg = NadarayaWatsonRegressor(bandwidth=0.4).fit(X, y)
+    clf = NadarayaWatsonClassifier(bandwidth=0.4).fit(X, y > 0)
+    pipe = make_pipeline(StandardScaler(), NadarayaWatsonRegressor()).fit(X, y)
+    cases = [(reg, "predict"), (clf, "predict"), (clf, "predict_proba"),
+             (pipe, "predict")]  # fmt: skip
+    for est, method in cases:
+        with pytest.raises(ValueError) as expected:
+            getattr(est, method)(np.empty((0, 2)))
+        message = str(expected.value)
+        # A Dask array of known shape: at once, before any graph is built.
+        with pytest.raises(ValueError) as info:
+            dask_predict(est, da.from_array(np.empty((0, 2)), chunks=(5, 2)), method)
+        assert str(info.value) == message
+        # One block of unknown size, and a DataFrame of one partition: when
+        # the result is computed.
+        unknown = da.from_array(Q, chunks=(40, 2))
+        unknown = unknown[unknown[:, 0] > 100]
+        with pytest.raises(ValueError, match=re.escape(message)):
+            dask_predict(est, unknown, method).compute()
+    frame = dd.from_pandas(pd.DataFrame(np.empty((0, 2)), columns=["a", "b"]), 1)
+    named = NadarayaWatsonRegressor(bandwidth=0.4)
+    named.fit(pd.DataFrame(X, columns=["a", "b"]), y)
+    with pytest.raises(ValueError, match=r"0 sample\(s\)"):
+        dask_predict(named, frame).compute()
+    # Empty blocks among others are fine: the collection has queries.
+    keep = np.ones(40, dtype=bool)
+    keep[10:20] = False  # the second block of four is empty
+    some = da.from_array(Q, chunks=(10, 2))[da.from_array(keep, chunks=10)]
+    out = dask_predict(reg, some).compute()
+    assert_allclose(out, reg.predict(Q[keep]), rtol=1e-13)

@@ -4,6 +4,7 @@ Every estimator is exercised: the regressor, the classifier and their
 cross-validated versions, at fit and at predict time.
 """
 
+import datetime
 import warnings
 from decimal import Decimal
 from fractions import Fraction
@@ -17,6 +18,8 @@ from sklearn.model_selection import KFold
 from sklearn.utils._param_validation import InvalidParameterError
 
 from sknw import (
+    LocalLinearRegressor,
+    LocalLinearRegressorCV,
     NadarayaWatsonClassifier,
     NadarayaWatsonClassifierCV,
     NadarayaWatsonRegressor,
@@ -388,15 +391,16 @@ def test_exact_number_objects_are_converted():
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_object_X_with_strings(kind):
+    # Refused by sknw's text policy, which names the column and a value.
     X, y, Q = data(kind)
     X = X.astype(object)
     X[3, 0] = "tall"
-    with pytest.raises(ValueError, match="could not convert string to float: 'tall'"):
+    with pytest.raises(ValueError, match=r"strings in column 0 \(e.g. 'tall'\)"):
         make(kind).fit(X, y)
     est = make(kind).fit(X[4:].astype(float), y[4:])
     Q = Q.astype(object)
     Q[0, 1] = "wide"
-    with pytest.raises(ValueError, match="could not convert string to float: 'wide'"):
+    with pytest.raises(ValueError, match=r"strings in column 1 \(e.g. 'wide'\)"):
         est.predict(Q)
 
 
@@ -413,7 +417,7 @@ def test_object_X_with_none_is_missing(kind):
 def test_string_X(kind):
     X, y, _ = data(kind)
     words = np.array([["red", "small"]] * 12)
-    with pytest.raises(ValueError, match="could not convert string to float"):
+    with pytest.raises(ValueError, match=r"strings in columns 0, 1 \(e.g. 'red'\)"):
         make(kind).fit(words, y)
 
 
@@ -426,6 +430,151 @@ def test_string_X_of_numbers_is_not_parsed(kind):
     assert text.dtype.kind == "U"
     with pytest.raises(ValueError, match="(?i)string"):
         make(kind).fit(text, y)
+
+
+# -- text, dates and durations: refused, naming the columns ---------------------------
+
+
+def _object_column(X, j, values):
+    out = X.astype(object)
+    out[:, j] = values
+    return out
+
+
+def _text_arrays(X):
+    """Arrays and lists with text, and the columns a message must name."""
+    digits = [f"{v:.3f}" for v in X[:, 1]]
+    with_bytes = X.astype(object)
+    with_bytes[2, 0] = b"3.5"
+    mixed = [[float(a), b] for a, b in zip(X[:, 0], digits, strict=True)]
+    return {
+        "numpy U": (X.round(3).astype(str), "columns 0, 1"),
+        "numpy S": (X.round(3).astype("S8"), "columns 0, 1"),
+        "object of digit strings": (_object_column(X, 1, digits), "column 1"),
+        "bytes in an object array": (with_bytes, "column 0"),
+        "list of numbers and strings": (mixed, "column 1"),
+    }
+
+
+def _temporal_arrays(X):
+    dates = [datetime.date(2024, 1, 1 + i % 28) for i in range(X.shape[0])]
+    return {
+        "datetime64": (X.astype("datetime64[s]"), "columns 0, 1"),
+        "timedelta64": (X.astype("timedelta64[ms]"), "columns 0, 1"),
+        "object of dates": (_object_column(X, 1, dates), "column 1"),
+    }
+
+
+def _text_columns(n):
+    """Pandas columns of text (numbers written as text included)."""
+    pd = pytest.importorskip("pandas")
+    digits = [str(i) for i in range(n)]
+    return {
+        "string dtype": pd.array(digits, dtype="string"),
+        "object of str": np.array(digits, dtype=object),
+        "category of str": pd.Categorical((["red", "blue"] * n)[:n]),
+        "default str": digits,
+    }
+
+
+def _temporal_columns(n):
+    pd = pytest.importorskip("pandas")
+    return {
+        "datetime": pd.date_range("2024-01-01", periods=n),
+        "datetime with a time zone": pd.date_range("2024", periods=n, tz="UTC"),
+        "timedelta": pd.to_timedelta(np.arange(n), unit="s"),
+        "period": pd.period_range("2024-01", periods=n, freq="M"),
+    }
+
+
+def _frame(X, when):
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame({"x": X[:, 0], "when": X[:, 1]})
+    if when is not None:
+        frame["when"] = when
+    return frame
+
+
+@pytest.mark.parametrize("case", list(_text_arrays(np.zeros((12, 2)))))
+@pytest.mark.parametrize("kind", KINDS)
+def test_text_arrays_are_refused_naming_the_columns(kind, case):
+    X, y, Q = data(kind)
+    bad, columns = _text_arrays(X)[case]
+    with pytest.raises(ValueError, match=rf"X has strings in {columns} \(e.g. "):
+        make(kind).fit(bad, y)
+    est = make(kind).fit(X, y)
+    bad_queries, _ = _text_arrays(Q)[case]
+    for method in query_methods(kind):
+        with pytest.raises(ValueError, match=rf"X has strings in {columns} "):
+            getattr(est, method)(bad_queries)
+
+
+@pytest.mark.parametrize("case", list(_temporal_arrays(np.zeros((12, 2)))))
+@pytest.mark.parametrize("kind", KINDS)
+def test_temporal_arrays_are_refused_naming_the_columns(kind, case):
+    X, y, Q = data(kind)
+    bad, columns = _temporal_arrays(X)[case]
+    match = rf"X has dates, times or durations in {columns}: .*numbers"
+    with pytest.raises(ValueError, match=match):
+        make(kind).fit(bad, y)
+    est = make(kind).fit(X, y)
+    for method in query_methods(kind):
+        with pytest.raises(ValueError, match=match):
+            getattr(est, method)(_temporal_arrays(Q)[case][0])
+
+
+TEXT_COLUMNS = ["string dtype", "object of str", "category of str", "default str"]
+TEMPORAL_COLUMNS = ["datetime", "datetime with a time zone", "timedelta", "period"]
+
+
+@pytest.mark.parametrize("case", TEXT_COLUMNS + TEMPORAL_COLUMNS)
+@pytest.mark.parametrize("kind", KINDS)
+def test_dataframe_text_and_temporal_columns_are_named(kind, case):
+    X, y, Q = data(kind)
+    what = "strings" if case in TEXT_COLUMNS else "dates, times or durations"
+    match = f"X has {what} in column 'when'"
+
+    def column(n):
+        return {**_text_columns(n), **_temporal_columns(n)}[case]
+
+    with pytest.raises(ValueError, match=match) as info:
+        make(kind).fit(_frame(X, column(12)), y)
+    assert "'x'" not in str(info.value)  # the numeric column is not named
+    est = make(kind).fit(_frame(X, None), y)
+    for method in query_methods(kind):
+        with pytest.raises(ValueError, match=match):
+            getattr(est, method)(_frame(Q, column(5)))
+
+
+def test_text_and_dates_together_and_many_columns():
+    pd = pytest.importorskip("pandas")
+    X, y, _ = data("regressor")
+    frame = _frame(X, pd.date_range("2024", periods=12))
+    frame["city"] = ["Lyon", "Oslo"] * 6
+    with pytest.raises(ValueError) as info:
+        NadarayaWatsonRegressor().fit(frame, y)
+    message = str(info.value)
+    assert "strings in column 'city' (e.g. 'Lyon')" in message
+    assert "dates, times or durations in column 'when'" in message
+    wide = np.tile(X[:, :1], (1, 15)).astype(str)
+    with pytest.raises(ValueError, match=r"columns 0, 1, .*, 9 and 5 more"):
+        NadarayaWatsonRegressor().fit(wide, y)
+
+
+def test_numeric_pandas_columns_are_not_refused():
+    pd = pytest.importorskip("pandas")
+    X, y, Q = data("regressor")
+    frame = pd.DataFrame(
+        {
+            "int": pd.array(np.arange(12) % 4, dtype="Int64"),
+            "flag": pd.array(np.arange(12) % 2 == 0, dtype="boolean"),
+            "x": X[:, 0].astype(object),  # numbers in an object column
+        }
+    )
+    numbers = np.column_stack([np.arange(12) % 4, np.arange(12) % 2 == 0, X[:, 0]])
+    got = NadarayaWatsonRegressor(bandwidth=0.8).fit(frame, y).predict(frame)
+    expected = NadarayaWatsonRegressor(bandwidth=0.8).fit(numbers, y).predict(numbers)
+    assert_allclose(got, expected, rtol=1e-12)
 
 
 SPARSE_FORMATS = [sp.csr_matrix, sp.csc_matrix, sp.coo_matrix, sp.csr_array]
@@ -510,6 +659,96 @@ def test_invalid_number_of_bandwidths(kind, bandwidths):
     X, y, _ = data(kind)
     with pytest.raises(InvalidParameterError, match="'bandwidths' parameter"):
         make(kind, bandwidths=bandwidths).fit(X, y)
+
+
+# -- booleans are not numbers: n_jobs, bandwidth(s), return_std -----------------------
+
+
+@pytest.mark.parametrize("n_jobs", [0, True, False, np.True_, 1.5, "2"], ids=repr)
+@pytest.mark.parametrize("kind", KINDS)
+def test_invalid_n_jobs_is_refused_at_fit(kind, n_jobs):
+    X, y, _ = data(kind)
+    with pytest.raises(InvalidParameterError, match="'n_jobs' parameter") as info:
+        make(kind, n_jobs=n_jobs).fit(X, y)
+    assert "not a bool" in str(info.value)
+
+
+@pytest.mark.parametrize("n_jobs", [None, 1, 2, -1, -2, np.int64(2)], ids=repr)
+@pytest.mark.parametrize("kind", KINDS)
+def test_valid_n_jobs_fit_and_predict(kind, n_jobs):
+    # joblib's convention: None, a positive count, or negative from the end.
+    est, _, _, Q = fitted(kind, n_jobs=n_jobs)
+    reference, *_ = fitted(kind)
+    assert_allclose(output(est, Q), output(reference, Q), rtol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "bandwidth",
+    [True, False, np.True_, np.array(True)],
+    ids=["True", "False", "np.True_", "0-d array"],
+)
+@pytest.mark.parametrize("kind", PLAIN_KINDS)
+def test_boolean_bandwidth(kind, bandwidth):
+    X, y, _ = data(kind)
+    with pytest.raises(ValueError, match=r"(?s)'?bandwidth.*not a bool"):
+        make(kind, bandwidth=bandwidth).fit(X, y)
+
+
+@pytest.mark.parametrize(
+    "bandwidth",
+    [[True, 1.0], np.array([True, False]), np.array([1.0, np.True_], dtype=object)],
+    ids=["list", "bool array", "object array"],
+)
+@pytest.mark.parametrize("kind", PLAIN_KINDS)
+def test_array_of_booleans_as_bandwidth(kind, bandwidth):
+    X, y, _ = data(kind)
+    with pytest.raises(ValueError, match="bandwidth must be .*not a bool"):
+        make(kind, bandwidth=bandwidth).fit(X, y)
+
+
+@pytest.mark.parametrize(
+    "bandwidths",
+    [[True, 0.5], [0.5, np.False_], [np.array([True, False])], [[1.0, True]]],
+    ids=["True", "np.False_", "bool array", "list with True"],
+)
+@pytest.mark.parametrize("kind", CV_KINDS)
+def test_booleans_in_the_bandwidth_grid(kind, bandwidths):
+    X, y, _ = data(kind)
+    with pytest.raises(ValueError, match="bandwidth must be .*not a bool"):
+        make(kind, bandwidths=bandwidths).fit(X, y)
+    with pytest.raises(InvalidParameterError, match="'bandwidths' parameter"):
+        make(kind, bandwidths=True).fit(X, y)
+
+
+REGRESSORS = [
+    NadarayaWatsonRegressor,
+    NadarayaWatsonRegressorCV,
+    LocalLinearRegressor,
+    LocalLinearRegressorCV,
+]
+
+
+@pytest.mark.parametrize("value", ["no", "", 1, 0, 1.0, None, [True]], ids=repr)
+@pytest.mark.parametrize("cls", REGRESSORS, ids=lambda c: c.__name__)
+def test_return_std_must_be_a_bool(cls, value):
+    X, y, Q = data("regressor")
+    est = cls().fit(X, y)
+    with pytest.raises(ValueError, match=f"return_std must be a bool.*{value!r}"):
+        est.predict(Q, return_std=value)
+
+
+@pytest.mark.filterwarnings("ignore::sknw.exceptions.SingularDesignWarning")
+@pytest.mark.parametrize("cls", REGRESSORS, ids=lambda c: c.__name__)
+def test_return_std_takes_python_and_numpy_bools(cls):
+    X, y, Q = data("regressor")
+    est = cls(noise_variance="global").fit(X, y)
+    pred, std = est.predict(Q, return_std=True)
+    for value in (np.True_, np.bool_(1)):
+        got, got_std = est.predict(Q, return_std=value)
+        assert_array_equal(got, pred)
+        assert_array_equal(got_std, std)
+    for value in (False, np.False_):
+        assert_array_equal(est.predict(Q, return_std=value), est.predict(Q))
 
 
 # -- kernel, metric and policy names -------------------------------------------------

@@ -1,10 +1,23 @@
 """Tests of the cross-validated selection of kernel and bandwidth."""
 
+import re
 import warnings
 
 import numpy as np
 import pytest
-from sklearn.metrics import accuracy_score, r2_score
+from sklearn.metrics import (
+    accuracy_score,
+    brier_score_loss,
+    d2_log_loss_score,
+    get_scorer_names,
+    log_loss,
+    make_scorer,
+    max_error,
+    mean_absolute_error,
+    r2_score,
+    roc_auc_score,
+    top_k_accuracy_score,
+)
 from sklearn.model_selection import GridSearchCV, KFold, LeaveOneOut
 from sklearn.utils._param_validation import InvalidParameterError
 
@@ -458,3 +471,254 @@ def test_n_jobs_runs_the_search_in_parallel_with_the_same_scores(monkeypatch, ma
         rtol=rtol,
     )
     assert parallel.best_index_ == serial.best_index_
+
+
+# -- scorers: folds that lack a class, sample weights, the task ----------------------
+
+
+def _folds_lacking_a_class(labels):
+    """Two explicit splits: the first test fold lacks the last class, the
+    second holds every class, and so does every training fold."""
+    idx = np.arange(len(labels))
+    test0 = idx[labels != np.unique(labels)[-1]][: len(idx) // 3]
+    test1 = np.setdiff1d(idx, test0)[::2]
+    return [(np.setdiff1d(idx, test), test) for test in (test0, test1)]
+
+
+def _labels(n_classes, n):
+    """Three classes named by strings; two by 0 and 1 (scikit-learn's scorers
+    of binary probabilities want a positive label for strings)."""
+    names = np.array(["ash", "elm", "oak"]) if n_classes == 3 else np.array([0, 1])
+    return names[np.arange(n) % n_classes]
+
+
+def _fold_probabilities(X, labels, w, folds, bw):
+    """Each test fold's probabilities from a plain fit on its training fold."""
+    out = []
+    for train, test in folds:
+        wt = None if w is None else w[train]
+        clf = NadarayaWatsonClassifier(bandwidth=bw).fit(X[train], labels[train], wt)
+        out.append((test, clf.predict_proba(X[test])))
+    return out
+
+
+# The metrics, told every class, that the scorers of these names compute.
+LABELLED_METRICS = {
+    "neg_log_loss": lambda y, p, c, w: -log_loss(y, p, labels=c, sample_weight=w),
+    "neg_brier_score": lambda y, p, c, w: (
+        -brier_score_loss(y, p, labels=c, sample_weight=w)
+    ),
+    "d2_log_loss_score": lambda y, p, c, w: d2_log_loss_score(
+        y, p, labels=c, sample_weight=w
+    ),
+    "top_k_accuracy": lambda y, p, c, w: top_k_accuracy_score(
+        y, p, k=2, labels=c, sample_weight=w
+    ),
+    "roc_auc_ovo": lambda y, p, c, w: roc_auc_score(
+        y, p, multi_class="ovo", labels=c, sample_weight=w
+    ),
+}
+
+
+# Top-2 of two classes is moot; roc_auc_score takes no weights for one-vs-one.
+LACKING_A_CLASS = [
+    (scoring, n_classes, weighted)
+    for scoring in LABELLED_METRICS
+    for n_classes in (2, 3)
+    for weighted in (False, True)
+    if (n_classes == 3 or scoring in ("neg_log_loss", "neg_brier_score"))
+    and not (weighted and scoring == "roc_auc_ovo")
+]
+
+
+@pytest.mark.parametrize("scoring, n_classes, weighted", LACKING_A_CLASS)
+def test_folds_lacking_a_class_are_scored_against_every_class(
+    scoring, n_classes, weighted
+):
+    X, _, w = _data(n=36, seed=9)
+    w = w + 0.5 if weighted else None
+    labels = _labels(n_classes, 36)
+    folds = _folds_lacking_a_class(labels)
+    cv = NadarayaWatsonClassifierCV(bandwidths=[0.6, 1.5], cv=folds, scoring=scoring)
+    cv.fit(X, labels, sample_weight=w)
+    metric = LABELLED_METRICS[scoring]
+    for i, bw in enumerate([0.6, 1.5]):
+        for f, (test, proba) in enumerate(_fold_probabilities(X, labels, w, folds, bw)):
+            wf = None if w is None else w[test]
+            if n_classes == 2 and scoring != "neg_log_loss":
+                proba = proba[:, 1]  # the scorers of binary labels take P(1)
+            expected = metric(labels[test], proba, cv.classes_, wf)
+            got = cv.cv_results_[f"split{f}_test_score"][i]
+            assert got == pytest.approx(expected, rel=1e-10, abs=1e-12)
+
+
+def _no_search(monkeypatch):
+    """Make any out-of-sample pass fail: errors must come before the search."""
+    from sknw import _selection
+
+    def fail(*args, **kwargs):
+        raise AssertionError("the search started")
+
+    monkeypatch.setattr(_selection, "cv_predictions", fail)
+
+
+@pytest.mark.parametrize("scoring, n_classes", [("roc_auc_ovr", 3), ("roc_auc", 2)])
+def test_score_undefined_on_a_fold_lacking_a_class_is_refused_up_front(
+    monkeypatch, scoring, n_classes
+):
+    X, _, _ = _data(n=36, seed=9)
+    labels = _labels(n_classes, 36)
+    folds = _folds_lacking_a_class(labels)
+    _no_search(monkeypatch)
+    last = re.escape(repr([np.unique(labels)[-1].item()]))
+    match = rf"scoring='{scoring}' is undefined \(NaN\) on test fold 0 .*{last}"
+    with pytest.raises(ValueError, match=match):
+        NadarayaWatsonClassifierCV(cv=folds, scoring=scoring).fit(X, labels)
+
+
+def _unweighted_scorer(estimator, X, y):
+    return -np.mean(np.abs(estimator.predict(X) - y))
+
+
+def _unweighted_accuracy(estimator, X, y):
+    return np.mean(estimator.predict(X) == y)
+
+
+@pytest.mark.parametrize("cv", [None, 3])
+@pytest.mark.parametrize(
+    "make, scoring, name",
+    [
+        (NadarayaWatsonRegressorCV, "neg_max_error", "'neg_max_error'"),
+        (LocalLinearRegressorCV, "neg_max_error", "'neg_max_error'"),
+        (NadarayaWatsonRegressorCV, make_scorer(max_error), r"make_scorer\(max_error"),
+        (NadarayaWatsonRegressorCV, _unweighted_scorer, "_unweighted_scorer"),
+        (NadarayaWatsonClassifierCV, _unweighted_accuracy, "_unweighted_accuracy"),
+    ],
+    ids=["neg_max_error", "local linear", "make_scorer", "callable", "classifier"],
+)
+def test_scorer_that_takes_no_sample_weight_is_refused_up_front(
+    monkeypatch, make, scoring, name, cv
+):
+    X, y, w = _data(n=30, seed=6)
+    if make is NadarayaWatsonClassifierCV:
+        y = np.where(y > 0, "up", "down")
+    unweighted = make(bandwidths=[0.5, 1.0], cv=cv, scoring=scoring).fit(X, y)
+    assert np.all(np.isfinite(unweighted.cv_results_["mean_test_score"]))
+    _no_search(monkeypatch)
+    match = rf"scoring={name}.* does not take sample_weight, which fit was given"
+    with pytest.raises(ValueError, match=match):
+        make(bandwidths=[0.5, 1.0], cv=cv, scoring=scoring).fit(X, y, sample_weight=w)
+
+
+CLASSIFICATION_SCORERS = [
+    "accuracy",
+    "f1_macro",
+    "balanced_accuracy",
+    "neg_log_loss",
+    "roc_auc_ovr",
+    "top_k_accuracy",
+    "adjusted_rand_score",
+    make_scorer(accuracy_score),
+]
+REGRESSION_SCORERS = ["r2", "neg_mean_squared_error", make_scorer(mean_absolute_error)]
+
+
+@pytest.mark.parametrize(
+    "make, scoring",
+    [(make, s) for make in (NadarayaWatsonRegressorCV, LocalLinearRegressorCV)
+     for s in CLASSIFICATION_SCORERS]
+    + [(NadarayaWatsonClassifierCV, s) for s in REGRESSION_SCORERS],
+    ids=repr,
+)  # fmt: skip
+def test_scorer_of_the_other_task_is_refused_up_front(monkeypatch, make, scoring):
+    X, y, _ = _data(n=30, seed=7)
+    if make is NadarayaWatsonClassifierCV:
+        y = (y > 0).astype(int)  # integer labels: a regression metric would run
+    _no_search(monkeypatch)
+    task = "regression" if make is NadarayaWatsonClassifierCV else "classification"
+    name = re.escape(repr(scoring))  # a name, or the repr of a scorer object
+    match = rf"scoring={name} is a {task} scorer, but {make.__name__} is"
+    with pytest.raises(ValueError, match=match):
+        make(bandwidths=[0.5, 1.0], scoring=scoring).fit(X, y)
+
+
+@pytest.mark.filterwarnings("ignore")  # what some metrics warn on these data
+@pytest.mark.parametrize(
+    "make, cv, weighted",
+    [
+        (NadarayaWatsonRegressorCV, None, True),
+        (LocalLinearRegressorCV, 3, False),
+        (NadarayaWatsonClassifierCV, "lacking a class", True),
+        (NadarayaWatsonClassifierCV, None, False),
+    ],
+    ids=["regressor", "local linear", "classifier", "binary"],
+)
+def test_every_scikit_learn_scorer_scores_or_is_refused_by_name(make, cv, weighted):
+    """Whatever the scorer, the search runs or fails with its name."""
+    X, y, w = _data(n=30, seed=8)
+    y = y + 3.0  # positive targets, which some regression metrics need
+    if make is NadarayaWatsonClassifierCV:
+        y = np.array(["a", "b", "c"])[np.arange(30) % 3]
+        if cv is None:
+            y = y == "a"
+        else:
+            cv = _folds_lacking_a_class(y)
+    w = w + 0.5 if weighted else None
+    for name in get_scorer_names():
+        est = make(bandwidths=[0.5, 1.0], cv=cv, scoring=name)
+        try:
+            est.fit(X, y, sample_weight=w)
+        except ValueError as exc:
+            assert str(exc).startswith(f"scoring={name!r} "), (name, str(exc))
+
+
+# -- weights near the ends of the float range --------------------------------------
+
+
+CV_ESTIMATORS = [
+    NadarayaWatsonRegressorCV,
+    LocalLinearRegressorCV,
+    NadarayaWatsonClassifierCV,
+]
+
+
+def _scores(make, X, y, w, cv):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # no overflow on the way
+        est = make(bandwidths=[0.4, 1.2, [0.6, 1.5]], cv=cv)
+        return est.fit(X, y, sample_weight=w).cv_results_["mean_test_score"]
+
+
+@pytest.mark.parametrize("make", CV_ESTIMATORS, ids=lambda c: c.__name__)
+def test_subnormal_weights_score_as_their_multiples_by_a_power_of_two(make):
+    """All weights subnormal: each is below one unit (leave-one-out removes the
+    point), and the scores are exactly those of the weights times 2**1000."""
+    X, y, w = _data(n=30, seed=10)
+    if make is NadarayaWatsonClassifierCV:
+        y = np.digitize(y, [-0.5, 0.5])
+    tiny = (w + 0.5) * 1e-310
+    assert np.all(tiny < np.finfo(np.float64).tiny)
+    for cv in (None, 3):
+        got = _scores(make, X, y, tiny, cv)
+        assert np.all(np.isfinite(got))
+        np.testing.assert_array_equal(got, _scores(make, X, y, tiny * 2.0**1000, cv))
+    # Below one unit, every weight removes its point: leave-one-out scores at
+    # any such scale are the same.
+    small = np.ldexp(tiny, 1025)  # the same weights, normal and below 1
+    assert np.all(small < 1)
+    np.testing.assert_array_equal(
+        _scores(make, X, y, tiny, None), _scores(make, X, y, small, None)
+    )
+
+
+@pytest.mark.parametrize("make", CV_ESTIMATORS, ids=lambda c: c.__name__)
+def test_kfold_scores_do_not_depend_on_the_scale_of_the_weights(make):
+    # K-fold removes no unit of weight: any power of two leaves the scores as
+    # they are, from near overflow to the smallest normal weights.
+    X, y, w = _data(n=30, seed=11)
+    if make is NadarayaWatsonClassifierCV:
+        y = (y > 0).astype(int)
+    reference = _scores(make, X, y, w, 3)
+    for exponent in (-1018, -500, 500, 1020):
+        scaled = np.ldexp(w, exponent)
+        np.testing.assert_array_equal(_scores(make, X, y, scaled, 3), reference)
