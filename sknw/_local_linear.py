@@ -11,9 +11,12 @@ from ._base import NadarayaWatsonBase
 from ._regression import NadarayaWatsonRegressor
 from ._selection import CVSelectionMixin, cv_parameter_constraints
 from ._sums import Head, algorithms, power_of_two_scale
-from ._uncertainty import LocalFit
-from .exceptions import SingularDesignWarning, warn
+from ._sums._base import nan_rows
+from ._uncertainty import LocalFit, SquaredWeights
+from .exceptions import SingularDesignWarning, UndefinedDistanceError, warn
 from .kernels import KERNELS, Boxcar
+
+_EPS = np.finfo(np.float64).eps
 
 
 def outer(a, b):
@@ -65,10 +68,42 @@ def moment_columns(Z, yc, squares=False):
 #: is below this many units of roundoff of the mean squared coordinate.
 COVARIANCE_ROUNDING = 1e3
 
+#: Side of the cells of queries whose moments are taken about one centre, in
+#: bandwidths (per feature), for kernels of finite and of unbounded support
+#: (whose windows spread further): each cell costs a pass over the training
+#: points, and a window whose mean is far from its cell's centre another
+#: (see :data:`RECENTRE`).
+CELL_BANDWIDTHS = (4.0, 8.0)
+
+#: A query's moments are taken again, about its window's mean, when the
+#: squared distance of that mean from their centre is more than this many
+#: times the smallest eigenvalue of the local covariance (both in bandwidth
+#: units): the cancellation in the covariance then costs at most about
+#: ``log2`` of this many bits more than centring at the mean itself.
+RECENTRE = 256.0
+
+#: A query's moments are taken again in the principal axes of its window
+#: (from its last pass) when the rounding of the local solution, about
+#: ``eps`` times the condition number of the local correlation matrix (the
+#: covariance scaled to a unit diagonal) times ``sqrt(1 + l**2)``, ``l`` the
+#: query's Mahalanobis distance from the window's mean, exceeds this: thin
+#: windows across the axes, such as those of queries far beyond a corner of
+#: the data. In the principal axes, the correlations vanish.
+ROTATE = 1e-11
+
+#: Most times a query's moments are taken again about a nearer centre or in
+#: other axes.
+MAX_RECENTRINGS = 3
+
 
 @dataclass
 class LocalSolution:
-    """The local linear fit at each query from the kernel-weighted moments."""
+    """The local linear fit at each query from the kernel-weighted moments;
+    ``smallest`` is the smallest eigenvalue of the covariance in bandwidth
+    units (up to a common factor, see :func:`local_solution`), ``second``
+    the trace of the second moments about the centre in the same units and
+    ``distance`` the squared Mahalanobis distance of the query from the
+    window's mean (0 where singular)."""
 
     mean_y: np.ndarray
     mean_z: np.ndarray
@@ -78,6 +113,9 @@ class LocalSolution:
     ok: np.ndarray
     finite: np.ndarray
     estimate: np.ndarray
+    smallest: np.ndarray
+    second: np.ndarray
+    distance: np.ndarray
 
 
 def local_solution(A, cols, d, k, Zq, min_eigenvalue, few=None, to_bandwidth=None):
@@ -104,11 +142,10 @@ def local_solution(A, cols, d, k, Zq, min_eigenvalue, few=None, to_bandwidth=Non
     eig = np.linalg.eigvalsh(scaled)
     top = eig[:, -1]
     with np.errstate(invalid="ignore"):
-        rounding = (
-            COVARIANCE_ROUNDING
-            * np.finfo(np.float64).eps
-            * np.einsum("mii,i->m", np.where(finite[:, None, None], second, 0.0), t * t)
+        trace = np.einsum(
+            "mii,i->m", np.where(finite[:, None, None], second, 0.0), t * t
         )
+    rounding = COVARIANCE_ROUNDING * _EPS * trace
     singular = ~(top > 0) | ~(eig[:, 0] > np.maximum(min_eigenvalue * top, rounding))
     if few is not None:
         singular |= few
@@ -116,11 +153,157 @@ def local_solution(A, cols, d, k, Zq, min_eigenvalue, few=None, to_bandwidth=Non
     estimate = mean_y.copy()
     # a = C^{-1} (z_bar - z_q): the estimate is mean_y - a . cross.
     a = np.zeros((A.shape[0], d))
+    distance = np.zeros(A.shape[0])
     if ok.any():
         dz = mean_z[ok] - Zq[ok]
         a[ok] = np.linalg.solve(cov[ok], dz[:, :, None])[:, :, 0]
         estimate[ok] = mean_y[ok] - np.einsum("md,mdk->mk", a[ok], cross[ok])
-    return LocalSolution(mean_y, mean_z, cov, cross, a, ok, finite, estimate)
+        distance[ok] = np.einsum("md,md->m", a[ok], dz)
+    return LocalSolution(
+        mean_y, mean_z, cov, cross, a, ok, finite, estimate, eig[:, 0], trace,
+        distance,
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class LocalFrame:
+    """Where the local fits take their moments, fixed at fit.
+
+    ``lo`` and ``hi`` bound the training inputs per feature; ``unit`` is a
+    power of two of at least half their range and ``to_bandwidth`` takes
+    ``(x - c) / unit`` to bandwidth units up to a common factor (at most 1):
+    the coordinates of a point ``x`` in the frame of a centre ``c`` in that
+    box and a rotation ``R`` are ``((x - c) / unit * to_bandwidth) @ R``,
+    within [-2, 2] for every training point (the unit only guards against
+    overflow: the local fit does not depend on it, nor on the rotation).
+    Queries are grouped by cells of side ``cell`` (:data:`CELL_BANDWIDTHS`
+    bandwidths per feature, from ``lo``); a cell's moments are taken about its
+    centre (moved into the box) in the axes of the features, so that a query's
+    moments are about a point near it, whatever the spread of the other
+    training points.
+    """
+
+    lo: np.ndarray
+    hi: np.ndarray
+    unit: np.ndarray
+    cell: np.ndarray
+    to_bandwidth: np.ndarray
+
+    @classmethod
+    def fit(cls, X, bandwidth, kernel):
+        """The frame of training inputs ``X``, a fitted ``bandwidth`` and
+        ``kernel``."""
+        X = np.asarray(X, dtype=np.float64)
+        lo, hi = X.min(axis=0), X.max(axis=0)
+        half = hi / 2 - lo / 2
+        unit = np.ldexp(power_of_two_scale(half[None, :], axis=0), 1)
+        bw = np.broadcast_to(np.asarray(bandwidth, dtype=np.float64), lo.shape)
+        side = CELL_BANDWIDTHS[0 if np.isfinite(kernel.support) else 1]
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+            t = unit / bw
+            t = t / np.max(t)
+            cell = side * bw
+        return cls(lo, hi, unit, cell, t)
+
+    def coordinates(self, X, C, R):
+        """Coordinates of the rows of ``X`` in the frames of centres ``C`` and
+        rotations ``R``: one frame for all rows (``C`` (d,), ``R`` (d, d)) or
+        one per row (``C`` (m, d), ``R`` (m, d, d))."""
+        Z = (X - C) / self.unit * self.to_bandwidth
+        return Z @ R if R.ndim == 2 else np.einsum("md,mde->me", Z, R)
+
+    def place(self, C, fallback):
+        """Centres ``C`` moved into the box, ``fallback`` where not finite;
+        without negative zeros (equal centres compare equal bitwise)."""
+        C = np.where(np.isfinite(C), C, fallback)
+        return np.clip(C, self.lo, self.hi) + 0.0
+
+    def cell_centres(self, Q):
+        """The centre of each query's cell."""
+        cell = self.cell
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+            C = self.lo + (np.floor((Q - self.lo) / cell) + 0.5) * cell
+        return self.place(C, Q)
+
+    def recentred(self, sol, C, R, few):
+        """New frames for the queries whose window's mean is far from their
+        centre ``C`` for the spread of their window (see :data:`RECENTRE`), or
+        whose window is thin across the axes ``R`` (see :data:`ROTATE`).
+
+        The new centre is that mean, rounded to a grid whose spacing is a
+        power of two in bandwidth units, as coarse as keeps it within a
+        quarter of the allowed distance (so that nearby queries share their
+        pass); the spread is the smallest eigenvalue of the local covariance,
+        or the rounding that hid it. The new axes are the principal axes of
+        the window. Returns the centres, rotations and the mask of queries
+        whose frame changed.
+        """
+        d, t = C.shape[1], self.to_bandwidth
+        with np.errstate(invalid="ignore", over="ignore"):
+            offset = np.sum(sol.mean_z**2, axis=1)
+            allowed = RECENTRE * np.maximum(sol.smallest, _EPS * sol.second)
+            far = sol.finite & ~few & (offset > RECENTRE * np.maximum(sol.smallest, 0))
+        far &= allowed > 0
+        # A spacing s keeps the rounded mean within d s**2 / 4 of the mean.
+        _, exponent = np.frexp(np.sqrt(np.where(far, allowed / d, 1.0)))
+        step = np.ldexp(1.0, exponent - 1)[:, None]
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+            mean = C + self.unit * np.einsum("mde,me->md", R, sol.mean_z) / t
+            spacing = self.unit * (step / t)
+            new = self.lo + np.round((mean - self.lo) / spacing) * spacing
+        new = np.where(far[:, None], self.place(new, self.place(mean, C)), C)
+        turn = sol.ok & ~few & (d > 1)
+        if turn.any():
+            cov = sol.cov[turn]
+            scale = 1.0 / np.sqrt(np.einsum("mii->mi", cov))
+            corr = np.linalg.eigvalsh(cov * outer(scale, scale))
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+                rounding = _EPS * corr[:, -1] / corr[:, 0]
+                turn[turn] = rounding * np.sqrt(1.0 + sol.distance[turn]) > ROTATE
+        R = R.copy()
+        if turn.any():
+            R[turn] = R[turn] @ np.linalg.eigh(sol.cov[turn])[1]
+        changed = turn | np.any(new != C, axis=1)
+        return new, R, changed
+
+
+@dataclass
+class Moments:
+    """Kernel-weighted moments of :func:`moment_columns` at each query (``A``),
+    in its frame (centre ``C`` and rotation ``R``, see :class:`LocalFrame`),
+    of the targets minus a level near the query (``level``), and with ``sq``
+    the sums of the squared weights
+    (:class:`~sknw._uncertainty.SquaredWeights`)."""
+
+    A: np.ndarray
+    C: np.ndarray
+    R: np.ndarray
+    level: np.ndarray
+    sq: object
+
+    @classmethod
+    def allocate(cls, C, n_columns, k, with_std):
+        m, d = C.shape
+        R = np.broadcast_to(np.eye(d), (m, d, d)).copy()
+        sq = None
+        if with_std:
+            nan = np.full(m, np.nan)
+            sq = SquaredWeights(
+                np.full((m, n_columns), np.nan),
+                nan,
+                nan.copy(),
+                np.zeros(m, dtype=bool),
+                nan.copy(),
+            )
+        return cls(np.full((m, n_columns), np.nan), C, R, np.zeros((m, k)), sq)
+
+    def put(self, rows, A, sq=None, *, level):
+        """Set the moments of the queries ``rows``."""
+        self.A[rows] = A
+        self.level[rows] = level
+        if sq is not None:
+            for mine, theirs in zip(self.sq, sq, strict=True):
+                mine[rows] = theirs
 
 
 class LocalLinearRegressor(NadarayaWatsonRegressor):
@@ -213,9 +396,16 @@ class LocalLinearRegressor(NadarayaWatsonRegressor):
     computed from the kernel-weighted moments of the training points
     (:math:`\sum k_j`, :math:`\sum k_j z_j`, :math:`\sum k_j z_j z_j^\top` and
     their products with :math:`y_j`) through the same tiled core as the
-    local-constant estimate: centred on the training mean and divided by the
-    bandwidth, then moved to each query, and solved as a Schur complement in
-    the local covariance.
+    local-constant estimate, and solved as a Schur complement in the local
+    covariance. The covariance is a difference of moments, so they are taken
+    about a point near each window (the centre of the query's cell of a few
+    bandwidths, or, for a window whose mean is far from it, such as an
+    extrapolating query's, about that mean, in the window's principal axes
+    where it is thin across the features), of the targets minus a level
+    near the query: the solution loses digits to the conditioning of the
+    local design only, not to the spread of the other training points (a far
+    outlier), and a query's estimate does not depend on the other queries of
+    its batch. Each distinct centre costs one pass over the training points.
 
     References
     ----------
@@ -298,44 +488,27 @@ class LocalLinearRegressor(NadarayaWatsonRegressor):
         """
         return super().predict(X, return_std=return_std)
 
-    def _estimate(self, X):
-        return self._local_fit(X, with_std=False).estimate
+    def _estimate(self, X, validated=False):
+        return self._local_fit(X, validated=validated, with_std=False).estimate
+
+    def _resolve_algorithm(self, scaling=None):
+        super()._resolve_algorithm(scaling)
+        self._frame = LocalFrame.fit(self.X_fit_, self.bandwidth_, self.kernel_)
 
     def _local_fit(self, X, validated=False, with_std=True):
         """The local linear fit, and with ``with_std`` its weight sums.
 
-        Moments are taken of the features in the frame of
-        :func:`coordinate_frame` and of the targets centred on their mean,
-        then moved to each query's local mean (see ``_uncertainty``).
+        Moments are taken about a centre near each query's window (see
+        :meth:`_local_moments`), of the targets divided by a power of two per
+        output, minus a level near the query.
         """
         Q = X if validated else self._validate_queries(X)
-        ys, y_mean, y_scale = self._centred_targets()
-        d, k = self.n_features_in_, ys.shape[1]
-        centre, unit = coordinate_frame(self.X_fit_)
-        Z = (np.asarray(self.X_fit_, dtype=np.float64) - centre) / unit
-        V, cols = moment_columns(Z, ys, with_std)
-        # Kernel-weighted means of the moments; empty windows follow the
-        # empty_window policy (their estimate is then that of the moments'
-        # fallback, whose covariance is checked below).
-        if with_std:
-            A, sq = self._weighted_average(Q, V, squared=True, validated=True)
-        else:
-            A = self._weighted_average(Q, V, validated=True)
+        y = self._values()
+        y_scale = power_of_two_scale(y, axis=0)
         counts = self._window_counts(Q)
-        sol = local_solution(
-            A,
-            cols,
-            d,
-            k,
-            (np.asarray(Q, dtype=np.float64) - centre) / unit,
-            self.min_eigenvalue,
-            few=counts < d + 1,
-            to_bandwidth=self._to_bandwidth(unit),
-        )
-        mean_y, mean_z, cov, cross = sol.mean_y, sol.mean_z, sol.cov, sol.cross
-        a, ok, finite = sol.a, sol.ok, sol.finite
+        mom, sol, cols = self._local_moments(Q, y / y_scale, counts, with_std)
         # Empty windows are counted by the empty-window warning.
-        n_singular = int((finite & ~ok & (counts > 0)).sum())
+        n_singular = int((sol.finite & ~sol.ok & (counts > 0)).sum())
         if n_singular:
             warn(
                 f"{n_singular} of {Q.shape[0]} queries have a singular local "
@@ -343,9 +516,122 @@ class LocalLinearRegressor(NadarayaWatsonRegressor):
                 "they get the local-constant estimate.",
                 SingularDesignWarning,
             )
-        estimate = sol.estimate * y_scale + y_mean
+        estimate = (sol.estimate + mom.level) * y_scale
         if not with_std:
             return LocalFit(estimate, *([None] * 8))
+        return LocalFit(estimate, *self._std_terms(mom, sol, cols), y_scale)
+
+    def _local_moments(self, Q, yn, counts, with_std):
+        """Moments at every query and their local solution.
+
+        A first pass takes each query's moments about the centre of its cell
+        (:meth:`LocalFrame.cell_centres`); queries whose window mean is far
+        from that centre for the spread of their window (an extrapolating
+        query, a one-sided window) take them again about that mean (rounded),
+        and those whose window is thin across the features in its principal
+        axes (:meth:`LocalFrame.recentred`), so that the local covariance, a
+        difference of moments, loses few digits to cancellation. Every frame
+        depends on the query alone (and the fitted state): a query's answer
+        does not depend on the other queries of its batch. Empty windows take
+        the ``empty_window`` policy, as in :meth:`_weighted_average`.
+        """
+        frame, d, k = self._frame, Q.shape[1], yn.shape[1]
+        Q64 = np.asarray(Q, dtype=np.float64)
+        few = counts < d + 1
+        cols = moment_columns(np.zeros((1, d)), np.zeros((1, k)), with_std)[1]
+        mom = Moments.allocate(frame.cell_centres(Q64), cols[-1], k, with_std)
+        empty = counts == 0
+        if empty.any():
+            A, level, *sq = self._empty_moments(Q, empty, yn, with_std)
+            mom.put(empty, A, *sq, level=level)
+
+        def solve(rows):
+            z = frame.coordinates(Q64[rows], mom.C[rows], mom.R[rows])
+            return local_solution(
+                mom.A[rows], cols, d, k, z, self.min_eigenvalue, few=few[rows]
+            )
+
+        rows = np.flatnonzero(~empty)
+        for attempt in range(MAX_RECENTRINGS + 1):
+            self._moments(Q, rows, yn, with_std, mom)
+            if attempt == MAX_RECENTRINGS:
+                break
+            C, R, again = frame.recentred(
+                solve(rows), mom.C[rows], mom.R[rows], few[rows]
+            )
+            mom.C[rows], mom.R[rows] = C, R
+            rows = rows[again]
+            if not rows.size:
+                break
+        return mom, solve(slice(None)), cols
+
+    def _moments(self, Q, rows, yn, with_std, mom):
+        """Set the moments of the queries ``rows`` in their frames (``mom.C``
+        and ``mom.R``), one pass over the training points per distinct frame.
+        Queries with an undefined distance are named among all of ``Q``."""
+        if not rows.size:
+            return
+        d = mom.C.shape[1]
+        frames = np.hstack([mom.C[rows], mom.R[rows].reshape(-1, d * d) + 0.0])
+        frames, inverse = np.unique(frames, axis=0, return_inverse=True)
+        inverse = inverse.ravel()
+        order = np.argsort(inverse, kind="stable")
+        groups = np.split(rows[order], np.cumsum(np.bincount(inverse))[:-1])
+        try:
+            for key, group in zip(frames, groups, strict=True):
+                centre, rotation = key[:d], key[d:].reshape(d, d)
+                V, level = self._moment_values(centre, rotation, yn, with_std)
+                got = self._weighted_average(
+                    Q[group], V, squared=with_std, validated=True
+                )
+                mom.put(group, *(got if with_std else (got,)), level=level)
+        except UndefinedDistanceError:
+            raise nan_rows(
+                Q, self.X_fit_, self.metric_, self.metric_params_, self._scale()
+            ) from None
+
+    def _moment_values(self, centre, rotation, yn, with_std):
+        """Per-point moments (:func:`moment_columns`) of the coordinates in
+        the frame of ``centre`` and ``rotation`` and of the targets ``yn``
+        minus the level: the target of the training point nearest to the
+        centre (in bandwidth units)."""
+        X = np.asarray(self.X_fit_, dtype=np.float64)
+        Z = self._frame.coordinates(X, centre, rotation)
+        level = yn[np.argmin(np.einsum("ij,ij->i", Z, Z))]
+        return moment_columns(Z, yn - level, with_std)[0], level
+
+    def _empty_moments(self, Q, empty, yn, with_std):
+        """Moments of the queries ``Q[empty]``, whose window is empty, by the
+        ``empty_window`` policy (its warning counts them among all queries),
+        as :meth:`_weighted_average` gives them."""
+        d = Q.shape[1]
+        V, level = self._moment_values(self._frame.lo, np.eye(d), yn, with_std)
+        if with_std:
+            w0 = self.sample_weight_
+            recip = np.ones(V.shape[0])
+            if w0 is not None:
+                with np.errstate(divide="ignore", over="ignore"):
+                    recip = np.where(w0 > 0, 1.0 / np.where(w0 > 0, w0, 1.0), 0.0)
+            V = np.hstack([V, recip[:, None]])
+        Vn, w, column_scale = self._normalised(V)
+        A = np.empty((int(empty.sum()), V.shape[1]))
+        A[:] = self._empty_values(Q[empty], Vn, empty, w)
+        A *= column_scale
+        if not with_std:
+            return A, level
+        # Compact kernels only (others have no empty window): undefined.
+        m, nan = A.shape[0], np.full(A.shape[0], np.nan)
+        undefined = np.ones(m, dtype=bool)
+        sq = SquaredWeights(A[:, :-1] * np.nan, nan, nan, undefined, A[:, -1])
+        return A[:, :-1], level, sq
+
+    def _std_terms(self, mom, sol, cols):
+        """What the standard errors need besides the estimate (see
+        :class:`~sknw._uncertainty.LocalFit`), from the same local solution:
+        ``rss, second, spread, dof, inverse_weight, leverage, undefined``."""
+        A, sq, d = mom.A, mom.sq, sol.mean_z.shape[1]
+        mean_y, mean_z, cov, cross = sol.mean_y, sol.mean_z, sol.cov, sol.cross
+        a, ok = sol.a, sol.ok
         # Residual mean square of the weighted least-squares fit in the window.
         second = A[:, cols[4] : cols[5]]
         rss = second - mean_y * mean_y
@@ -373,24 +659,7 @@ class LocalLinearRegressor(NadarayaWatsonRegressor):
             )
             dof[ok] += np.trace(np.linalg.solve(Co, So), axis1=1, axis2=2)
             leverage[ok] *= 1.0 + np.einsum("md,mde,me->m", ao, Co, ao)
-        return LocalFit(
-            estimate,
-            rss,
-            second,
-            spread,
-            dof,
-            sq.inverse_weight,
-            leverage,
-            sq.undefined,
-            y_scale,
-        )
-
-    def _to_bandwidth(self, unit):
-        """Coordinates of the frame to bandwidth units, up to a common factor
-        (only ratios matter to the singularity test)."""
-        t = unit / np.asarray(self.bandwidth_, dtype=np.float64)
-        t = np.broadcast_to(t, unit.shape)
-        return t / np.max(t)
+        return rss, second, spread, dof, sq.inverse_weight, leverage, sq.undefined
 
     def _window_counts(self, Q):
         """Training points of positive weight with a non-zero kernel weight.
