@@ -1,5 +1,7 @@
 """Parameters, fitting and weighted averaging shared by all sknw estimators."""
 
+import re
+import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -12,6 +14,7 @@ from ._bandwidth import BANDWIDTH_RULES, rule_bandwidth
 from ._scaling import scaling_of
 from ._sums import (
     ALGORITHMS,
+    BACKENDS,
     FitRequest,
     Head,
     backend_sums,
@@ -38,7 +41,12 @@ from ._validation import (
     check_sample_weight,
     resolve_metric_params,
 )
-from .exceptions import EmptyWindowWarning, warn
+from .exceptions import (
+    EmptyWindowWarning,
+    SingularDesignWarning,
+    UndefinedStdWarning,
+    warn,
+)
 from .kernels import KERNELS, Kernel, get_kernel
 
 #: Tile size used by the estimators (see :func:`default_tile_elements`).
@@ -181,6 +189,54 @@ class NadarayaWatsonBase(BaseEstimator):
 
     def _head(self):
         return self._scaling.head(self.kernel_)
+
+    #: Fewest queries per batch of a prediction (few batches, little overhead,
+    #: and each batch split over the ``n_jobs`` workers).
+    _MIN_BATCH_ROWS = 1 << 15
+
+    def _query_width(self):
+        """About how many float64 numbers a prediction holds per query while
+        it computes (its temporaries, beyond the output)."""
+        classes = getattr(self, "classes_", None)
+        y = getattr(self, "y_fit_", None)
+        k = len(classes) if classes is not None else (1 if y.ndim == 1 else y.shape[1])
+        return 8 * (k + self.n_features_in_ + 4)
+
+    def _batch_rows(self):
+        """Queries per batch: the temporaries of a batch within the tile budget
+        (``working_memory``), at least :attr:`_MIN_BATCH_ROWS`, and at least
+        the training points for backends whose every call costs a pass over
+        them (their indexes' values, the binned grid)."""
+        rows = max(self._MIN_BATCH_ROWS, _tile_elements() // self._query_width())
+        backend = BACKENDS[self.algorithm_]
+        if backend.fixed_values or backend.tolerance:
+            rows = max(rows, self.X_fit_.shape[0])
+        return rows
+
+    def _batched(self, X, compute):
+        """``compute(Q)`` of the validated queries, over batches of
+        :meth:`_batch_rows` queries: the extra memory of a prediction is its
+        output plus one batch's temporaries, whatever the number of queries.
+        ``compute`` returns an array or a tuple of arrays, a row per query;
+        the warnings of the batches are merged into one per kind, with their
+        counts summed."""
+        Q = self._validate_queries(X)
+        m, rows = Q.shape[0], self._batch_rows()
+        if m <= rows:
+            return compute(Q)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            out = None
+            for a in range(0, m, rows):
+                part = compute(Q[a : a + rows])
+                single = not isinstance(part, tuple)
+                part = (part,) if single else part
+                if out is None:  # the outputs, filled batch by batch
+                    out = [np.empty((m,) + p.shape[1:], dtype=p.dtype) for p in part]
+                for o, p in zip(out, part, strict=True):
+                    o[a : a + rows] = p
+        _merge_warnings(caught, m)
+        return out[0] if single else tuple(out)
 
     def _validate_queries(self, X):
         check_is_fitted(self)
@@ -433,3 +489,25 @@ class NadarayaWatsonBase(BaseEstimator):
         if isinstance(index, cKDTree):  # its arrays are not attributes
             size += index.data.nbytes + index.indices.nbytes
         return size
+
+
+#: The warnings whose message starts with "N of M queries": merged over the
+#: batches of a prediction.
+_COUNTED = (EmptyWindowWarning, SingularDesignWarning, UndefinedStdWarning)
+_COUNT = re.compile(r"^(\d+) of (\d+) queries")
+
+
+def _merge_warnings(caught, m):
+    """Warn once per kind of counted warning, with the counts of every batch
+    summed (the others as they came)."""
+    merged = {}
+    for record in caught:
+        text = str(record.message)
+        found = _COUNT.match(text)
+        if record.category in _COUNTED and found:
+            count, first = merged.get(record.category, (0, text))
+            merged[record.category] = (count + int(found.group(1)), first)
+        else:
+            warnings.warn(record.message, record.category, stacklevel=3)
+    for category, (count, text) in merged.items():
+        warn(_COUNT.sub(f"{count} of {m} queries", text, count=1), category)

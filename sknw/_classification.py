@@ -216,7 +216,11 @@ class NadarayaWatsonClassifier(ClassifierMixin, NadarayaWatsonBase):
             Probabilities, columns in the order of ``classes_``; rows sum to 1.
         """
         check_is_fitted(self)
-        proba = self._weighted_average(X, self._values())
+        return self._batched(X, self._proba_rows)
+
+    def _proba_rows(self, Q):
+        """``predict_proba`` of validated queries."""
+        proba = self._weighted_average(Q, self._values(), validated=True)
         # Rounding (or float32 sums, for float32 inputs) can leave a
         # probability a few ulps outside [0, 1] and a row's sum off 1.
         proba = np.clip(proba, 0.0, 1.0)
@@ -238,7 +242,12 @@ class NadarayaWatsonClassifier(ClassifierMixin, NadarayaWatsonBase):
             Predicted labels, of the type of ``classes_``. Ties go to the class
             that comes first in ``classes_``.
         """
-        proba = self.predict_proba(X)
+        check_is_fitted(self)
+        return self._batched(X, self._label_rows)
+
+    def _label_rows(self, Q):
+        """``predict`` of validated queries."""
+        proba = self._proba_rows(Q)
         if np.isnan(proba).any():
             raise ValueError(
                 "Some queries have NaN probabilities (empty_window='nan'); "

@@ -277,13 +277,17 @@ class NadarayaWatsonRegressor(RegressorMixin, NadarayaWatsonBase):
             raise ValueError(
                 f"return_std must be a bool (True or False), got {return_std!r}."
             )
-        if return_std:
-            fit = self._local_fit(X)
-            return self._shaped(fit.estimate), self._shaped(self._std(fit))
-        return self._shaped(self._estimate(X))
+        return self._batched(X, lambda Q: self._predict_rows(Q, return_std))
 
-    def _estimate(self, X):
-        return self._weighted_average(X, self._values())
+    def _predict_rows(self, Q, return_std):
+        """``predict`` of validated queries."""
+        if return_std:
+            fit = self._local_fit(Q, validated=True)
+            return self._shaped(fit.estimate), self._shaped(self._std(fit))
+        return self._shaped(self._estimate(Q, validated=True))
+
+    def _estimate(self, X, validated=False):
+        return self._weighted_average(X, self._values(), validated=validated)
 
     def _shaped(self, A):
         return A.ravel() if self.y_fit_.ndim == 1 else A
@@ -339,7 +343,9 @@ class NadarayaWatsonRegressor(RegressorMixin, NadarayaWatsonBase):
         variance.
         """
         check_is_fitted(self)
-        return self._shaped(self._std(self._local_fit(X)))
+        return self._batched(
+            X, lambda Q: self._shaped(self._std(self._local_fit(Q, validated=True)))
+        )
 
     def predict_interval(self, X, confidence=0.95):
         """Pointwise normal confidence intervals for the regression function.
@@ -363,9 +369,14 @@ class NadarayaWatsonRegressor(RegressorMixin, NadarayaWatsonBase):
         check_is_fitted(self)
         if not (isinstance(confidence, Real) and 0 < confidence < 1):
             raise ValueError(f"confidence must be in (0, 1), got {confidence!r}.")
-        fit = self._local_fit(X)
-        half = norm.ppf(0.5 + confidence / 2) * self._std(fit)
-        return self._shaped(fit.estimate - half), self._shaped(fit.estimate + half)
+        z = norm.ppf(0.5 + confidence / 2)
+
+        def bounds(Q):
+            fit = self._local_fit(Q, validated=True)
+            half = z * self._std(fit)
+            return self._shaped(fit.estimate - half), self._shaped(fit.estimate + half)
+
+        return self._batched(X, bounds)
 
     def effective_sample_size(self, X):
         r"""Effective number of observations behind the estimate at each query.
@@ -388,9 +399,13 @@ class NadarayaWatsonRegressor(RegressorMixin, NadarayaWatsonBase):
             Effective numbers of observations (NaN for an empty window).
         """
         check_is_fitted(self)
-        fit = self._local_fit(X)
-        with np.errstate(divide="ignore"):
-            return 1.0 / fit.spread
+
+        def sizes(Q):
+            fit = self._local_fit(Q, validated=True)
+            with np.errstate(divide="ignore"):
+                return 1.0 / fit.spread
+
+        return self._batched(X, sizes)
 
     def _centred_targets(self):
         """Targets divided by a power of two per output (so that squares

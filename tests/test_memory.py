@@ -1,0 +1,59 @@
+"""Extra memory of predictions: their output plus a bounded working set,
+whatever the number of queries (measured with tracemalloc, not timed)."""
+
+import tracemalloc
+import warnings
+
+import numpy as np
+import pytest
+
+from sknw import (
+    LocalLinearRegressor,
+    NadarayaWatsonClassifier,
+    NadarayaWatsonRegressor,
+)
+
+
+def extra_memory(fn):
+    """Peak memory allocated while ``fn`` runs, beyond what it returns."""
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        base = tracemalloc.get_traced_memory()[0]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out = fn()
+        peak = tracemalloc.get_traced_memory()[1] - base
+    finally:
+        tracemalloc.stop()
+    arrays = out if isinstance(out, tuple) else (out,)
+    return peak - sum(a.nbytes for a in arrays)
+
+
+CASES = [
+    (NadarayaWatsonRegressor, "predict", {}),
+    (NadarayaWatsonRegressor, "predict", {"return_std": True}),
+    (NadarayaWatsonRegressor, "standard_error", {}),
+    (NadarayaWatsonRegressor, "predict_interval", {}),
+    (NadarayaWatsonRegressor, "effective_sample_size", {}),
+    (NadarayaWatsonClassifier, "predict_proba", {}),
+    (NadarayaWatsonClassifier, "predict", {}),
+    (LocalLinearRegressor, "predict", {}),
+    (LocalLinearRegressor, "predict", {"return_std": True}),
+]
+
+
+@pytest.mark.parametrize(("make", "method", "kwargs"), CASES)
+def test_extra_memory_does_not_grow_with_the_queries(make, method, kwargs):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(6, 3))
+    y = X[:, 0] + 0.1 * rng.normal(size=6)
+    target = (y > 0).astype(int) if make is NadarayaWatsonClassifier else y
+    est = make(bandwidth=2.0).fit(X, target)
+    small, large = rng.normal(size=(40_000, 3)), rng.normal(size=(160_000, 3))
+    extra_small = extra_memory(lambda: getattr(est, method)(small, **kwargs))
+    extra_large = extra_memory(lambda: getattr(est, method)(large, **kwargs))
+    # Four times the queries: the same working set (one batch), not four
+    # times the per-query temporaries (over 100 bytes per query before).
+    assert extra_large <= extra_small + 2 * 2**20
+    assert extra_large <= 64 * 2**20
