@@ -75,8 +75,9 @@ def check_not_text(X, name="X"):
             f"{name} has strings in {_describe(found['text'], names)} (e.g. "
             f"{example}): sknw needs numeric features and does not parse text. "
             "Encode categories as numbers (e.g. with "
-            "sklearn.preprocessing.OneHotEncoder) and convert numbers stored as "
-            "text (e.g. with astype(float)) first."
+            "sklearn.preprocessing.OneHotEncoder(sparse_output=False): sknw "
+            "takes dense input) and convert numbers stored as text (e.g. with "
+            "astype(float)) first."
         )
     if found["temporal"]:
         messages.append(
