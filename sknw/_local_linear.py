@@ -467,6 +467,9 @@ class LocalLinearRegressor(NadarayaWatsonRegressor):
     # The local least-squares solves amplify the rounding of the moments: they
     # are summed in float64 whatever the input dtype.
     _float32_sums = False
+    # The local fits hold about a hundred numbers per query while they solve:
+    # smaller batches.
+    _MIN_BATCH_ROWS = 1 << 13
 
     def predict(self, X, return_std=False):
         """Local linear estimate at each query.
