@@ -1,13 +1,17 @@
-"""Parallel leave-one-out sums of the core against the serial ones."""
+"""Parallel sums of the core: leave-one-out against the serial sums, and BLAS
+on one thread."""
 
+import numpy as np
+import pytest
 from _core_reference import (
     _training_tiles_of_4096,  # noqa: F401  (autouse)
     make_data,
 )
 from numpy.testing import assert_allclose
+from threadpoolctl import threadpool_info, threadpool_limits
 
 from sknw._sums import Head, _parallel, kernel_sums
-from sknw.kernels import Gaussian, Triangular
+from sknw.kernels import Gaussian, Kernel, Triangular
 
 
 def test_parallel_leave_one_out_equals_serial(monkeypatch):
@@ -21,3 +25,36 @@ def test_parallel_leave_one_out_equals_serial(monkeypatch):
         assert_allclose(M, M_ref, rtol=1e-13)
         assert_allclose(den, den_ref, rtol=1e-12)
         assert_allclose(S, S_ref, rtol=1e-12, atol=1e-14)
+
+
+class _RecordingKernel(Kernel):
+    """A Gaussian that records the BLAS threads in force while it is
+    evaluated (inside the core's sums)."""
+
+    seen = []
+
+    def __call__(self, u):
+        info = threadpool_info()
+        self.seen.extend(i["num_threads"] for i in info if i["user_api"] == "blas")
+        return np.exp(-0.5 * np.asarray(u, dtype=float) ** 2)
+
+
+@pytest.mark.parametrize("n_jobs", [None, 2])
+def test_the_sums_run_blas_on_one_thread(n_jobs):
+    from sknw import NadarayaWatsonRegressor
+
+    rng = np.random.default_rng(0)
+    X, Q = rng.normal(size=(300, 3)), rng.normal(size=(600, 3))
+    y = X[:, 0]
+    _RecordingKernel.seen = []
+    reg = NadarayaWatsonRegressor(
+        kernel=_RecordingKernel(), bandwidth=0.5, n_jobs=n_jobs
+    )
+    with threadpool_limits(limits=2, user_api="blas"):
+        reg.fit(X, y).predict(Q)
+        outside = [
+            i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"
+        ]
+    assert _RecordingKernel.seen and set(_RecordingKernel.seen) == {1}
+    # The threads in force outside the sums are left as they were.
+    assert set(outside) <= {2} or not outside

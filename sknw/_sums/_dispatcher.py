@@ -19,6 +19,7 @@ from ._base import TILE_ELEMENTS, NaNDistanceError, nan_rows
 from ._binned import BinnedBackend
 from ._dense import DenseBackend
 from ._fgt import FGTBackend
+from ._parallel import one_blas_thread
 from ._sorted import SortedBackend
 from ._tree import TreeBackend
 
@@ -134,7 +135,8 @@ def backend_sums(name, index, Q, X, V, heads, *, n_jobs=None, **params):
     ):
         backend = BACKENDS[DENSE]
     try:
-        return backend.sums(index, Q, X, V, heads, n_jobs=n_jobs, **params)
+        with one_blas_thread():
+            return backend.sums(index, Q, X, V, heads, n_jobs=n_jobs, **params)
     except NaNDistanceError:
         raise nan_rows(
             Q, X, params["metric"], params.get("metric_params"), params.get("scale")

@@ -3,7 +3,7 @@
 import numpy as np
 from joblib import effective_n_jobs
 from sklearn.utils.parallel import Parallel, delayed
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 from ._base import NaNDistanceError
 
@@ -17,10 +17,11 @@ def parallel_kernel_sums(Q, X, V, heads, *, n_jobs=None, sums=None, **params):
     The queries are split into one contiguous batch per worker; the batches
     run through scikit-learn's :class:`~sklearn.utils.parallel.Parallel`
     (threads preferred: numpy's ufuncs, ``cdist`` and BLAS release the GIL),
-    so ``joblib.parallel_config`` decides where they run. BLAS is limited to
-    one thread per batch. ``n_jobs=None`` or 1, or too few queries, runs
-    :func:`kernel_sums` directly. With ``exclude_self`` (``Q`` is ``X``), each
-    batch knows its queries' own rows from its ``self_offset``.
+    so ``joblib.parallel_config`` decides where they run. BLAS runs on one
+    thread, serially too (:func:`one_blas_thread`). ``n_jobs=None`` or 1, or
+    too few queries, runs :func:`kernel_sums` directly. With
+    ``exclude_self`` (``Q`` is ``X``), each batch knows its queries' own rows
+    from its ``self_offset``.
     """
     if sums is None:
         from ._dense import kernel_sums as sums
@@ -28,7 +29,8 @@ def parallel_kernel_sums(Q, X, V, heads, *, n_jobs=None, sums=None, **params):
     n_workers = effective_n_jobs(n_jobs)
     n_batches = min(n_workers, m // MIN_BATCH)
     if n_batches <= 1:
-        return sums(Q, X, V, heads, **params)
+        with one_blas_thread():
+            return sums(Q, X, V, heads, **params)
     bounds = np.linspace(0, m, n_batches + 1).astype(np.intp)
     offset = params.get("self_offset", 0)
 
@@ -47,10 +49,28 @@ def parallel_kernel_sums(Q, X, V, heads, *, n_jobs=None, sums=None, **params):
     ]
 
 
+_CONTROLLER = []
+
+
+def one_blas_thread():
+    """A context in which BLAS runs on one thread.
+
+    The core's matrix products are small tile products, which gain little
+    from BLAS threads and lose much when the machine is loaded (threads that
+    wait for each other on busy cores): as scikit-learn's pairwise-distance
+    reductions do, the core computes on one BLAS thread and takes several
+    cores through ``n_jobs``. (The controller is made once: making one scans
+    the loaded libraries.)
+    """
+    if not _CONTROLLER:
+        _CONTROLLER.append(ThreadpoolController())
+    return _CONTROLLER[0].limit(limits=1, user_api="blas")
+
+
 def _batch_sums(sums, Q, X, V, heads, params, first=0):
     """One batch (queries from ``first`` on), with one BLAS thread."""
     try:
-        with threadpool_limits(limits=1, user_api="blas"):
+        with one_blas_thread():
             return sums(Q, X, V, heads, **params)
     except NaNDistanceError as exc:
         raise exc.shifted(first) from None
