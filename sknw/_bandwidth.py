@@ -3,6 +3,7 @@
 import numpy as np
 from scipy.spatial.distance import cdist
 
+from ._sums._base import median_offsets
 from .kernels import Gaussian
 
 __all__ = ["BANDWIDTH_RULES", "COORDINATE_METRICS", "rule_bandwidth"]
@@ -52,11 +53,7 @@ def _weighted_spread(X, w, unit=1.0):
     largest magnitude, so spreads near the ends of the float range neither
     overflow nor underflow.
     """
-    X = np.asarray(X, dtype=np.float64)
-    with np.errstate(over="ignore", invalid="ignore"):
-        shifted = X - np.median(X, axis=0)
-    # Offsets that overflow (data spanning more than the float range): as is.
-    X = np.where(np.all(np.isfinite(shifted), axis=0), shifted, X)
+    X, _ = median_offsets(X)
     # Powers of two: the scaling is exact.
     _, exponent = np.frexp(np.max(np.abs(X), axis=0))
     magnitude = np.ldexp(1.0, exponent - 1)

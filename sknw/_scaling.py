@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._sums import Head
-from ._sums._base import Frame, scale_of
+from ._sums._base import Frame, median_offsets, scale_of
 from ._sums._traits import HOMOGENEOUS_DEGREE
 
 _TINY = np.finfo(np.float64).tiny
@@ -76,7 +76,7 @@ def scalings(bandwidths, metric, X=None):
     """
     degree = HOMOGENEOUS_DEGREE.get(metric)
     top = None if X is None else np.max(np.abs(X), axis=0, initial=0.0)
-    frame = _frame(X) if degree is not None else None
+    median = _median(X) if degree is not None else None
     scales, out = {}, []
     for bw in bandwidths:
         if np.ndim(bw) and degree == 1 and np.all(bw == np.ravel(bw)[0]):
@@ -90,7 +90,7 @@ def scalings(bandwidths, metric, X=None):
             scales.setdefault(key, None if key is None else np.asarray(bw))
             divisor = float(bw) if key is None else 1.0
         else:
-            key, divisor = _per_feature(bw, degree, top, frame, scales)
+            key, divisor = _per_feature(bw, degree, top, median, scales)
         out.append((key, Scaling(scales[key], divisor)))
     return out
 
@@ -108,44 +108,35 @@ def _scalar(bw, degree, top, scales):
     return "scalar", divisor
 
 
-def _per_feature(bw, degree, top, frame, scales):
+def _per_feature(bw, degree, top, median, scales):
     """Key and divisor of a per-feature bandwidth: its shape is the key, the
     scale the group's first bandwidth times a power of two (measured from the
     data's median with several features)."""
     bw = np.asarray(bw, dtype=np.float64)
     key = tuple(f"{v:.12e}" for v in bw / np.exp(np.mean(np.log(bw))))
     if key not in scales:
-        scales[key] = frame(bw) if frame else np.ldexp(bw, coordinate_exponent(top, bw))
+        if median is None:
+            scales[key] = np.ldexp(bw, coordinate_exponent(top, bw))
+        else:
+            origin, offsets = median
+            scales[key] = Frame(origin, np.ldexp(bw, coordinate_exponent(offsets, bw)))
     divisor = _size(bw, scale_of(scales[key]), degree)
     if _normal(divisor):
         return key, divisor
     key = ("array", *map(float, bw))
-    scales.setdefault(key, Frame(frame.origin, bw) if frame else bw)
+    scales.setdefault(key, bw if median is None else Frame(median[0], bw))
     return key, 1.0
 
 
-class _frame:
-    """Per-feature scales measured from the per-feature median of the
-    training data (several features; see :class:`~sknw._sums._base.Frame`),
-    times a power of two that brings the largest offset from it near one."""
-
-    def __new__(cls, X):
-        if X is None or X.shape[1] < 2:
-            return None
-        return super().__new__(cls)
-
-    def __init__(self, X):
-        X = np.asarray(X, dtype=np.float64)
-        self.origin = np.median(X, axis=0)
-        with np.errstate(over="ignore", invalid="ignore"):
-            top = np.max(np.abs(X - self.origin), axis=0, initial=0.0)
-        # Offsets that overflow (data spanning more than the float range):
-        # measured from 0 in those features.
-        self.origin = np.where(np.isfinite(top), self.origin, 0.0)
-        self.top = np.max(np.abs(X - self.origin), axis=0, initial=0.0)
-
-    def __call__(self, bw):
-        return Frame(self.origin, np.ldexp(bw, coordinate_exponent(self.top, bw)))
+def _median(X):
+    """With several features, ``(origin, top)``: the per-feature median of
+    the training data, which per-feature scales are measured from (see
+    :class:`~sknw._sums._base.Frame`), and the largest offset from it. None
+    otherwise."""
+    if X is None or X.shape[1] < 2:
+        return None
+    offsets, origin = median_offsets(X)
+    return origin, np.max(np.abs(offsets), axis=0, initial=0.0)
 
 
 def scaling_of(bandwidth, metric, X):

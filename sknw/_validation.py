@@ -10,7 +10,7 @@ from scipy.spatial.distance import cdist
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import validate_data
 
-from ._sums._base import check_self_distances
+from ._sums._base import check_self_distances, median_offsets
 
 #: Metric names accepted by :func:`scipy.spatial.distance.cdist`.
 CDIST_METRICS = (
@@ -335,10 +335,7 @@ def resolve_metric_params(metric, metric_params, X, sample_weight):
     if metric in ("mahalanobis", "seuclidean"):
         w = np.ones(X.shape[0]) if sample_weight is None else sample_weight
         # From the median first: data far from zero keep their digits.
-        Xm = np.asarray(X, dtype=np.float64)
-        with np.errstate(over="ignore", invalid="ignore"):
-            shifted = Xm - np.median(Xm, axis=0)
-        Xm = np.where(np.all(np.isfinite(shifted), axis=0), shifted, Xm)
+        Xm, _ = median_offsets(X)
         centred = Xm - (w @ Xm) / w.sum()
         if metric == "mahalanobis" and "VI" not in params:
             cov = (centred * w[:, None]).T @ centred / w.sum()

@@ -177,6 +177,19 @@ class Frame:
         return f"Frame(origin={self.origin!r}, scale={self.scale!r})"
 
 
+def median_offsets(X):
+    """``(X - origin, origin)``: the data measured from their per-feature
+    median, so that data far from zero keep their digits in what is computed
+    from them (0 in the features whose offsets would overflow: data spanning
+    more than the float range)."""
+    X = np.asarray(X, dtype=np.float64)
+    origin = np.median(X, axis=0)
+    with np.errstate(over="ignore", invalid="ignore"):
+        offsets = X - origin
+    origin = np.where(np.all(np.isfinite(offsets), axis=0), origin, 0.0)
+    return X - origin, origin
+
+
 def scale_of(scale):
     """The per-feature divisor of a scale (an array, a :class:`Frame` or
     None)."""
