@@ -11,7 +11,7 @@ which falls back to the dense backend where the fitted index does not serve.
 The order of :data:`BACKENDS` is the ``"auto"`` precedence.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -112,7 +112,7 @@ def choose(algorithm, accepted, request):
     if algorithm != "auto":
         check(algorithm, kernel, metric, params, d)
         return algorithm, BACKENDS[algorithm].fit(request)
-    auto = request.__class__(**{**request.__dict__, "auto": True})
+    auto = replace(request, auto=True)
     for name, backend in BACKENDS.items():
         if name not in accepted or not backend.auto:
             continue

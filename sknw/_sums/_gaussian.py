@@ -18,7 +18,7 @@ from ._base import (
     line_origin,
     power_of_two_scale,
 )
-from ._traits import is_continuous, is_user
+from ._traits import is_continuous
 
 #: Largest error in squared scaled distances allowed on the GEMM path.
 GEMM_U2_TOLERANCE = 1e-11
@@ -56,9 +56,7 @@ def _gemm_usable(Q, X, heads, scale, centre):
     smallest bandwidth, stays below :data:`GEMM_U2_TOLERANCE`, for continuous
     built-in kernels only (rounding cannot flip a boxcar weight).
     """
-    if Q.shape[1] < 2 or not all(
-        is_continuous(h.kernel) and not is_user(h.kernel) for h in heads
-    ):
+    if Q.shape[1] < 2 or not all(is_continuous(h.kernel) for h in heads):
         return False
     radius2 = _max_sq_radius(Q, centre, scale) + _max_sq_radius(X, centre, scale)
     h_min = min(float(h.divisor) for h in heads)

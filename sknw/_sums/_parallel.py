@@ -1,5 +1,7 @@
 """Any backend's sums over batches of queries, in parallel."""
 
+import functools
+
 import numpy as np
 from joblib import effective_n_jobs
 from sklearn.utils.parallel import Parallel, delayed
@@ -49,7 +51,9 @@ def parallel_kernel_sums(Q, X, V, heads, *, n_jobs=None, sums=None, **params):
     ]
 
 
-_CONTROLLER = []
+@functools.cache
+def _controller():
+    return ThreadpoolController()
 
 
 def one_blas_thread():
@@ -62,9 +66,7 @@ def one_blas_thread():
     cores through ``n_jobs``. (The controller is made once: making one scans
     the loaded libraries.)
     """
-    if not _CONTROLLER:
-        _CONTROLLER.append(ThreadpoolController())
-    return _CONTROLLER[0].limit(limits=1, user_api="blas")
+    return _controller().limit(limits=1, user_api="blas")
 
 
 def _batch_sums(sums, Q, X, V, heads, params, first=0):
