@@ -1,4 +1,5 @@
-"""Timing helper shared by the benchmark scripts (run them from any folder)."""
+"""Timing and table helpers shared by the benchmark scripts (run them from any
+folder)."""
 
 import time
 
@@ -11,3 +12,12 @@ def best_time(fn, repeat=3):
         fn()
         times.append(time.perf_counter() - start)
     return min(times)
+
+
+def print_table(table, heading="measurement"):
+    """Print rows ``(name, relative to, ratio, notes)`` as aligned columns."""
+    width = max(len(heading), *(len(row[0]) for row in table)) + 2
+    ref_width = max(22, max(len(row[1]) for row in table) + 2)
+    print(f"{heading:<{width}}{'relative to':<{ref_width}}{'ratio':>8}  notes")
+    for name, ref, ratio, note in table:
+        print(f"{name:<{width}}{ref:<{ref_width}}{ratio:>8.2f}  {note}")

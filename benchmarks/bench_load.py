@@ -15,7 +15,7 @@ import multiprocessing as mp
 import time
 
 import numpy as np
-from _timing import best_time
+from _timing import best_time, print_table
 
 from sknw import NadarayaWatsonRegressor
 from sknw._sums import _dispatcher, _parallel
@@ -81,10 +81,7 @@ def main():
     parser.add_argument("--quick", action="store_true", help="smaller sizes")
     args = parser.parse_args()
     table = rows(args.quick)
-    width = max(len(row[0]) for row in table) + 2
-    print(f"{'measurement (one core busy)':<{width}}{'relative to':<18}{'ratio':>8}")
-    for name, ref, ratio, _ in table:
-        print(f"{name:<{width}}{ref:<18}{ratio:>8.2f}")
+    print_table(table, "measurement (one core busy)")
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ import time
 import tracemalloc
 
 import numpy as np
-from _timing import best_time
+from _timing import best_time, print_table
 from threadpoolctl import threadpool_limits
 
 from sknw import NadarayaWatsonRegressor
@@ -354,10 +354,7 @@ def main():
     args = parser.parse_args()
     with threadpool_limits(1):
         table = rows(args.quick)
-    width = max(len(row[0]) for row in table) + 2
-    print(f"{'measurement':<{width}}{'relative to':<22}{'ratio':>8}  notes")
-    for name, ref, ratio, note in table:
-        print(f"{name:<{width}}{ref:<22}{ratio:>8.2f}  {note}")
+    print_table(table)
 
 
 if __name__ == "__main__":
