@@ -26,7 +26,7 @@ from ._sums import (
     algorithms,
     default_tile_elements,
     empty_window_estimates,
-    parallel_kernel_sums,
+    grid_sums,
     power_of_two_scale,
 )
 from ._validation import (
@@ -39,6 +39,10 @@ from .kernels import Kernel, get_kernel
 
 #: Multipliers of the rule-of-thumb bandwidth in the default grid.
 DEFAULT_GRID_RANGE = (0.05, 5.0)
+
+#: The ``algorithm`` values of the CV estimators of Nadaraya--Watson (their
+#: passes need exact sums: no tolerance).
+CV_ALGORITHMS = algorithms(tolerance=False)
 
 
 class _Predictions(BaseEstimator):
@@ -129,6 +133,8 @@ def cv_predictions(
     tile_elements,
     n_jobs=None,
     unit=1.0,
+    algorithm="auto",
+    accepted=CV_ALGORITHMS,
 ):
     """Out-of-sample weighted averages of ``V`` for every candidate.
 
@@ -141,9 +147,23 @@ def cv_predictions(
     that holds it out), the number of empty windows per candidate and their
     mask, of shape (n_candidates, n_samples). Empty windows follow
     ``empty_window``; under ``"nan"`` and ``"raise"`` their predictions are
-    NaN.
+    NaN. Each candidate's sums of each split are computed by the backend
+    :func:`~sknw._sums.grid_sums` picks for it (``algorithm``, among the
+    ``accepted`` names; an index per training fold), of the values centred
+    on their mid-range where it exceeds their range, so that the
+    approximations' bounds are relative to the spread of the values, not
+    their magnitude.
     """
     n, k = V.shape
+    mid = np.zeros(k)
+    if n:
+        # Only columns offset by more than their range: centring others (such
+        # as the moments of the local fits, whose windows average values near
+        # zero) would cost digits.
+        lo, hi = V.min(axis=0), V.max(axis=0)
+        mid = hi / 2 + lo / 2
+        mid = np.where(np.abs(mid) > hi - lo, mid, 0.0)
+    Vc = V - mid
     preds = np.full((len(cands), n, k), np.nan)
     n_empty = np.zeros(len(cands), dtype=np.intp)
     empties = np.zeros((len(cands), n), dtype=bool)
@@ -161,25 +181,28 @@ def cv_predictions(
                 Xq, Xt, Vt = X[test], X[train], V[train]
                 wt = None if w is None else w[train]
                 rows = test
-            results = parallel_kernel_sums(
+            loo = {} if train is not None else {"exclude_self": True}
+            results = grid_sums(
+                algorithm,
+                accepted,
                 Xq,
                 Xt,
-                Vt,
+                Vc if train is None else Vc[train],
                 heads,
                 n_jobs=n_jobs,
                 metric=metric,
                 metric_params=metric_params,
                 scale=scale,
                 sample_weight=wt,
-                exclude_self=train is None,
-                self_weight=kept,
+                self_weight=kept if train is None else None,
                 tile_elements=tile_elements,
+                **loo,
             )
             fallbacks = {}
             for (i, head), (S, den, _) in zip(members, results, strict=True):
                 empty = ~(den != 0)
                 with np.errstate(invalid="ignore", divide="ignore"):
-                    out = S / den[:, None]
+                    out = S / den[:, None] + mid
                 if empty.any():
                     # Unbounded support: only overflow empties a window; use the
                     # limit of a vanishing bandwidth, the nearest points.
@@ -449,11 +472,6 @@ def _check_bandwidth_grid(bandwidths, n_features):
     return grid
 
 
-#: The ``algorithm`` values of the CV estimators of Nadaraya--Watson (their
-#: passes need exact sums: no tolerance).
-CV_ALGORITHMS = algorithms(tolerance=False)
-
-
 def cv_parameter_constraints(base_constraints, kernel_names, algorithm_names):
     """Constraints of a ``*CV`` estimator from those of its plain estimator."""
     return {
@@ -561,6 +579,8 @@ class CVSelectionMixin:
                 tile_elements=default_tile_elements(),
                 n_jobs=self.n_jobs,
                 unit=unit,
+                algorithm=self.algorithm,
+                accepted=self._algorithms,
             )
             if finish is not None:
                 preds = finish(preds, cands, empties)

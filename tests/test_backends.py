@@ -21,6 +21,7 @@ from sknw._sums import (
     AUTO_MIN_SAMPLES,
     BACKENDS,
     DENSE,
+    Backend,
     FitRequest,
     Head,
     _fgt,
@@ -323,59 +324,98 @@ def test_several_heads_through_backend_sums(name, kernel_name, d, case):
         assert_matches(DENSE if dense else name, sums, ref, V, w, kernel)
 
 
-@pytest.mark.parametrize("case", ["unweighted", "zero_weights"])
-@pytest.mark.parametrize(("name", "kernel_name", "d"), ELIGIBLE)
-def test_leave_one_out_through_backend_sums(name, kernel_name, d, case):
-    X, _, V, w = make_data(d, case, seed=30 + d, n=200)
-    kernel = get_kernel(kernel_name)
-    head = Head(kernel, BANDWIDTH[d])
-    index = BACKENDS[name].fit(fit_request(name, X, V, w, head))
-    (got,) = backend_sums(
-        name, index, X, X, V, [head], exclude_self=True, **sum_params(w)
-    )
-    ref = brute_force(kernel, head.divisor, X, X, V, w, exclude_self=True)
-    assert_matches(DENSE, got, ref, V, w, kernel)
-
-
-@pytest.mark.parametrize("kernel_name", KERNEL_NAMES)
-def test_leave_one_out_keeping_part_of_each_weight(kernel_name):
-    # Frequency weights: leaving one unit of a point out keeps w_i - 1 of it.
-    X, _, V, w = make_data(1, "weighted", seed=40, n=150)
-    w = np.round(w) + 1.0
-    kernel = get_kernel(kernel_name)
-    head = Head(kernel, BANDWIDTH[1])
-    (got,) = backend_sums(
-        DENSE, None, X, X, V, [head], exclude_self=True, self_weight=w - 1.0,
-        **sum_params(w),
-    )  # fmt: skip
-    S, den, absS, absden = brute_force(kernel, head.divisor, X, X, V, w, None, True)
-    own = np.asarray(kernel(np.zeros(X.shape[0])), dtype=np.float64) * (w - 1.0)
-    ref = (
+def brute_force_loo(kernel, h, X, V, w, kept=None):
+    """:func:`brute_force` leaving each point out of its own sums, or keeping
+    ``kept`` of its weight there (frequency weights)."""
+    S, den, absS, absden = brute_force(kernel, h, X, X, V, w, exclude_self=True)
+    if kept is None:
+        return S, den, absS, absden
+    own = np.asarray(kernel(np.zeros(X.shape[0])), dtype=np.float64) * kept
+    return (
         S + own[:, None] * V,
         den + own,
         absS + np.abs(own)[:, None] * np.abs(V),
         absden + np.abs(own),
     )
-    assert_matches(DENSE, got, ref, V, w, kernel)
 
 
-@pytest.mark.parametrize(
-    ("name", "kernel_name"),
-    [(n, k) for n, k in ONE_FEATURE if not BACKENDS[n].leave_one_out],
-)
-def test_backend_without_leave_one_out_refuses_it(name, kernel_name):
-    X, _, V, w = make_data(1, "weighted", seed=50, n=100)
-    head = Head(get_kernel(kernel_name), BANDWIDTH[1])
-    backend = BACKENDS[name]
-    index = backend.fit(fit_request(name, X, V, w, head))
-    with pytest.raises(ValueError, match=repr(name)):
-        backend.sums(index, X, X, V, [head], exclude_self=True, **sum_params(w))
+#: Bandwidths of the leave-one-out tests, in units of BANDWIDTH: the bulk of
+#: the data, and windows so small that each point's own term dominates.
+LOO_FACTORS = (1.0, 0.05)
 
 
-def test_some_backend_other_than_dense_exists_without_leave_one_out():
-    # The refusal test above covers something.
-    assert any(not b.leave_one_out for b in BACKENDS.values())
-    assert BACKENDS[DENSE].leave_one_out
+@pytest.mark.parametrize("factor", LOO_FACTORS)
+@pytest.mark.parametrize("case", ["unweighted", "zero_weights", "two_columns"])
+@pytest.mark.parametrize(("name", "kernel_name", "d"), ELIGIBLE)
+def test_leave_one_out_through_backend_sums(name, kernel_name, d, case, factor):
+    # Every backend leaves each point out of its own sums, within its own
+    # tolerance relative to what remains (however small).
+    X, _, V, w = make_data(d, case, seed=30 + d, n=200)
+    kernel = get_kernel(kernel_name)
+    head = Head(kernel, factor * BANDWIDTH[d])
+    index = BACKENDS[name].fit(fit_request(name, X, V, w, head))
+    assert BACKENDS[name].serves(index, V, [head], w)
+    (got,) = backend_sums(
+        name, index, X, X, V, [head], exclude_self=True, **sum_params(w)
+    )
+    ref = brute_force_loo(kernel, head.divisor, X, V, w)
+    assert_matches(name, got, ref, V, w, kernel)
+
+
+@pytest.mark.parametrize("factor", LOO_FACTORS)
+@pytest.mark.parametrize(("name", "kernel_name", "d"), ELIGIBLE)
+def test_leave_one_out_keeping_part_of_each_weight(name, kernel_name, d, factor):
+    # Frequency weights: leaving one unit of a point out keeps w_i - 1 of it
+    # (none of a weight of at most one).
+    X, _, V, w = make_data(d, "weighted", seed=40, n=150)
+    w = np.round(w)
+    kept = np.maximum(w - 1.0, 0.0)
+    kernel = get_kernel(kernel_name)
+    head = Head(kernel, factor * BANDWIDTH[d])
+    index = BACKENDS[name].fit(fit_request(name, X, V, w, head))
+    (got,) = backend_sums(
+        name, index, X, X, V, [head], exclude_self=True, self_weight=kept,
+        **sum_params(w),
+    )  # fmt: skip
+    ref = brute_force_loo(kernel, head.divisor, X, V, w, kept)
+    assert_matches(name, got, ref, V, w, kernel)
+
+
+@pytest.mark.parametrize(("name", "kernel_name", "d"), ELIGIBLE)
+def test_leave_one_out_of_a_subset_in_any_order(name, kernel_name, d):
+    # Queries that are some training points, shuffled (self_index), and
+    # batches of them (self_offset): each is left out of its own sums.
+    X, _, V, w = make_data(d, "weighted", seed=45, n=200)
+    kernel = get_kernel(kernel_name)
+    head = Head(kernel, 0.3 * BANDWIDTH[d])
+    index = BACKENDS[name].fit(fit_request(name, X, V, w, head))
+    rows = np.random.default_rng(0).permutation(200)[:70]
+    ref = brute_force_loo(kernel, head.divisor, X, V, w)
+    ref = tuple(r[rows] for r in ref)
+    (got,) = backend_sums(
+        name, index, X[rows], X, V, [head], exclude_self=True, self_index=rows,
+        **sum_params(w),
+    )  # fmt: skip
+    assert_matches(name, got, ref, V, w, kernel)
+    (got,) = backend_sums(
+        name, index, X[50:120], X, V, [head], exclude_self=True, self_offset=50,
+        **sum_params(w),
+    )  # fmt: skip
+    ref = tuple(r[50:120] for r in brute_force_loo(kernel, head.divisor, X, V, w))
+    assert_matches(name, got, ref, V, w, kernel)
+
+
+def test_every_backend_leaves_points_out():
+    assert all(b.leave_one_out for b in BACKENDS.values())
+
+
+def test_backend_without_leave_one_out_refuses_it():
+    class NoLeaveOneOut(Backend):
+        name = "none"
+
+    with pytest.raises(ValueError, match="'none' backend cannot leave points"):
+        NoLeaveOneOut().check_params({"exclude_self": True})
+    NoLeaveOneOut().check_params({"exclude_self": False})
 
 
 @pytest.mark.parametrize(("name", "kernel_name", "d"), INELIGIBLE)

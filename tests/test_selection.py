@@ -722,3 +722,137 @@ def test_kfold_scores_do_not_depend_on_the_scale_of_the_weights(make):
     for exponent in (-1018, -500, 500, 1020):
         scaled = np.ldexp(w, exponent)
         np.testing.assert_array_equal(_scores(make, X, y, scaled, 3), reference)
+
+
+# Leave-one-out and K-fold on the fast backends: the grid's candidates are
+# each scored by the backend "auto" picks for them (from AUTO_MIN_SAMPLES
+# training points), against the definitions.
+
+#: One-feature kernels with a fast backend, and that backend.
+FAST_KERNELS = {
+    "gaussian": "fgt",
+    "epanechnikov": "sorted",
+    "boxcar": "sorted",
+    "triangular": "sorted",
+    "quartic": "sorted",
+    "triweight": "sorted",
+    "tricube": "sorted",
+    "cosine": "tree",
+}
+
+
+def _fast_data(n=800, seed=3):
+    """Points on [0, 1] with a far cluster, targets offset far from zero
+    (their spread is 2), integer frequency weights."""
+    rng = np.random.default_rng(seed)
+    x = np.r_[rng.uniform(0.0, 1.0, n - 20), rng.uniform(3.0, 3.05, 20)]
+    X = x[:, None]
+    y = 1e4 + np.sin(6 * x) + rng.normal(0.0, 0.3, n)
+    w = rng.integers(1, 4, n).astype(float)
+    return X, y, w
+
+
+def _nw_reference(kernel, h, Xq, Xt, yt, wt, own=None):
+    """Nadaraya--Watson estimates from the definition; ``own`` (the training
+    index of each query) leaves one unit of its weight out; empty windows
+    take the weighted average of the nearest points that keep a weight."""
+    from scipy.spatial.distance import cdist
+
+    D = cdist(Xq, Xt)
+    W = np.broadcast_to(wt, D.shape).copy()
+    if own is not None:
+        W[np.arange(len(own)), own] -= 1.0
+    # In the log domain, shifted by each row's largest log weight (the ratio
+    # does not change), so that far queries do not underflow.
+    with np.errstate(divide="ignore"):
+        L = np.where(W > 0, np.asarray(kernel.log_value(D / h)), -np.inf)
+    top = L.max(axis=1, keepdims=True)
+    K = np.exp(L - np.where(np.isfinite(top), top, 0.0)) * W
+    den = K.sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        est = K @ yt / den
+    for i in np.flatnonzero(den == 0):
+        dist = np.where(W[i] > 0, D[i], np.inf)
+        near = dist == dist.min()
+        est[i] = np.average(yt[near], weights=W[i][near])
+    return est
+
+
+@pytest.mark.parametrize("cv", [None, 3])
+@pytest.mark.parametrize("kernel_name", sorted(FAST_KERNELS))
+def test_cv_scores_on_the_fast_backends_equal_the_definitions(
+    monkeypatch, kernel_name, cv
+):
+    from sknw._sums import BACKENDS
+
+    X, y, w = _fast_data()
+    # From windows so small that each point's own term dominates its sums
+    # (or is all of them) to wide ones.
+    bandwidths = [0.0004, 0.0015, 0.01, 0.08]
+    used = []
+    backend = type(BACKENDS[FAST_KERNELS[kernel_name]])
+    original = backend.sums
+
+    def spy(self, index, Q, *args, **kwargs):
+        used.append(Q.shape[0])
+        return original(self, index, Q, *args, **kwargs)
+
+    monkeypatch.setattr(backend, "sums", spy)
+    est = NadarayaWatsonRegressorCV(
+        kernels=[kernel_name], bandwidths=bandwidths, cv=cv
+    ).fit(X, y, sample_weight=w)
+    n_splits = 1 if cv is None else cv
+    # Every candidate by the fast backend (the tree: those of small windows).
+    fast = len(bandwidths) - (FAST_KERNELS[kernel_name] == "tree")
+    assert len(used) == n_splits * fast
+    kernel = est.kernel_
+    splits = [(None, None)] if cv is None else KFold(cv).split(X)
+    scores = np.zeros((len(bandwidths), n_splits))
+    for f, (train, test) in enumerate(splits):
+        for b, h in enumerate(bandwidths):
+            if train is None:
+                own = np.arange(X.shape[0])
+                pred = _nw_reference(kernel, h, X, X, y, w, own)
+                test = slice(None)
+            else:
+                pred = _nw_reference(kernel, h, X[test], X[train], y[train], w[train])
+            err = (y[test] - pred) ** 2
+            scores[b, f] = -np.average(err, weights=w[test])
+    np.testing.assert_allclose(
+        est.cv_results_["mean_test_score"], scores.mean(axis=1), rtol=1e-10
+    )
+
+
+@pytest.mark.parametrize("cv", [None, 3])
+@pytest.mark.parametrize("kernel_name", ["gaussian", "epanechnikov", "cosine"])
+def test_classifier_cv_on_the_fast_backends_equals_the_dense_one(kernel_name, cv):
+    X, y, w = _fast_data(seed=4)
+    labels = (np.sin(9 * X[:, 0]) + 0.3 * (y - 1e4) > 0).astype(int)
+    grid = [0.0004, 0.002, 0.01, 0.08]
+    scores = [
+        NadarayaWatsonClassifierCV(
+            kernels=[kernel_name], bandwidths=grid, cv=cv, algorithm=algorithm
+        )
+        .fit(X, labels, sample_weight=w)
+        .cv_results_["mean_test_score"]
+        for algorithm in ("auto", "brute")
+    ]
+    np.testing.assert_allclose(scores[0], scores[1], rtol=1e-10)
+
+
+@pytest.mark.parametrize("cv", [None, 3])
+def test_local_linear_cv_on_the_tree_equals_the_dense_one(cv):
+    X, y, w = _fast_data(seed=5)
+    X = np.column_stack([X[:, 0], np.random.default_rng(5).uniform(0, 1, len(y))])
+    grid = [0.05, 0.1, 0.3]
+    fits = [
+        LocalLinearRegressorCV(
+            kernels=["epanechnikov"], bandwidths=grid, cv=cv, algorithm=algorithm
+        ).fit(X, y, sample_weight=w)
+        for algorithm in ("tree", "brute")
+    ]
+    np.testing.assert_allclose(
+        fits[0].cv_results_["mean_test_score"],
+        fits[1].cv_results_["mean_test_score"],
+        rtol=1e-9,
+    )

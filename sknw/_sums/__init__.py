@@ -75,6 +75,7 @@ from ._dispatcher import (
     backend_sums,
     check,
     choose,
+    grid_sums,
     why_not,
 )
 from ._nearest import (
@@ -102,6 +103,7 @@ __all__ = [
     "default_tile_elements",
     "empty_window_estimates",
     "exact_rows",
+    "grid_sums",
     "kernel_sums",
     "line_offsets",
     "line_origin",

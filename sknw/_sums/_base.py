@@ -341,46 +341,78 @@ class _Accumulator:
 
 
 class SelfExclusion:
-    """Leave-one-out sums: query ``i`` is training point ``i + offset``.
+    """Leave-one-out sums: query ``i`` is training point ``index[i]`` (or, with
+    no ``index``, ``i + offset``).
 
     Each point's own term is left out of its sums or, with frequency weights,
     scaled by ``keep_ratio`` (the share of its weight it keeps: leaving out one
     unit of a weight-3 point keeps 2/3; 0 leaves it out entirely).
     """
 
-    def __init__(self, keep_ratio=None, offset=0):
+    def __init__(self, keep_ratio=None, offset=0, index=None):
         self.keep_ratio = keep_ratio
         self.offset = offset
+        self.index = None if index is None else np.asarray(index, dtype=np.intp)
 
     @classmethod
-    def make(cls, exclude_self, self_weight, w, n, offset=0):
+    def make(cls, exclude_self, self_weight, w, n, offset=0, index=None):
         """The exclusion of :func:`~sknw._sums.kernel_sums`'s arguments, or
         None without ``exclude_self``."""
         if not exclude_self:
             return None
-        keep_ratio = None
-        if self_weight is not None:
-            with np.errstate(invalid="ignore", divide="ignore"):
-                base = np.ones(n) if w is None else w
-                keep_ratio = np.where(base > 0, self_weight / base, 0.0)
-        return cls(keep_ratio, offset)
+        return cls(keep_ratios(self_weight, w, n), offset, index)
 
-    def _diagonal(self, q0, q1, x0, x1):
-        """Training indices whose own term lies in the tile."""
-        return np.arange(max(q0 + self.offset, x0), min(q1 + self.offset, x1))
+    def _pairs(self, q0, q1, x0, x1):
+        """(query rows, training indices) of the own terms in the tile."""
+        if self.index is None:
+            diag = np.arange(max(q0 + self.offset, x0), min(q1 + self.offset, x1))
+            return diag - self.offset, diag
+        own = self.index[q0:q1]
+        rows = np.flatnonzero((own >= x0) & (own < x1))
+        return rows + q0, own[rows]
 
     def masked(self, q0, q1, x0, x1):
         """(rows, columns) in the tile of the terms left out entirely."""
-        diag = self._diagonal(q0, q1, x0, x1)
+        rows, diag = self._pairs(q0, q1, x0, x1)
         if self.keep_ratio is not None:
-            diag = diag[self.keep_ratio[diag] == 0]
-        return diag - self.offset - q0, diag - x0
+            out = self.keep_ratio[diag] == 0
+            rows, diag = rows[out], diag[out]
+        return rows - q0, diag - x0
 
     def adjust(self, E, q0, q1, x0, x1):
         """Scale each point's own term by the fraction of weight it keeps."""
         if self.keep_ratio is not None:
-            diag = self._diagonal(q0, q1, x0, x1)
-            E[diag - self.offset - q0, diag - x0] *= self.keep_ratio[diag]
+            rows, diag = self._pairs(q0, q1, x0, x1)
+            E[rows - q0, diag - x0] *= self.keep_ratio[diag]
+
+
+def keep_ratios(self_weight, w, n):
+    """The share of its weight each point keeps in its own sums (None: it
+    keeps none)."""
+    if self_weight is None:
+        return None
+    with np.errstate(invalid="ignore", divide="ignore"):
+        base = np.ones(n) if w is None else w
+        return np.where(base > 0, self_weight / base, 0.0)
+
+
+def own_rows(m, exclude_self=False, self_offset=0, self_index=None, **unused):
+    """The training index of each of ``m`` queries that are training points
+    (leave-one-out sums), or None without ``exclude_self``."""
+    if not exclude_self:
+        return None
+    if self_index is not None:
+        return np.asarray(self_index, dtype=np.intp)
+    return self_offset + np.arange(m)
+
+
+def removed_weight(own, sample_weight=None, self_weight=None, **unused):
+    """The weight leaving out takes from each query's own term: all of its
+    weight, or its weight less ``self_weight`` (frequency weights)."""
+    w = np.ones(own.size) if sample_weight is None else sample_weight[own]
+    if self_weight is None:
+        return np.asarray(w, dtype=np.float64)
+    return w - self_weight[own]
 
 
 def tile_masks(zero, x0, x1, q0, q1, exclusion=None):

@@ -36,7 +36,7 @@ import math
 import numpy as np
 from scipy import fft as sp_fft
 
-from ._base import Backend, _scaled_rows
+from ._base import Backend, _scaled_rows, own_rows, removed_weight
 from ._dense import exact_rows
 from ._fgt import gaussian_why_not
 from ._traits import gaussian_sigma
@@ -122,14 +122,17 @@ def binned_kernel_sums(
     metric="euclidean",
     metric_params=None,
     tile_elements=None,
-    **unused,
+    **params,
 ):
     """:func:`~sknw._sums.kernel_sums` for a Gaussian in 1-D, binned.
 
     Each query's ratio ``S / den`` is within ``tol`` times the range of each
     column of ``V`` of the exact one; queries where the bound of the module
     docstring cannot promise it are summed exactly. Binned rows are unshifted
-    (``M = 0``).
+    (``M = 0``). With ``exclude_self`` (leave-one-out, see
+    :func:`~sknw._sums.kernel_sums`), each query's own term (``K(0) = 1``
+    times the weight it leaves out) is subtracted and the bound is taken
+    relative to the weight that remains.
     """
     (head,) = heads
     m, k = Q.shape[0], V.shape[1]
@@ -154,8 +157,14 @@ def binned_kernel_sums(
     S = np.zeros((m, k))
     den = np.zeros(m)
     bound = np.full(m, np.inf)
+    own = own_rows(m, **params)
     if inside.any():
         at = _interpolate(np.column_stack([sums, wide]), pos[inside])
+        if own is not None:
+            mine = own[inside]
+            removed = removed_weight(mine, sample_weight, params.get("self_weight"))
+            at[:, :k] -= removed[:, None] * (V[mine] - mid)
+            at[:, k] -= removed
         den_in, wide_in = at[:, k], at[:, k + 1]
         total = float(w.sum())
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -170,7 +179,7 @@ def binned_kernel_sums(
     exact_rows(
         (S, den, M), ~(bound <= tol), Q, X, V, heads,
         metric=metric, metric_params=metric_params, scale=scale,
-        sample_weight=sample_weight,
+        sample_weight=sample_weight, **params,
         **({} if tile_elements is None else {"tile_elements": tile_elements}),
     )  # fmt: skip
     return [(S, den, M)]
@@ -183,6 +192,7 @@ class BinnedBackend(Backend):
     name = "binned"
     auto = False
     tolerance = True
+    leave_one_out = True
 
     def why_not(self, kernel, metric, metric_params, n_features):
         return gaussian_why_not(self.name, kernel, metric, metric_params, n_features)

@@ -22,6 +22,7 @@ from ._base import (
     _tile_shape,
     _weighted_values,
     nan_rows,
+    own_rows,
     pairwise_distances,
     tile_masks,
 )
@@ -75,6 +76,7 @@ def kernel_sums(
     exclude_self=False,
     self_weight=None,
     self_offset=0,
+    self_index=None,
     tile_elements=TILE_ELEMENTS,
     strategy="auto",
 ):
@@ -106,6 +108,9 @@ def kernel_sums(
     self_offset : int
         With ``exclude_self``, query ``i`` is training point ``i +
         self_offset`` (a batch of the training points).
+    self_index : ndarray of shape (m,) or None
+        With ``exclude_self``, the training index of each query (any subset of
+        the training points, in any order); overrides ``self_offset``.
     tile_elements : int
         Number of elements in one (query x train) tile.
     strategy : {"auto", "tiled", "cdist"}
@@ -148,7 +153,7 @@ def kernel_sums(
             )
         ]  # fmt: skip
     exclusion = SelfExclusion.make(
-        exclude_self, self_weight, w, X.shape[0], self_offset
+        exclude_self, self_weight, w, X.shape[0], self_offset, self_index
     )
     return _tiled_sums(Q, X, *args, exclusion, tile_elements)
 
@@ -323,6 +328,9 @@ def exact_rows(sums, rows, Q, X, V, heads, **params):
     the approximate and expansion paths, which compute in float64 too)."""
     if not rows.any():
         return
+    own = own_rows(rows.size, **params)
+    if own is not None:  # leave-one-out: the queries' own training rows
+        params = {**params, "self_index": own[rows], "self_offset": 0}
     try:
         ((S, den, M),) = kernel_sums(
             np.asarray(Q[rows], dtype=np.float64), X, V, heads, **params

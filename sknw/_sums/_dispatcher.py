@@ -64,7 +64,9 @@ class FitRequest:
     ``(V, w)`` the estimator averages, called only by a backend whose index
     holds them; ``tolerance`` the estimator's tolerance of approximate
     backends (None: it has none); ``auto``: chosen by ``"auto"``, so an index
-    that would not pay is not built (:meth:`Backend.fit` returns None).
+    that would not pay is not built (:meth:`Backend.fit` returns None);
+    ``grid``: one head of a grid summed by :func:`grid_sums`, whose dense
+    alternative is a pass over every pair (no pruned path of a single head).
     """
 
     X: np.ndarray
@@ -77,6 +79,7 @@ class FitRequest:
     tolerance: object = None
     tile_elements: int = TILE_ELEMENTS
     auto: bool = False
+    grid: bool = False
 
     @property
     def large(self):
@@ -141,3 +144,38 @@ def backend_sums(name, index, Q, X, V, heads, *, n_jobs=None, **params):
         raise nan_rows(
             Q, X, params["metric"], params.get("metric_params"), params.get("scale")
         ) from None
+
+
+def grid_sums(algorithm, accepted, Q, X, V, heads, *, n_jobs=None, **params):
+    """The sums of several heads (a grid of kernels and bandwidths), each by
+    the backend :func:`choose` picks for it, with an index built for these
+    training points and values; the heads left to the dense backend share
+    one pass over the distances. ``params`` are those of
+    :func:`backend_sums` (with ``exclude_self`` for leave-one-out)."""
+    out = [None] * len(heads)
+    request = FitRequest(
+        X=X,
+        sample_weight=params.get("sample_weight"),
+        values=lambda: (V, params.get("sample_weight")),
+        head=None,
+        scale=params.get("scale"),
+        metric=params["metric"],
+        metric_params=params.get("metric_params"),
+        tile_elements=params.get("tile_elements", TILE_ELEMENTS),
+        grid=True,
+    )
+    dense = []
+    for h, head in enumerate(heads):
+        name, index = choose(algorithm, accepted, replace(request, head=head))
+        if name == DENSE:
+            dense.append(h)
+        else:
+            out[h] = backend_sums(
+                name, index, Q, X, V, [head], n_jobs=n_jobs, **params
+            )[0]
+    if dense:
+        shared = [heads[h] for h in dense]
+        got = backend_sums(DENSE, None, Q, X, V, shared, n_jobs=n_jobs, **params)
+        for h, sums in zip(dense, got, strict=True):
+            out[h] = sums
+    return out

@@ -58,6 +58,8 @@ from ._base import (
     _weighted_values,
     line_offsets,
     line_origin,
+    own_rows,
+    removed_weight,
     unit_blocks,
     values_key,
 )
@@ -247,7 +249,7 @@ def fgt_kernel_sums(
     metric="euclidean",
     metric_params=None,
     tile_elements=TILE_ELEMENTS,
-    **unused,
+    **params,
 ):
     """:func:`~sknw._sums.kernel_sums` for a Gaussian in 1-D, from a
     :class:`GaussIndex` of the same training points and values.
@@ -255,18 +257,31 @@ def fgt_kernel_sums(
     Each query's sums are within :data:`TOLERANCE` (relative) of the exact ones;
     queries where the bound of the module docstring cannot promise it are
     summed exactly. Sums from the expansion are unshifted (``M = 0``).
+
+    With ``exclude_self`` (leave-one-out, see
+    :func:`~sknw._sums.kernel_sums`), each query's own term (``K(0) = 1``
+    times the weight it leaves out) is subtracted, and the bound, with the
+    rounding of the subtraction, is checked against the weight that remains:
+    a query whose own term dominates its sums is summed exactly, without it.
     """
     m, k = Q.shape[0], V.shape[1]
     S = np.zeros((m, k))
     den = np.zeros(m)
     M = np.zeros(m)
     exact = np.ones(m, dtype=bool)
+    own = own_rows(m, **params)
     if index.built and m:
         with np.errstate(over="ignore", invalid="ignore"):
             s = line_offsets(Q, index.origin, scale) / index.sigma
         finite = np.isfinite(s)
         order = np.flatnonzero(finite)[np.argsort(s[finite])]
         acc, bound = index.sums(s[order], tile_elements)
+        if own is not None:
+            mine = own[order]
+            removed = removed_weight(mine, sample_weight, params.get("self_weight"))
+            bound += 2 * _EPS64 * np.abs(acc[:, k])
+            acc[:, :k] -= removed[:, None] * V[mine]
+            acc[:, k] -= removed
         ok = bound <= TOLERANCE * acc[:, k]
         rows = order[ok]
         S[rows], den[rows] = acc[ok, :k], acc[ok, k]
@@ -274,7 +289,7 @@ def fgt_kernel_sums(
     exact_rows(
         (S, den, M), exact, Q, X, V, heads,
         metric=metric, metric_params=metric_params, scale=scale,
-        sample_weight=sample_weight, tile_elements=tile_elements,
+        sample_weight=sample_weight, tile_elements=tile_elements, **params,
     )  # fmt: skip
     return [(S, den, M)]
 
@@ -299,6 +314,7 @@ class FGTBackend(Backend):
 
     name = "fgt"
     fixed_values = True
+    leave_one_out = True
 
     def why_not(self, kernel, metric, metric_params, n_features):
         return gaussian_why_not(self.name, kernel, metric, metric_params, n_features)
@@ -314,8 +330,12 @@ class FGTBackend(Backend):
             request.head,
             request.scale,
             request.tile_elements,
-            # "auto" computes the moments only where they pay.
-            min_points_per_box=MIN_POINTS_PER_BOX if request.auto else 0,
+            # "auto" computes the moments only where they pay: against the
+            # pruned line path of a single head, from a few points per box;
+            # against a pass over every pair (a grid), always.
+            min_points_per_box=(
+                MIN_POINTS_PER_BOX if request.auto and not request.grid else 0
+            ),
         )
         if request.auto and not index.built:
             return None

@@ -23,7 +23,7 @@ def parallel_kernel_sums(Q, X, V, heads, *, n_jobs=None, sums=None, **params):
     thread, serially too (:func:`one_blas_thread`). ``n_jobs=None`` or 1, or
     too few queries, runs :func:`kernel_sums` directly. With
     ``exclude_self`` (``Q`` is ``X``), each batch knows its queries' own rows
-    from its ``self_offset``.
+    from its ``self_offset`` (or its part of ``self_index``).
     """
     if sums is None:
         from ._dense import kernel_sums as sums
@@ -36,13 +36,17 @@ def parallel_kernel_sums(Q, X, V, heads, *, n_jobs=None, sums=None, **params):
     bounds = np.linspace(0, m, n_batches + 1).astype(np.intp)
     offset = params.get("self_offset", 0)
 
-    def batch_params(a):
+    index = params.get("self_index")
+
+    def batch_params(a, b):
         if not params.get("exclude_self"):
             return params
+        if index is not None:
+            return {**params, "self_index": index[a:b]}
         return {**params, "self_offset": offset + int(a)}
 
     parts = Parallel(n_jobs=n_jobs, prefer="threads")(
-        delayed(_batch_sums)(sums, Q[a:b], X, V, heads, batch_params(a), int(a))
+        delayed(_batch_sums)(sums, Q[a:b], X, V, heads, batch_params(a, b), int(a))
         for a, b in zip(bounds[:-1], bounds[1:], strict=True)
     )
     return [

@@ -9,8 +9,11 @@ from ._base import (
     Backend,
     _tile_shape,
     _weighted_values,
+    keep_ratios,
     line_offsets,
     line_origin,
+    own_rows,
+    removed_weight,
     unit_blocks,
     values_key,
 )
@@ -110,6 +113,9 @@ class SortedIndex:
         x = line_offsets(X, self.origin, scale)
         order, self.t, starts, block_centre, s = unit_blocks(x / bandwidth)
         self.x = x[order]
+        # The sorted position of each training point (its own term's).
+        self.rank = np.empty(order.size, dtype=np.intp)
+        self.rank[order] = np.arange(order.size)
         self.bandwidth = float(bandwidth)
         self.reach = float(kernel.support) * self.bandwidth
         self.kernel = kernel
@@ -199,10 +205,11 @@ class SortedIndex:
         )
         return lo, hi
 
-    def exact_sums(self, tq, budget=TILE_ELEMENTS, xq=None):
+    def exact_sums(self, tq, budget=TILE_ELEMENTS, xq=None, own=None, keep=None):
         """Kernel sums ``[S, den]`` at queries ``tq`` (offsets ``xq``), term by
         term over each window's points (the kernel object evaluated at each
-        offset)."""
+        offset). With ``own`` (the training index of each query), each
+        query's own term is scaled by its ``keep`` ratio (None: left out)."""
         lo, hi = self._windows(tq, xq)
         size = np.maximum(hi - lo, 0)
         out = np.zeros((tq.size, self.Vx.shape[1]))
@@ -222,16 +229,22 @@ class SortedIndex:
                 if self.open:  # inside the window, whatever the rounding of u
                     u = np.minimum(u, np.nextafter(1.0, 0.0))
                 terms = self.kernel(u)[:, None] * self.Vx[idx]
+                if own is not None:
+                    query = np.repeat(rows, counts)
+                    mine = idx == self.rank[own[query]]
+                    ratio = 0.0 if keep is None else keep[own[query[mine]]]
+                    terms[mine] *= np.reshape(ratio, (-1, 1))
                 nonzero = counts > 0
                 out[rows[nonzero]] = np.add.reduceat(terms, first[nonzero], axis=0)
             a = b
         return out
 
     def sums(self, tq, xq=None):
-        """Kernel-weighted sums ``[S, den]``, counts and error bounds at
-        queries ``tq`` (offsets ``xq``; sums by the moment expansion; the
-        bound, on the error of the weight sums and, times the largest |value|,
-        of the others, is from the magnitudes of the expansion's terms)."""
+        """Kernel-weighted sums ``[S, den]``, the number of points of positive
+        weight inside each window and error bounds at queries ``tq`` (offsets
+        ``xq``; sums by the moment expansion; the bound, on the error of the
+        weight sums and, times the largest |value|, of the others, is from the
+        magnitudes of the expansion's terms)."""
         lo, hi = self._windows(tq, xq)
         mid = np.clip(np.searchsorted(self.t, tq, side="right"), lo, hi)
         left, left_size = self._side(lo, mid, tq, True)
@@ -242,8 +255,8 @@ class SortedIndex:
         # are open already).
         inner_lo, inner_hi = (lo, hi) if self.open else self._windows(tq, xq, True)
         inner_hi = np.maximum(inner_hi, inner_lo)
-        nonempty = self.positive[inner_hi] > self.positive[inner_lo]
-        return left + right, nonempty, bound
+        inside = self.positive[inner_hi] - self.positive[inner_lo]
+        return left + right, inside, bound
 
 
 def _binom(n, k):
@@ -261,7 +274,7 @@ def sorted_kernel_sums(
     index,
     scale=None,
     tile_elements=TILE_ELEMENTS,
-    **unused,
+    **params,
 ):
     """:func:`kernel_sums` for a polynomial kernel in 1-D, from a sorted index.
 
@@ -273,11 +286,18 @@ def sorted_kernel_sums(
     window holds only points near its edge, more so for kernels of high degree.
     Queries whose bound on that rounding exceeds :data:`SORTED_TOLERANCE` of
     their weight sum are summed term by term over their window instead.
+
+    With ``exclude_self`` (leave-one-out: the queries are training points,
+    see :func:`kernel_sums`), each query's own term, ``K(0)`` times the
+    weight it leaves out, is subtracted from its sums, and the bound (with
+    the rounding of that subtraction) is checked against the weight that
+    remains: a query whose own term dominates its sums is summed term by term
+    without it.
     """
     (head,) = heads
     m, k = Q.shape[0], V.shape[1]
     acc = np.zeros((m, k + 1))
-    nonempty = np.zeros(m, dtype=bool)
+    inside = np.zeros(m, dtype=np.intp)
     bound = np.zeros(m)
     xq_all = line_offsets(Q, index.origin, scale)
     tq_all = xq_all / head.divisor
@@ -288,10 +308,24 @@ def sorted_kernel_sums(
     chunk = min(SORTED_CHUNK, _tile_shape(m, width, tile_elements, full_rows=True)[0])
     for q0 in range(0, m, chunk):
         rows = order[q0 : q0 + chunk]
-        acc[rows], nonempty[rows], bound[rows] = index.sums(tq_all[rows], xq_all[rows])
+        acc[rows], inside[rows], bound[rows] = index.sums(tq_all[rows], xq_all[rows])
+    own, keep = own_rows(m, **params), None
+    if own is not None:
+        w = params.get("sample_weight")
+        keep = keep_ratios(params.get("self_weight"), w, X.shape[0])
+        removed = removed_weight(own, w, params.get("self_weight"))
+        # The rounding of the subtraction, relative to the full weight sum.
+        bound += 2 * _EPS64 * np.abs(acc[:, k])
+        acc -= index.coef[0] * removed[:, None] * np.column_stack([V[own], np.ones(m)])
+        weighed = np.ones(m, dtype=bool) if w is None else w[own] > 0
+        inside -= weighed & ~(removed < (1.0 if w is None else w[own]))
+    nonempty = inside > 0
     redo = order[nonempty[order] & ~(bound[order] <= SORTED_TOLERANCE * acc[order, k])]
     if redo.size:
-        acc[redo] = index.exact_sums(tq_all[redo], tile_elements, xq_all[redo])
+        acc[redo] = index.exact_sums(
+            tq_all[redo], tile_elements, xq_all[redo],
+            own=None if own is None else own[redo], keep=keep,
+        )  # fmt: skip
     acc[~nonempty] = 0.0
     den = acc[:, k].copy()
     M = np.where(den != 0, 0.0, -np.inf)
@@ -306,6 +340,7 @@ class SortedBackend(Backend):
 
     name = "sorted"
     fixed_values = True
+    leave_one_out = True
 
     def why_not(self, kernel, metric, metric_params, n_features):
         if sorted_eligible(kernel, metric, metric_params, n_features):

@@ -2,7 +2,15 @@
 
 import numpy as np
 
-from ._base import TILE_ELEMENTS, Backend, _scaled_rows, _weighted_values, window_edge
+from ._base import (
+    TILE_ELEMENTS,
+    Backend,
+    _scaled_rows,
+    _weighted_values,
+    keep_ratios,
+    own_rows,
+    window_edge,
+)
 from ._parallel import parallel_kernel_sums
 from ._traits import is_compact, is_user, tree_p
 
@@ -42,7 +50,7 @@ def tree_kernel_sums(
     scale=None,
     sample_weight=None,
     tile_elements=TILE_ELEMENTS,
-    **unused,
+    **params,
 ):
     """:func:`kernel_sums` for a compact kernel, from the neighbours in a tree.
 
@@ -52,7 +60,10 @@ def tree_kernel_sums(
     recomputed here and the kernel decides. Compact kernels are bounded by
     ``K(0)`` and have no tail to underflow, so the sums are unshifted
     (``M = 0`` where the window has a positive weight, ``-inf`` where it is
-    empty), and equal those of :func:`kernel_sums` up to rounding.
+    empty), and equal those of :func:`kernel_sums` up to rounding. With
+    ``exclude_self`` (leave-one-out, see :func:`kernel_sums`), each query's
+    own pair is weighed by the share of its weight it keeps (none by
+    default).
     """
     (head,) = heads
     m, k = Q.shape[0], V.shape[1]
@@ -61,6 +72,8 @@ def tree_kernel_sums(
     Vx = _weighted_values(V, w, slice(None))
     radius = head.kernel.support * head.divisor * (1.0 + 1e-12)
     acc = np.zeros((m, k + 1))
+    own = own_rows(m, **params)
+    keep = keep_ratios(params.get("self_weight"), w, X.shape[0])
     # Queries per chunk: about tile_elements pairs, from the first chunk's size.
     chunk = max(1, min(m, 256))
     q0 = 0
@@ -95,6 +108,9 @@ def tree_kernel_sums(
                 f"Kernel {head.kernel!r} returned NaN or infinite values; a "
                 "kernel must return finite values."
             )
+        if own is not None:
+            mine = cols == own[q0 + rows]
+            weights[mine] *= 0.0 if keep is None else keep[cols[mine]]
         for c in range(k + 1):
             acc[q0:q1, c] = np.bincount(
                 rows, weights=weights * Vx[cols, c], minlength=q1 - q0
@@ -113,6 +129,7 @@ class TreeBackend(Backend):
     where windows hold less than :data:`TREE_MAX_FRACTION` of them."""
 
     name = "tree"
+    leave_one_out = True
 
     def why_not(self, kernel, metric, metric_params, n_features):
         if is_compact(kernel) and tree_p(metric, metric_params) is not None:
