@@ -199,6 +199,7 @@ def cv_predictions(
                 **loo,
             )
             fallbacks = {}
+            own = np.arange(n) if train is None else None
             for (i, head), (S, den, _) in zip(members, results, strict=True):
                 empty = ~(den != 0)
                 with np.errstate(invalid="ignore", divide="ignore"):
@@ -213,15 +214,26 @@ def cv_predictions(
                     else:
                         policy = "nearest"
                     if policy in ("nearest", "mean"):
+                        # The fallback of each query whose window is empty
+                        # under some candidate, computed once per split.
                         if policy not in fallbacks:
-                            fallbacks[policy] = empty_window_estimates(
-                                policy, Xq, Xt, Vt, wt, scale=scale,
+                            fallbacks[policy] = (
+                                np.zeros(empty.size, dtype=bool),
+                                np.empty((empty.size, k)),
+                            )
+                        have, values = fallbacks[policy]
+                        new = empty & ~have
+                        if new.any():
+                            values[new] = empty_window_estimates(
+                                policy, Xq[new], Xt, Vt, wt, scale=scale,
                                 metric=metric, metric_params=metric_params,
                                 tile_elements=tile_elements,
                                 exclude_self=train is None,
                                 self_weight=kept if train is None else None,
+                                self_index=None if own is None else own[new],
                             )  # fmt: skip
-                        out[empty] = fallbacks[policy][empty]
+                            have |= new
+                        out[empty] = values[empty]
                     else:
                         out[empty] = np.nan
                 preds[i][rows] = out

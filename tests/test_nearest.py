@@ -145,3 +145,37 @@ def test_nearest_mask_skips_zero_weights_and_keeps_distances():
     assert_array_equal(mask[5], [0, 0, 0.5, 0, 0, 0])
     assert np.all(mask[:, w == 0] == 0)
     assert np.all(mask.sum(axis=1) > 0)
+
+
+@pytest.mark.parametrize("policy", ["nearest", "mean"])
+@pytest.mark.parametrize("kept", [False, True])
+def test_empty_window_estimates_of_some_training_points_leave_them_out(policy, kept):
+    # Queries that are training points in any order (self_index) equal the
+    # same rows of the estimates of all of them (self-exclusion by position).
+    from sknw._sums import empty_window_estimates
+
+    rng = np.random.default_rng(7)
+    X = np.round(rng.uniform(0, 3, (60, 2)), 1)  # ties
+    V = rng.normal(size=(60, 2))
+    w = rng.integers(1, 4, 60).astype(float)
+    self_weight = w - 1.0 if kept else None
+    params = {"scale": None, "metric": "euclidean", "metric_params": None}
+    every = empty_window_estimates(
+        policy, X, X, V, w, exclude_self=True, self_weight=self_weight, **params
+    )
+    rows = rng.permutation(60)[:25]
+    some = empty_window_estimates(
+        policy, X[rows], X, V, w, exclude_self=True, self_weight=self_weight,
+        self_index=rows, **params,
+    )  # fmt: skip
+    assert_allclose(some, every[rows], rtol=1e-13, equal_nan=True)
+    # And the definition: the nearest other points (or all others), with the
+    # unit of weight left out.
+    D = cdist(X, X)
+    W = np.broadcast_to(w, D.shape).copy()
+    np.fill_diagonal(W, w - 1.0 if kept else 0.0)
+    D[W == 0] = np.inf
+    for i in rows[:5]:
+        near = D[i] == D[i].min() if policy == "nearest" else W[i] > 0
+        ref = np.average(V[near], axis=0, weights=W[i][near])
+        assert_allclose(some[list(rows).index(i)], ref, rtol=1e-12)

@@ -47,6 +47,7 @@ exactly by :func:`~sknw._sums.kernel_sums`. The moments' own summation
 rounds like the dense sums do.
 """
 
+import functools
 import math
 
 import numpy as np
@@ -197,12 +198,21 @@ class GaussIndex:
     def sums(self, s, tile_elements=TILE_ELEMENTS):
         """Sums ``[S, den]`` at sorted queries ``s`` (in standard deviations),
         and the bound of their error."""
+        out, bound = self.moment_sums(s, tile_elements, 0)
+        return out[:, 0], bound[:, 0]
+
+    def moment_sums(self, s, tile_elements=TILE_ELEMENTS, powers=0):
+        """Sums of ``K u**j [v, 1]`` for ``j = 0 .. powers`` at sorted queries
+        ``s``, ``u = t - s`` the offset of a point from the query (in standard
+        deviations): ``(m, powers + 1, k + 1)``, and the bounds of their
+        errors, per unit of the largest ``|v|`` (``(m, powers + 1)``)."""
         m, c = s.size, self.moments.shape[2]
-        out = np.zeros((m, c))
-        bound = np.full(m, SKIPPED * self.total_weight)
+        out = np.zeros((m, powers + 1, c))
+        skipped = SKIPPED * (REACH - RADIUS) ** np.arange(powers + 1)
+        bound = np.tile(skipped * self.total_weight, (m, 1))
         lo = np.searchsorted(self.centre, s - REACH, side="left")
         hi = np.searchsorted(self.centre, s + REACH, side="right")
-        budget = max(1, 2 * tile_elements // N_TERMS)
+        budget = max(1, 2 * tile_elements // (N_TERMS + powers))
         a = 0
         while a < m:
             step = max(1, budget // max(c, int(hi[a] - lo[a])))
@@ -211,30 +221,79 @@ class GaussIndex:
                 e = a + (e - a) // 2
             b0, b1 = int(lo[a]), int(hi[e - 1])
             if b1 > b0:
-                self._block(s[a:e], b0, b1, out[a:e], bound[a:e])
+                self._block(s[a:e], b0, b1, out[a:e], bound[a:e], powers)
             a = e
         return out, bound
 
-    def _block(self, s, b0, b1, out, bound):
+    def _block(self, s, b0, b1, out, bound, powers=0):
         d = s[:, None] - self.centre[None, b0:b1]
         dist = np.abs(d)
-        g = np.empty((N_TERMS,) + d.shape)
+        g = np.empty((N_TERMS + powers,) + d.shape)
         # Pairs beyond the reach stay out (their terms are in SKIPPED).
         quarter = np.exp(-0.25 * d * d)
         quarter[dist > REACH] = 0.0
         np.multiply(quarter, quarter, out=g[0])
         np.multiply(d, g[0], out=g[1])
         tmp = np.empty_like(d)
-        for k in range(1, N_TERMS - 1):
+        for k in range(1, N_TERMS + powers - 1):
             np.multiply(g[k - 1], k, out=tmp)
             np.multiply(d, g[k], out=g[k + 1])
             g[k + 1] -= tmp
-        out += np.matmul(g, self.moments[:, b0:b1, :]).sum(axis=0)
+        moments = self.moments[:, b0:b1, :]
+        out[:, 0] += np.matmul(g[:N_TERMS], moments).sum(axis=0)
         # Error bound: truncated terms plus rounding, per unit of box weight.
         envelope = np.exp(RADIUS * dist + 0.5 * RADIUS**2 - 0.5 * d * d)
         envelope[dist > REACH] = 0.0
         per_weight = TRUNCATION * quarter + ROUNDING * envelope
-        bound += per_weight @ self.box_weight[b0:b1]
+        bound[:, 0] += per_weight @ self.box_weight[b0:b1]
+        for j in range(1, powers + 1):
+            # (u - d)**j e^{-(u - d)**2 / 2}: Hermite functions of higher
+            # orders (module docstring), of the same moments.
+            terms = np.zeros((N_TERMS,) + d.shape)
+            for r, coef in _power_terms(j):
+                terms += coef * g[r : r + N_TERMS]
+            out[:, j] += np.matmul(terms, moments).sum(axis=0)
+            trunc, rounding = _power_bounds(j)
+            bound[:, j] += (
+                (trunc + ROUNDING * rounding) * quarter @ self.box_weight[b0:b1]
+            )
+
+
+def _power_terms(j):
+    """``(r, c)`` with ``(-y)**j e^{-y**2/2} = sum c He_r(y) e^{-y**2/2}``
+    in the orders ``r`` of the derivative: ``y**j = sum_m j! / (m! (j - 2m)!
+    2**m) He_{j - 2m}(y)``, each ``He_r e^{-y^2/2}`` of ``y = d - u`` times
+    ``(-1)**r`` a derivative in ``d``, so that the sum over a box's moments
+    ``A_k`` of ``He_{k + r}(d) e^{-d^2/2}`` gives the power's sum."""
+    return [
+        (
+            j - 2 * i,
+            (-1.0) ** j
+            * math.factorial(j)
+            / (math.factorial(i) * math.factorial(j - 2 * i) * 2.0**i),
+        )
+        for i in range(j // 2 + 1)
+    ]
+
+
+@functools.cache
+def _power_bounds(j, rho=RADIUS):
+    """Bounds, per unit weight and times ``e^{d^2/4}``, of the truncated
+    terms and of the magnitudes of the terms (the rounding's scale) of the
+    power ``j``: by Cramér's inequality, each ``|He_r(d)| e^{-d^2/2}`` is at
+    most ``CRAMER sqrt(r!) e^{-d^2/4}``."""
+
+    def size(k):
+        return sum(
+            abs(c) * math.sqrt(math.factorial(k + r)) for r, c in _power_terms(j)
+        )
+
+    def term(k):
+        return CRAMER * rho**k / math.factorial(k) * size(k)
+
+    truncated = sum(term(k) for k in range(N_TERMS, N_TERMS + 60))
+    total = sum(term(k) for k in range(N_TERMS + 60))
+    return truncated, total
 
 
 def fgt_kernel_sums(

@@ -9,6 +9,7 @@ from ._base import (
     _scaled_rows,
     _tile_shape,
     _weighted_values,
+    own_rows,
     pairwise_distances,
     power_of_two_scale,
     scale_of,
@@ -41,6 +42,7 @@ def nearest_sums(
     sample_weight=None,
     exclude_self=False,
     self_weight=None,
+    self_index=None,
     tile_elements=TILE_ELEMENTS,
 ):
     """Sums of ``w * V`` over the nearest training points of each query.
@@ -48,8 +50,9 @@ def nearest_sums(
     All training points at the minimum distance (ties) count, each with its
     sample weight; points of weight zero are never nearest. This is the limit of
     the Gaussian estimate as the bandwidth tends to zero. With
-    ``exclude_self=True`` (``Q`` is ``X``) each point's own row is left out, or
-    keeps weight ``self_weight[i]`` where that is positive (frequency weights).
+    ``exclude_self=True`` (``Q`` is ``X``, or its rows ``self_index``) each
+    point's own row is left out, or keeps weight ``self_weight[i]`` where that
+    is positive (frequency weights).
 
     Returns
     -------
@@ -62,6 +65,7 @@ def nearest_sums(
     w = np.ones(n) if sample_weight is None else _as_float64(sample_weight)
     acc = np.zeros((m, k + 1))
     best = np.full(m, np.inf)
+    own = own_rows(m, exclude_self, 0, self_index)
     bq, bn = _tile_shape(m, n, tile_elements)
     for x0 in range(0, n, bn):
         x1 = min(x0 + bn, n)
@@ -73,11 +77,12 @@ def nearest_sums(
             D = pairwise_distances(Qt, Xt, metric, metric_params, first_row=q0)
             if sample_weight is not None:
                 D[:, w[x0:x1] == 0] = np.inf
-            if exclude_self:
-                diag = np.arange(max(q0, x0), min(q1, x1))
+            if own is not None:
+                mine = own[q0:q1]
+                rows = np.flatnonzero((mine >= x0) & (mine < x1))
                 if self_weight is not None:
-                    diag = diag[self_weight[diag] <= 0]
-                D[diag - q0, diag - x0] = np.inf
+                    rows = rows[self_weight[mine[rows]] <= 0]
+                D[rows, mine[rows] - x0] = np.inf
             tmin = D.min(axis=1)
             b = best[q0:q1]
             closer = tmin < b
@@ -85,12 +90,13 @@ def nearest_sums(
             b[closer] = tmin[closer]
             ties = (D == b[:, None]) & np.isfinite(b)[:, None]
             acc[q0:q1] += ties.astype(np.float64) @ Vx
-    if exclude_self and self_weight is not None:
+    if own is not None and self_weight is not None:
         # A point that keeps weight is at distance 0, among its own nearest:
         # remove the unit of weight that was left out.
-        keep = self_weight > 0
-        removed = (w - self_weight)[keep]
-        acc[keep, :k] -= removed[:, None] * V[keep]
+        keep = self_weight[own] > 0
+        mine = own[keep]
+        removed = w[mine] - self_weight[mine]
+        acc[keep, :k] -= removed[:, None] * V[mine]
         acc[keep, k] -= removed
     return acc[:, :k], acc[:, k].copy()
 
@@ -134,13 +140,15 @@ def empty_window_estimates(
     tile_elements=TILE_ELEMENTS,
     exclude_self=False,
     self_weight=None,
+    self_index=None,
 ):
     """Estimates at queries whose window is empty, under ``policy``.
 
     ``"nearest"``: the weighted average of ``V`` over the nearest training
     points (ties included; the limit of a vanishing bandwidth); ``"mean"``:
-    over all of them. With ``exclude_self`` (``Q`` is ``X``), each point's
-    own weight is left out, or ``self_weight`` kept (frequency weights). NaN
+    over all of them. With ``exclude_self`` (``Q`` is ``X``, or its rows
+    ``self_index``), each point's own weight is left out, or ``self_weight``
+    kept (frequency weights). NaN
     where no weight is left. The one fallback of the predictions and of the
     cross-validation passes.
     """
@@ -155,15 +163,17 @@ def empty_window_estimates(
             sample_weight=w,
             exclude_self=exclude_self,
             self_weight=self_weight,
+            self_index=self_index,
             tile_elements=tile_elements,
         )
     else:
         w = np.ones(X.shape[0]) if w is None else w
         total_S, total = w @ V, w.sum()
         if exclude_self:
+            own = own_rows(Q.shape[0], exclude_self, 0, self_index)
             removed = w if self_weight is None else w - self_weight
-            S = total_S - removed[:, None] * V
-            den = total - removed
+            S = total_S - removed[own, None] * V[own]
+            den = total - removed[own]
         else:
             S = np.broadcast_to(total_S, (Q.shape[0], V.shape[1]))
             den = np.full(Q.shape[0], total)

@@ -108,7 +108,7 @@ class SortedIndex:
     dense path.
     """
 
-    def __init__(self, X, V, w, kernel, bandwidth, scale):
+    def __init__(self, X, V, w, kernel, bandwidth, scale, powers=0):
         self.origin = line_origin(X)
         x = line_offsets(X, self.origin, scale)
         order, self.t, starts, block_centre, s = unit_blocks(x / bandwidth)
@@ -130,25 +130,29 @@ class SortedIndex:
         self.block_start = np.repeat(starts, lengths)
         self.centre = np.repeat(block_centre, lengths)
         degree = self.coef.size - 1
+        self.degree, self.powers = degree, int(powers)
+        top = degree + self.powers
         # moments[j, i] = sum over the block of j, up to j, of Vx * s**i.
-        powers = s[:, None] ** np.arange(degree + 1)
-        terms = powers[:, :, None] * Vx[:, None, :]
+        spowers = s[:, None] ** np.arange(top + 1)
+        terms = spowers[:, :, None] * Vx[:, None, :]
         self.moments = segmented_cumsum(terms, starts)
         # Prefix sums of w |s|**i (positive terms): the magnitudes the
         # rounding bound of a run is relative to.
         self.abs_moments = segmented_cumsum(
-            (np.abs(powers) * Vx[:, -1:])[:, :, None], starts
+            (np.abs(spowers) * Vx[:, -1:])[:, :, None], starts
         )[:, :, 0]
-        # Derivatives of the kernel polynomial, divided by i!: the expansion
-        # coefficients of (z + s)**c in powers of s.
-        self.derivs = [
-            np.array([self.coef[c] * _binom(c, i) for c in range(i, degree + 1)][::-1])
-            for i in range(degree + 1)
-        ]
-        # Bounds of the expansion's coefficients: their polynomials with the
-        # magnitudes of their terms.
-        self.abs_derivs = [np.abs(deriv) for deriv in self.derivs]
-        self.degree = degree
+        # The polynomials K(u) u**j (j up to ``powers``), each by the
+        # derivatives of its coefficients divided by i!: the expansion
+        # coefficients of (z + s)**c in powers of s; and their bounds, the
+        # polynomials of the magnitudes of their terms.
+        self.polys = []
+        for j in range(self.powers + 1):
+            coef = np.r_[np.zeros(j), self.coef]
+            derivs = [
+                np.array([coef[c] * _binom(c, i) for c in range(i, coef.size)][::-1])
+                for i in range(coef.size)
+            ]
+            self.polys.append((derivs, [np.abs(d) for d in derivs]))
 
     def _run(self, a, b):
         """Moments of the points ``a <= j < b`` (one block): (m, powers, k+1)."""
@@ -159,11 +163,14 @@ class SortedIndex:
         total[b <= a] = 0.0
         return total
 
-    def _side(self, a, b, tq, left):
-        """Kernel sums over sorted points ``a <= j < b`` on one side of ``tq``,
-        and the magnitude of the terms of their expansion (per unit weight)."""
-        acc = 0.0
-        magnitude = 0.0
+    def _side(self, a, b, tq, left, powers=0):
+        """Sums of ``K(u) u**j`` (``u = |x - q| / h``, ``j`` up to ``powers``)
+        over the sorted points ``a <= j < b`` on one side of ``tq``,
+        ``(m, powers + 1, k + 1)``, and the magnitudes of the terms of their
+        expansion (per unit weight), ``(m, powers + 1)``."""
+        m, c = tq.shape[0], self.Vx.shape[1]
+        acc = np.zeros((m, powers + 1, c))
+        magnitude = np.zeros((m, powers + 1))
         split = self.block_start[np.clip(b - 1, 0, None)]
         split = np.where(b > a, np.maximum(split, a), a)
         for lo, hi in ((a, split), (split, b)):
@@ -172,23 +179,26 @@ class SortedIndex:
             centre = self.centre[last]
             delta = tq - centre  # u = delta - s (left) or s - delta (right)
             z = delta if left else -delta
-            coefs = np.empty((tq.shape[0], len(self.derivs)))
-            for i, deriv in enumerate(self.derivs):
-                coefs[:, i] = np.polyval(deriv, z)
-                if left and i % 2:
-                    coefs[:, i] = -coefs[:, i]
-            acc = acc + np.einsum("mi,mic->mc", coefs, moments)
+            prefix = np.where((hi > lo)[:, None], self.abs_moments[last], 0.0)
             # The run's moments are differences of prefix sums of the block up
             # to its last point: they round relative to that prefix's sums of
             # w |s|**i, and to the number of terms summed (in extended
             # precision; see segmented_cumsum). In float64 unit roundoffs: the
             # two prefix sums, the terms, and the products and sum with the
             # coefficients (and the coefficients' own rounding).
-            terms = last - self.block_start[last] + 1
-            units = 2 * self.degree + 10 + 2.02 * ACCUMULATION_ROUNDOFF * terms
-            size = np.column_stack([np.polyval(d, np.abs(z)) for d in self.abs_derivs])
-            prefix = np.where((hi > lo)[:, None], self.abs_moments[last], 0.0)
-            magnitude = magnitude + np.einsum("mi,mi->m", size, prefix) * units
+            terms = 2.02 * ACCUMULATION_ROUNDOFF * (last - self.block_start[last] + 1)
+            for j, (derivs, abs_derivs) in enumerate(self.polys[: powers + 1]):
+                coefs = np.empty((m, len(derivs)))
+                for i, deriv in enumerate(derivs):
+                    coefs[:, i] = np.polyval(deriv, z)
+                    if left and i % 2:
+                        coefs[:, i] = -coefs[:, i]
+                acc[:, j] += np.einsum("mi,mic->mc", coefs, moments[:, : len(derivs)])
+                units = 2 * (self.degree + j) + 10 + terms
+                size = np.column_stack([np.polyval(d, np.abs(z)) for d in abs_derivs])
+                magnitude[:, j] += (
+                    np.einsum("mi,mi->m", size, prefix[:, : len(derivs)]) * units
+                )
         return acc, magnitude
 
     def _windows(self, tq, xq=None, strict=None):
@@ -245,11 +255,21 @@ class SortedIndex:
         ``xq``; sums by the moment expansion; the bound, on the error of the
         weight sums and, times the largest |value|, of the others, is from the
         magnitudes of the expansion's terms)."""
+        acc, inside, bound = self.moment_sums(tq, xq, 0)
+        return acc[:, 0], inside, bound[:, 0]
+
+    def moment_sums(self, tq, xq=None, powers=None):
+        """:meth:`sums` of ``K(u) u**j [v, 1]`` for ``j = 0 .. powers`` (by
+        default all the index holds), ``u = (x - q) / h`` signed: sums ``(m,
+        powers + 1, k + 1)``, counts ``(m,)`` and bounds ``(m, powers + 1)``."""
+        powers = self.powers if powers is None else powers
         lo, hi = self._windows(tq, xq)
         mid = np.clip(np.searchsorted(self.t, tq, side="right"), lo, hi)
-        left, left_size = self._side(lo, mid, tq, True)
-        right, right_size = self._side(mid, hi, tq, False)
+        left, left_size = self._side(lo, mid, tq, True, powers)
+        right, right_size = self._side(mid, hi, tq, False, powers)
         bound = _EPS64 * (left_size + right_size)
+        # Left of the query, u = (x - q) / h is negative: (-1)**j.
+        left[:, 1::2] = -left[:, 1::2]
         # A window is empty when no point of positive weight lies strictly
         # inside the support (points at u = 1 weigh 0; the boxcar's windows
         # are open already).

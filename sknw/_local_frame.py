@@ -1,0 +1,298 @@
+"""Frames and solutions of the local linear fit: the coordinates its moments
+are taken in and the small least-squares problems solved from them."""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._sums import power_of_two_scale
+from ._uncertainty import SquaredWeights
+
+_EPS = np.finfo(np.float64).eps
+
+
+def outer(a, b):
+    """Batched outer products of the rows of ``a`` (m, d) and ``b`` (m, d)."""
+    return a[:, :, None] * b[:, None, :]
+
+
+def symmetric(upper, d):
+    """Symmetric (m, d, d) matrices from their upper triangles."""
+    iu = np.triu_indices(d)
+    out = np.empty((upper.shape[0], d, d))
+    out[:, iu[0], iu[1]] = upper
+    out[:, iu[1], iu[0]] = upper
+    return out
+
+
+def coordinate_frame(X):
+    """Centre and unit of the local fit's coordinates, per feature: the
+    mid-range and a power of two near the largest distance from it, so that
+    coordinates lie within [-2, 2] (exact division: the local fit does not
+    depend on a linear change of coordinates, and these keep the moments of
+    order one at any scale of the data or the bandwidth)."""
+    X = np.asarray(X, dtype=np.float64)
+    lo, hi = X.min(axis=0), X.max(axis=0)
+    centre = lo / 2 + hi / 2
+    half = np.maximum(hi - centre, centre - lo)
+    return centre, power_of_two_scale(half[None, :], axis=0)
+
+
+def moment_columns(Z, yc, squares=False):
+    """Per-point moments ``y, z, z y, z z^T`` (upper triangle) and, with
+    ``squares``, ``y**2``, as the columns of one array; and the column bounds
+    of each block."""
+    n, d = Z.shape
+    k = yc.shape[1]
+    iu = np.triu_indices(d)
+    blocks = [
+        yc,
+        Z,
+        (Z[:, :, None] * yc[:, None, :]).reshape(n, d * k),
+        Z[:, iu[0]] * Z[:, iu[1]],
+    ]
+    if squares:
+        blocks.append(yc * yc)
+    return np.hstack(blocks), np.cumsum([0] + [b.shape[1] for b in blocks])
+
+
+#: Rounding in the local covariance (differences of kernel-weighted moments)
+#: is below this many units of roundoff of the mean squared coordinate.
+COVARIANCE_ROUNDING = 1e3
+
+#: Side of the cells of queries whose moments are taken about one centre, in
+#: bandwidths (per feature), for kernels of finite and of unbounded support
+#: (whose windows spread further): each cell costs a pass over the training
+#: points, and a window whose mean is far from its cell's centre another
+#: (see :data:`RECENTRE`).
+CELL_BANDWIDTHS = (4.0, 8.0)
+
+#: A query's moments are taken again, about its window's mean, when the
+#: squared distance of that mean from their centre is more than this many
+#: times the smallest eigenvalue of the local covariance (both in bandwidth
+#: units): the cancellation in the covariance then costs at most about
+#: ``log2`` of this many bits more than centring at the mean itself.
+RECENTRE = 256.0
+
+#: A query's moments are taken again in the principal axes of its window
+#: (from its last pass) when the rounding of the local solution, about
+#: ``eps`` times the condition number of the local correlation matrix (the
+#: covariance scaled to a unit diagonal) times ``sqrt(1 + l**2)``, ``l`` the
+#: query's Mahalanobis distance from the window's mean, exceeds this: thin
+#: windows across the axes, such as those of queries far beyond a corner of
+#: the data. In the principal axes, the correlations vanish.
+ROTATE = 1e-11
+
+#: Most times a query's moments are taken again about a nearer centre or in
+#: other axes.
+MAX_RECENTRINGS = 3
+
+
+@dataclass
+class LocalSolution:
+    """The local linear fit at each query from the kernel-weighted moments;
+    ``smallest`` is the smallest eigenvalue of the covariance in bandwidth
+    units (up to a common factor, see :func:`local_solution`), ``second``
+    the trace of the second moments about the centre in the same units and
+    ``distance`` the squared Mahalanobis distance of the query from the
+    window's mean (0 where singular)."""
+
+    mean_y: np.ndarray
+    mean_z: np.ndarray
+    cov: np.ndarray
+    cross: np.ndarray
+    a: np.ndarray
+    ok: np.ndarray
+    finite: np.ndarray
+    estimate: np.ndarray
+    smallest: np.ndarray
+    second: np.ndarray
+    distance: np.ndarray
+
+
+def local_solution(A, cols, d, k, Zq, min_eigenvalue, few=None, to_bandwidth=None):
+    """Solve the local least-squares problems from averaged moments.
+
+    ``A`` holds the kernel-weighted averages of :func:`moment_columns` at the
+    queries, whose coordinates are ``Zq`` (those of the moments).
+    ``to_bandwidth`` (d,) takes these coordinates to bandwidth units (None:
+    they are), where a design is singular when the smallest eigenvalue of the
+    local covariance is at most ``min_eigenvalue`` times the largest, or
+    within rounding of zero, or (``few``) the window holds fewer than d + 1
+    points. Singular designs keep the local-constant estimate. Estimates are
+    of the centred targets.
+    """
+    mean_y = A[:, cols[0] : cols[1]]
+    mean_z = A[:, cols[1] : cols[2]]
+    mean_zy = A[:, cols[2] : cols[3]].reshape(-1, d, k)
+    second = symmetric(A[:, cols[3] : cols[4]], d)
+    cov = second - outer(mean_z, mean_z)
+    cross = mean_zy - mean_z[:, :, None] * mean_y[:, None, :]
+    finite = np.all(np.isfinite(cov), axis=(1, 2))
+    t = np.ones(d) if to_bandwidth is None else to_bandwidth
+    scaled = np.where(finite[:, None, None], cov, 0.0) * outer(t[None], t[None])
+    eig = np.linalg.eigvalsh(scaled)
+    top = eig[:, -1]
+    with np.errstate(invalid="ignore"):
+        trace = np.einsum(
+            "mii,i->m", np.where(finite[:, None, None], second, 0.0), t * t
+        )
+    rounding = COVARIANCE_ROUNDING * _EPS * trace
+    singular = ~(top > 0) | ~(eig[:, 0] > np.maximum(min_eigenvalue * top, rounding))
+    if few is not None:
+        singular |= few
+    ok = finite & ~singular
+    estimate = mean_y.copy()
+    # a = C^{-1} (z_bar - z_q): the estimate is mean_y - a . cross.
+    a = np.zeros((A.shape[0], d))
+    distance = np.zeros(A.shape[0])
+    if ok.any():
+        dz = mean_z[ok] - Zq[ok]
+        a[ok] = np.linalg.solve(cov[ok], dz[:, :, None])[:, :, 0]
+        estimate[ok] = mean_y[ok] - np.einsum("md,mdk->mk", a[ok], cross[ok])
+        distance[ok] = np.einsum("md,md->m", a[ok], dz)
+    return LocalSolution(
+        mean_y, mean_z, cov, cross, a, ok, finite, estimate, eig[:, 0], trace,
+        distance,
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class LocalFrame:
+    """Where the local fits take their moments, fixed at fit.
+
+    ``lo`` and ``hi`` bound the training inputs per feature; ``unit`` is a
+    power of two of at least half their range and ``to_bandwidth`` takes
+    ``(x - c) / unit`` to bandwidth units up to a common factor (at most 1):
+    the coordinates of a point ``x`` in the frame of a centre ``c`` in that
+    box and a rotation ``R`` are ``((x - c) / unit * to_bandwidth) @ R``,
+    within [-2, 2] for every training point (the unit only guards against
+    overflow: the local fit does not depend on it, nor on the rotation).
+    Queries are grouped by cells of side ``cell`` (:data:`CELL_BANDWIDTHS`
+    bandwidths per feature, from ``lo``); a cell's moments are taken about its
+    centre (moved into the box) in the axes of the features, so that a query's
+    moments are about a point near it, whatever the spread of the other
+    training points.
+    """
+
+    lo: np.ndarray
+    hi: np.ndarray
+    unit: np.ndarray
+    cell: np.ndarray
+    to_bandwidth: np.ndarray
+
+    @classmethod
+    def fit(cls, X, bandwidth, kernel):
+        """The frame of training inputs ``X``, a fitted ``bandwidth`` and
+        ``kernel``."""
+        X = np.asarray(X, dtype=np.float64)
+        lo, hi = X.min(axis=0), X.max(axis=0)
+        half = hi / 2 - lo / 2
+        unit = np.ldexp(power_of_two_scale(half[None, :], axis=0), 1)
+        bw = np.broadcast_to(np.asarray(bandwidth, dtype=np.float64), lo.shape)
+        side = CELL_BANDWIDTHS[0 if np.isfinite(kernel.support) else 1]
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+            t = unit / bw
+            t = t / np.max(t)
+            cell = side * bw
+        return cls(lo, hi, unit, cell, t)
+
+    def coordinates(self, X, C, R):
+        """Coordinates of the rows of ``X`` in the frames of centres ``C`` and
+        rotations ``R``: one frame for all rows (``C`` (d,), ``R`` (d, d)) or
+        one per row (``C`` (m, d), ``R`` (m, d, d))."""
+        Z = (X - C) / self.unit * self.to_bandwidth
+        return Z @ R if R.ndim == 2 else np.einsum("md,mde->me", Z, R)
+
+    def place(self, C, fallback):
+        """Centres ``C`` moved into the box, ``fallback`` where not finite;
+        without negative zeros (equal centres compare equal bitwise)."""
+        C = np.where(np.isfinite(C), C, fallback)
+        return np.clip(C, self.lo, self.hi) + 0.0
+
+    def cell_centres(self, Q):
+        """The centre of each query's cell."""
+        cell = self.cell
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+            C = self.lo + (np.floor((Q - self.lo) / cell) + 0.5) * cell
+        return self.place(C, Q)
+
+    def recentred(self, sol, C, R, few):
+        """New frames for the queries whose window's mean is far from their
+        centre ``C`` for the spread of their window (see :data:`RECENTRE`), or
+        whose window is thin across the axes ``R`` (see :data:`ROTATE`).
+
+        The new centre is that mean, rounded to a grid whose spacing is a
+        power of two in bandwidth units, as coarse as keeps it within a
+        quarter of the allowed distance (so that nearby queries share their
+        pass); the spread is the smallest eigenvalue of the local covariance,
+        or the rounding that hid it. The new axes are the principal axes of
+        the window. Returns the centres, rotations and the mask of queries
+        whose frame changed.
+        """
+        d, t = C.shape[1], self.to_bandwidth
+        with np.errstate(invalid="ignore", over="ignore"):
+            offset = np.sum(sol.mean_z**2, axis=1)
+            allowed = RECENTRE * np.maximum(sol.smallest, _EPS * sol.second)
+            far = sol.finite & ~few & (offset > RECENTRE * np.maximum(sol.smallest, 0))
+        far &= allowed > 0
+        # A spacing s keeps the rounded mean within d s**2 / 4 of the mean.
+        _, exponent = np.frexp(np.sqrt(np.where(far, allowed / d, 1.0)))
+        step = np.ldexp(1.0, exponent - 1)[:, None]
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+            mean = C + self.unit * np.einsum("mde,me->md", R, sol.mean_z) / t
+            spacing = self.unit * (step / t)
+            new = self.lo + np.round((mean - self.lo) / spacing) * spacing
+        new = np.where(far[:, None], self.place(new, self.place(mean, C)), C)
+        turn = sol.ok & ~few & (d > 1)
+        if turn.any():
+            cov = sol.cov[turn]
+            scale = 1.0 / np.sqrt(np.einsum("mii->mi", cov))
+            corr = np.linalg.eigvalsh(cov * outer(scale, scale))
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+                rounding = _EPS * corr[:, -1] / corr[:, 0]
+                turn[turn] = rounding * np.sqrt(1.0 + sol.distance[turn]) > ROTATE
+        R = R.copy()
+        if turn.any():
+            R[turn] = R[turn] @ np.linalg.eigh(sol.cov[turn])[1]
+        changed = turn | np.any(new != C, axis=1)
+        return new, R, changed
+
+
+@dataclass
+class Moments:
+    """Kernel-weighted moments of :func:`moment_columns` at each query (``A``),
+    in its frame (centre ``C`` and rotation ``R``, see :class:`LocalFrame`),
+    of the targets minus a level near the query (``level``), and with ``sq``
+    the sums of the squared weights
+    (:class:`~sknw._uncertainty.SquaredWeights`)."""
+
+    A: np.ndarray
+    C: np.ndarray
+    R: np.ndarray
+    level: np.ndarray
+    sq: object
+
+    @classmethod
+    def allocate(cls, C, n_columns, k, with_std):
+        m, d = C.shape
+        R = np.broadcast_to(np.eye(d), (m, d, d)).copy()
+        sq = None
+        if with_std:
+            nan = np.full(m, np.nan)
+            sq = SquaredWeights(
+                np.full((m, n_columns), np.nan),
+                nan,
+                nan.copy(),
+                np.zeros(m, dtype=bool),
+                nan.copy(),
+            )
+        return cls(np.full((m, n_columns), np.nan), C, R, np.zeros((m, k)), sq)
+
+    def put(self, rows, A, sq=None, *, level):
+        """Set the moments of the queries ``rows``."""
+        self.A[rows] = A
+        self.level[rows] = level
+        if sq is not None:
+            for mine, theirs in zip(self.sq, sq, strict=True):
+                mine[rows] = theirs
