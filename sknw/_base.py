@@ -148,15 +148,11 @@ class NadarayaWatsonBase(BaseEstimator):
         if scaling is None:
             scaling = scaling_of(self.bandwidth_, self.metric_, self.X_fit_)
         self._scaling = scaling
-
-        def values():
-            V, w, _ = self._normalised(self._values())
-            return V, w
-
         request = FitRequest(
             X=self.X_fit_,
             sample_weight=self.sample_weight_,
-            values=values,
+            values=self._index_values,
+            powers=self._local_powers,
             head=self._head(),
             scale=self._scale(),
             metric=self.metric_,
@@ -165,6 +161,16 @@ class NadarayaWatsonBase(BaseEstimator):
             tile_elements=_tile_elements(),
         )
         self.algorithm_, self._index = choose(self.algorithm, self._algorithms, request)
+
+    #: The highest power of the local moments the fitted index sums (local
+    #: polynomial fits; 0: the sums of Nadaraya--Watson).
+    _local_powers = 0
+
+    def _index_values(self):
+        """The values and weights ``(V, w)`` an index that holds them is built
+        from (normalised, :meth:`_normalised`), and the estimator sums."""
+        V, w, _ = self._normalised(self._values())
+        return V, w
 
     def _check_algorithm(self, kernel):
         """Raise if an explicit ``algorithm`` cannot serve ``kernel`` (with the

@@ -296,3 +296,103 @@ class Moments:
         if sq is not None:
             for mine, theirs in zip(self.sq, sq, strict=True):
                 mine[rows] = theirs
+
+
+#: The local linear estimates from moments about each query (the 1-D fast
+#: backends) are used where their error bound is within this share of the
+#: range of the targets; the other queries take the exact path.
+QUERY_CENTRED_TOLERANCE = 1e-10
+
+
+@dataclass
+class QueryCentredFit:
+    """Local linear estimates from :class:`~sknw._sums.MomentSums` about each
+    query (of values centred on their mid-range): ``estimate`` (m, k), the
+    queries it ``served`` (its bound within tolerance) and, among them, those
+    whose design is ``singular`` (local-constant estimate)."""
+
+    estimate: np.ndarray
+    served: np.ndarray
+    singular: np.ndarray
+    error: np.ndarray
+
+
+def query_centred_fit(moments, vmax, value_range, min_eigenvalue, n_positive=None):
+    """The local linear fit at each query from its moments about itself.
+
+    The averages of :func:`moment_columns` in the frame of the query (``z = u``,
+    ``Zq = 0``) come from the moments of orders 0 to 2; the design is
+    singular where the window holds fewer than 2 points of positive weight
+    (``moments.counts``, or ``n_positive`` for kernels of unbounded support)
+    or as :func:`local_solution` decides. Each estimate's error, from the
+    bounds of the moments (relative to their weight sum ``S0``, ``e_j``) to
+    first order with the products of perturbations kept, is at most::
+
+        d_a0 + (d_m1 |c| + |m1| d_c + d_m1 d_c) / var'
+             + |m1 c| d_var / (var var')
+
+    for ``beta = a0 - m1 c / var``, ``c = a1 - m1 a0``, ``var = m2 - m1**2``
+    and ``var' = var - d_var``, with ``d_m1 <= (e1 + |m1| e0) / (1 - e0)``,
+    ``d_m2 <= (e2 + m2 e0) / (1 - e0)``, ``d_a_j <= (e_j vmax + |a_j| e0) /
+    (1 - e0)`` (``vmax`` the largest ``|v|`` of each output), ``d_var <=
+    d_m2 + 2 |m1| d_m1 + d_m1**2`` and ``d_c <= d_a1 + |m1| d_a0 + |a0| d_m1
+    + d_m1 d_a0``; plus the solve's own rounding. A query is served where that is within
+    :data:`QUERY_CENTRED_TOLERANCE` times ``value_range`` (per output), its
+    window holds a positive weight, and its design is not singular but for
+    too few points (a decision exact from the counts; near-singular designs
+    take the exact path, which decides in its own frame).
+    """
+    S, bound = moments.sums, moments.bound
+    m, k = S.shape[0], S.shape[2] - 1
+    S0 = S[:, 0, k]
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        A = (
+            np.column_stack([S[:, 0, :k], S[:, 1, k:], S[:, 1, :k], S[:, 2, k:]])
+            / S0[:, None]
+        )
+        e = bound / S0[:, None]
+    positive = S0 > 0
+    A[~positive] = 0.0
+    counts = moments.counts
+    few = np.zeros(m, dtype=bool)
+    if counts is not None:
+        few = counts < 2
+    elif n_positive is not None:
+        few[:] = n_positive < 2
+    cols = moment_columns(np.zeros((1, 1)), np.zeros((1, k)))[1]
+    sol = local_solution(A, cols, 1, k, np.zeros((m, 1)), min_eigenvalue, few=few)
+    a0, m1, a1, m2 = A[:, :k], A[:, k], A[:, k + 1 : 2 * k + 1], A[:, -1]
+    vmax = np.asarray(vmax, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        e0, e1, e2 = e[:, 0], e[:, 1], e[:, 2]
+        # Beyond a relative error of 1/2 in the weight sum, no bound.
+        g = np.where(e0 < 0.5, 1.0 / (1.0 - e0), np.inf)
+        dm1 = (e1 + np.abs(m1) * e0) * g
+        dm2 = (e2 + np.abs(m2) * e0) * g
+        da0 = (e0[:, None] * vmax + np.abs(a0) * e0[:, None]) * g[:, None]
+        da1 = (e1[:, None] * vmax + np.abs(a1) * e0[:, None]) * g[:, None]
+        var = m2 - m1 * m1
+        dvar = dm2 + 2 * np.abs(m1) * dm1 + dm1 * dm1
+        c = a1 - m1[:, None] * a0
+        dc = da1 + (np.abs(m1) * da0.T).T + np.abs(a0) * dm1[:, None]
+        dc += dm1[:, None] * da0
+        low = var - dvar
+        slope = np.abs(m1)[:, None] * np.abs(c) / var[:, None]
+        error = (
+            da0
+            + (dm1[:, None] * np.abs(c) + np.abs(m1)[:, None] * dc + dm1[:, None] * dc)
+            / low[:, None]
+        )
+        error += slope * (dvar / low)[:, None]
+        # The solve's own rounding: a few units of the terms it sums.
+        error += 16 * _EPS * (np.abs(a0) + slope + vmax)
+    # Too few points: the local-constant estimate a0, whose error is d_a0.
+    error = np.where(few[:, None], da0, error)
+    error[~sol.ok & ~few] = np.inf
+    error[sol.ok & ~(low > 0)] = np.inf
+    served = (
+        positive
+        & sol.finite
+        & np.all(error <= QUERY_CENTRED_TOLERANCE * np.asarray(value_range), axis=1)
+    )
+    return QueryCentredFit(sol.estimate, served, few & served, error)

@@ -1,12 +1,14 @@
 """Local linear kernel regression."""
 
+import warnings
 from numbers import Real
 
 import numpy as np
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ._base import NadarayaWatsonBase
+from ._base import NadarayaWatsonBase, _merge_warnings, _tile_elements
+from ._local_cv import query_centred_cv
 from ._local_frame import (
     MAX_RECENTRINGS,
     LocalFrame,
@@ -15,15 +17,24 @@ from ._local_frame import (
     local_solution,
     moment_columns,
     outer,
+    query_centred_fit,
     symmetric,
 )
 from ._regression import NadarayaWatsonRegressor
 from ._selection import CVSelectionMixin, cv_parameter_constraints
-from ._sums import Head, algorithms, power_of_two_scale
+from ._sums import Head, algorithms, local_moments, power_of_two_scale
 from ._sums._base import nan_rows
 from ._uncertainty import LocalFit, SquaredWeights
 from .exceptions import SingularDesignWarning, UndefinedDistanceError, warn
 from .kernels import KERNELS, Boxcar
+
+
+def _singular_message(n_singular, m):
+    return (
+        f"{n_singular} of {m} queries have a singular local design (too few "
+        "or collinear training points in their window); they get the "
+        "local-constant estimate."
+    )
 
 
 class LocalLinearRegressor(NadarayaWatsonRegressor):
@@ -62,10 +73,14 @@ class LocalLinearRegressor(NadarayaWatsonRegressor):
         :class:`NadarayaWatsonRegressor`; ``"local"`` is the weighted residual
         mean square of each query's local linear fit, corrected for its
         degrees of freedom.
-    algorithm : {"auto", "brute", "tree"}, default="auto"
-        As in :class:`NadarayaWatsonRegressor`. The one-feature backends
-        (``"sorted"``, ``"fgt"``, ``"binned"``) are not available: their
-        indexes hold the targets only, not the moments a local line needs.
+    algorithm : {"auto", "fgt", "sorted", "tree", "brute"}, default="auto"
+        As in :class:`NadarayaWatsonRegressor`. With one feature, ``"fgt"``
+        (the Gaussian) and ``"sorted"`` (the polynomial kernels) sum the
+        moments about each query in ``O((n + m) log n)``; ``"auto"`` takes them
+        from 512 training points. Each estimate they give is within
+        ``1e-10`` times the range of the targets of the exact one, by a
+        bound checked per query (see Notes); the other queries, and standard
+        errors, take the exact path. ``"binned"`` is not available.
     n_jobs : int, default=None
         As in :class:`NadarayaWatsonRegressor`.
 
@@ -75,7 +90,7 @@ class LocalLinearRegressor(NadarayaWatsonRegressor):
         The resolved kernel object.
     bandwidth_ : float or ndarray of shape (n_features,)
         The resolved bandwidth.
-    algorithm_ : {"brute", "tree"}
+    algorithm_ : {"fgt", "sorted", "tree", "brute"}
         The summation used by predictions.
     metric_ : str or callable
         The metric used: ``metric`` at fit. Predictions read it (and
@@ -127,6 +142,15 @@ class LocalLinearRegressor(NadarayaWatsonRegressor):
     outlier), and a query's estimate does not depend on the other queries of
     its batch. Each distinct centre costs one pass over the training points.
 
+    With one feature and ``algorithm_`` ``"fgt"`` or ``"sorted"``, the
+    moments :math:`\sum k_j u_j^i` (:math:`i \le 2`) and :math:`\sum k_j
+    u_j^i y_j` (:math:`i \le 1`) about the query itself (:math:`u_j = z_j`
+    in units of the bandwidth) come from the backend's index instead, with a
+    bound on their errors; from them, a first-order bound on the error of
+    the estimate (the cancellation in the local variance included, large
+    where the window is one-sided) is checked against ``1e-10`` times the
+    range of the targets, and queries beyond it take the exact path above.
+
     References
     ----------
     .. [1] J. Fan and I. Gijbels, "Local Polynomial Modelling and Its
@@ -147,7 +171,8 @@ class LocalLinearRegressor(NadarayaWatsonRegressor):
 
     # The local fit sums moments of its own (the sorted and fgt indexes hold
     # the targets only) and has no tolerance parameter.
-    _algorithms = algorithms(fixed_values=False, tolerance=False)
+    _algorithms = algorithms(fixed_values=False, tolerance=False, local_moments=True)
+    _local_powers = 2
     _parameter_constraints = {
         **{
             k: v
@@ -221,11 +246,69 @@ class LocalLinearRegressor(NadarayaWatsonRegressor):
     def _local_fit(self, X, validated=False, with_std=True):
         """The local linear fit, and with ``with_std`` its weight sums.
 
-        Moments are taken about a centre near each query's window (see
-        :meth:`_local_moments`), of the targets divided by a power of two per
-        output, minus a level near the query.
+        Estimates alone come from the moments about each query where the
+        fitted backend sums them (:meth:`_query_centred`) and their bound
+        serves; every other query takes the exact path
+        (:meth:`_exact_local_fit`).
         """
         Q = X if validated else self._validate_queries(X)
+        fast = None if with_std else self._query_centred(Q)
+        if fast is None:
+            return self._exact_local_fit(Q, with_std)
+        rest = np.flatnonzero(~fast.served)
+        estimate = fast.estimate
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            if rest.size:
+                estimate[rest] = self._exact_local_fit(Q[rest], False).estimate
+            n_few = int(fast.singular.sum())
+            if n_few:
+                warn(_singular_message(n_few, n_few), SingularDesignWarning)
+        _merge_warnings(caught, Q.shape[0])
+        return LocalFit(estimate, *([None] * 8))
+
+    def _moment_targets(self):
+        """The targets divided by a power of two per output and centred on
+        their mid-range (over the points of positive weight), the normalised
+        weights, and ``(mid, y_scale, spread)``: the mid-range, the powers of
+        two and the range of the divided targets."""
+        y = self._values()
+        y_scale = power_of_two_scale(y, axis=0)
+        yn = y / y_scale
+        w = self.sample_weight_
+        positive = yn if w is None else yn[w > 0]
+        lo, hi = positive.min(axis=0), positive.max(axis=0)
+        mid = lo / 2 + hi / 2
+        wn = None if w is None else w / power_of_two_scale(w)
+        return yn - mid, wn, (mid, y_scale, hi - lo)
+
+    def _index_values(self):
+        V, w, _ = self._moment_targets()
+        return V, w
+
+    def _query_centred(self, Q):
+        """:class:`~sknw._local_frame.QueryCentredFit` from the moments about
+        each query by the fitted backend (one feature: sorted, fgt), or None
+        where it does not sum them."""
+        V, w, (mid, y_scale, spread) = self._moment_targets()
+        moments = local_moments(
+            self.algorithm_, self._index, Q, self.X_fit_, V, self._head(), 2,
+            metric=self.metric_, metric_params=self.metric_params_,
+            scale=self._scale(), sample_weight=w, tile_elements=_tile_elements(),
+        )  # fmt: skip
+        if moments is None:
+            return None
+        n_positive = V.shape[0] if w is None else int(np.sum(w > 0))
+        fit = query_centred_fit(
+            moments, spread / 2, spread, self.min_eigenvalue, n_positive
+        )
+        fit.estimate = (fit.estimate + mid) * y_scale
+        return fit
+
+    def _exact_local_fit(self, Q, with_std):
+        """The local fit by the exact path: moments about a centre near each
+        query's window (see :meth:`_local_moments`), of the targets divided
+        by a power of two per output, minus a level near the query."""
         y = self._values()
         y_scale = power_of_two_scale(y, axis=0)
         counts = self._window_counts(Q)
@@ -233,12 +316,7 @@ class LocalLinearRegressor(NadarayaWatsonRegressor):
         # Empty windows are counted by the empty-window warning.
         n_singular = int((sol.finite & ~sol.ok & (counts > 0)).sum())
         if n_singular:
-            warn(
-                f"{n_singular} of {Q.shape[0]} queries have a singular local "
-                "design (too few or collinear training points in their window); "
-                "they get the local-constant estimate.",
-                SingularDesignWarning,
-            )
+            warn(_singular_message(n_singular, Q.shape[0]), SingularDesignWarning)
         estimate = (sol.estimate + mom.level) * y_scale
         if not with_std:
             return LocalFit(estimate, *([None] * 8))
@@ -446,8 +524,9 @@ class LocalLinearRegressorCV(CVSelectionMixin, LocalLinearRegressor):
     noise_variance : {"local", "global"} or float, default="local"
         As in :class:`LocalLinearRegressor`, with the selected kernel and
         bandwidth.
-    algorithm : {"auto", "brute", "tree"}, default="auto"
-        As in :class:`LocalLinearRegressor`, for predictions.
+    algorithm : {"auto", "fgt", "sorted", "tree", "brute"}, default="auto"
+        As in :class:`LocalLinearRegressor`, for predictions and the
+        cross-validation passes.
     n_jobs : int, default=None
         As in :class:`NadarayaWatsonRegressorCV`: parallel workers for the
         cross-validation passes and for predictions.
@@ -464,7 +543,7 @@ class LocalLinearRegressorCV(CVSelectionMixin, LocalLinearRegressor):
         Index of the best grid candidate in ``cv_results_``.
     cv_results_ : dict of ndarrays
         As in :class:`NadarayaWatsonRegressorCV`.
-    algorithm_ : {"brute", "tree"}
+    algorithm_ : {"fgt", "sorted", "tree", "brute"}
         The summation used by predictions.
     metric_ : str or callable
         The metric used: ``metric`` at fit. Predictions read it (and
@@ -572,11 +651,49 @@ class LocalLinearRegressorCV(CVSelectionMixin, LocalLinearRegressor):
         self : LocalLinearRegressorCV
             The fitted estimator.
         """
-        return self._fit_regression(X, y, sample_weight)
+        try:
+            return self._fit_regression(X, y, sample_weight)
+        finally:
+            self.__dict__.pop("_cv_targets", None)
+
+    @property
+    def _pass_algorithms(self):
+        # The passes sum moments in one frame for all the data (the columns
+        # of moment_columns): exact backends only. The moments about each
+        # query come from the one-feature backends (_cv_estimates).
+        return algorithms(fixed_values=False, tolerance=False)
+
+    def _cv_estimates(self, X, V, w, unit, cands, folds, finish, rows=None):
+        """The estimates of the candidates the one-feature backends serve
+        from the moments about each left-out point
+        (:func:`~sknw._local_cv.query_centred_cv`), the others' and the
+        points beyond their bound by the exact passes."""
+        local = {}
+        if rows is None:
+            local = query_centred_cv(self, X, self._cv_targets, w, unit, cands, folds)
+        rest = [i for i in range(len(cands)) if i not in local]
+        preds = np.full((len(cands), X.shape[0], self._cv_targets.shape[1]), np.nan)
+        n_empty = np.zeros(len(cands), dtype=np.intp)
+        if rest:
+            p, e = super()._cv_estimates(
+                X, V, w, unit, [cands[i] for i in rest], folds, finish, rows
+            )
+            preds[rest], n_empty[rest] = p, e
+        for i, (pred, missing) in local.items():
+            preds[i] = pred
+            for split, left in missing:
+                p, e = super()._cv_estimates(
+                    X, V, w, unit, [cands[i]], split, finish, left
+                )
+                where = left if split is None else split[0][1]
+                preds[i][where] = p[0][where]
+                n_empty[i] += e[0]
+        return preds, n_empty
 
     def _cv_values(self, X, Y, w):
         """Moments of the local fit (in the frame of :func:`coordinate_frame`),
         and the local linear estimates from their left-out averages."""
+        self._cv_targets = Y
         centre, unit = coordinate_frame(X)
         Z = (np.asarray(X, dtype=np.float64) - centre) / unit
         mean = np.average(Y, axis=0, weights=w)

@@ -135,11 +135,13 @@ def cv_predictions(
     unit=1.0,
     algorithm="auto",
     accepted=CV_ALGORITHMS,
+    rows=None,
 ):
     """Out-of-sample weighted averages of ``V`` for every candidate.
 
-    ``folds`` is None for exact leave-one-out, else a list of (train, test)
-    index arrays. ``w`` are frequency weights in which one unit of weight
+    ``folds`` is None for exact leave-one-out (of the queries ``rows`` only,
+    if given; the others stay NaN), else a list of (train, test) index
+    arrays. ``w`` are frequency weights in which one unit of weight
     (what leaving a point out removes) is ``unit``: weights normalised by
     :func:`normalised_weights`, so that their products with the values can
     neither overflow nor fall into the subnormal range. Returns ``preds`` of
@@ -175,13 +177,14 @@ def cv_predictions(
         heads = [head for _, head in members]
         for train, test in splits:
             if train is None:
-                Xq, Xt, Vt, wt = X, X, V, w
-                rows = slice(None)
+                own = np.arange(n) if rows is None else np.asarray(rows)
+                Xq, Xt, Vt, wt = X[own], X, V, w
+                loo = {"exclude_self": True, "self_index": own}
+                test = own
             else:
                 Xq, Xt, Vt = X[test], X[train], V[train]
                 wt = None if w is None else w[train]
-                rows = test
-            loo = {} if train is not None else {"exclude_self": True}
+                own, loo = None, {}
             results = grid_sums(
                 algorithm,
                 accepted,
@@ -199,7 +202,6 @@ def cv_predictions(
                 **loo,
             )
             fallbacks = {}
-            own = np.arange(n) if train is None else None
             for (i, head), (S, den, _) in zip(members, results, strict=True):
                 empty = ~(den != 0)
                 with np.errstate(invalid="ignore", divide="ignore"):
@@ -210,7 +212,7 @@ def cv_predictions(
                     policy = empty_window
                     if np.isfinite(head.kernel.support):
                         n_empty[i] += int(empty.sum())
-                        empties[i][rows] = empty
+                        empties[i][test] = empty
                     else:
                         policy = "nearest"
                     if policy in ("nearest", "mean"):
@@ -236,7 +238,7 @@ def cv_predictions(
                         out[empty] = values[empty]
                     else:
                         out[empty] = np.nan
-                preds[i][rows] = out
+                preds[i][test] = out
     return preds, n_empty, empties
 
 
@@ -578,24 +580,7 @@ class CVSelectionMixin:
 
         def evaluate(cands):
             """Out-of-sample scores and empty-window counts of candidates."""
-            preds, n_empty, empties = cv_predictions(
-                X,
-                V,
-                w_n,
-                cands,
-                group_candidates(cands, self.metric, X),
-                folds=folds,
-                metric=self.metric,
-                metric_params=self.metric_params_,
-                empty_window=self.empty_window,
-                tile_elements=default_tile_elements(),
-                n_jobs=self.n_jobs,
-                unit=unit,
-                algorithm=self.algorithm,
-                accepted=self._algorithms,
-            )
-            if finish is not None:
-                preds = finish(preds, cands, empties)
+            preds, n_empty = self._cv_estimates(X, V, w_n, unit, cands, folds, finish)
             return score_candidates(preds, y_score, w_n, folds, scorer), n_empty
 
         cands = candidate_grid(X, w, resolved, grid, self.metric, self.metric_params_)
@@ -624,6 +609,37 @@ class CVSelectionMixin:
             if bandwidth is not self.bandwidth_:  # scored as a group of one
                 self._selected_scaling = scalings([bandwidth], self.metric, X)[0][1]
             self.bandwidth_, self.best_score_ = bandwidth, score
+
+    def _cv_estimates(self, X, V, w, unit, cands, folds, finish, rows=None):
+        """Out-of-sample estimates of every candidate, ``(n_candidates, n,
+        k)``, and their numbers of empty windows (see :func:`cv_predictions`,
+        whose averages ``finish`` turns into estimates; ``rows``: only these
+        queries of leave-one-out)."""
+        preds, n_empty, empties = cv_predictions(
+            X,
+            V,
+            w,
+            cands,
+            group_candidates(cands, self.metric, X),
+            folds=folds,
+            metric=self.metric,
+            metric_params=self.metric_params_,
+            empty_window=self.empty_window,
+            tile_elements=default_tile_elements(),
+            n_jobs=self.n_jobs,
+            unit=unit,
+            algorithm=self.algorithm,
+            accepted=self._pass_algorithms,
+            rows=rows,
+        )
+        if finish is not None:
+            preds = finish(preds, cands, empties)
+        return preds, n_empty
+
+    @property
+    def _pass_algorithms(self):
+        """The backends the cross-validation passes may take."""
+        return self._algorithms
 
     def _candidate_kernels(self):
         """The ``kernels`` as given (a list) and resolved, each checked

@@ -182,7 +182,9 @@ def test_ineligible_settings_are_refused():
     with pytest.raises(ValueError, match="the Gaussian kernel"):
         NadarayaWatsonRegressor(algorithm="fgt", kernel="epanechnikov").fit(X[:, :1], y)
     with pytest.raises(ValueError, match="'algorithm' parameter"):
-        LocalLinearRegressor(algorithm="fgt").fit(X[:, :1], y)
+        LocalLinearRegressor(algorithm="binned").fit(X[:, :1], y)
+    with pytest.raises(ValueError, match="algorithm='fgt' needs one feature"):
+        LocalLinearRegressor(algorithm="fgt").fit(X, y)
 
 
 @pytest.mark.parametrize(

@@ -109,16 +109,19 @@ def test_singular_designs_fall_back_to_local_constant_with_a_warning():
     assert np.all(np.isfinite(got))
 
 
-def test_multi_output_shapes_and_sorted_is_refused():
+def test_multi_output_shapes_on_the_sorted_path():
     rng = np.random.default_rng(3)
     X = rng.uniform(size=(600, 1))
     Y = np.column_stack([X[:, 0], 2 * X[:, 0] + 1])
     est = LocalLinearRegressor(kernel="epanechnikov", bandwidth=0.2).fit(X, Y)
-    assert est.algorithm_ == "brute"  # "auto" never picks the sorted path here
+    assert est.algorithm_ == "sorted"  # "auto" from 512 points on one feature
     assert_allclose(est.predict(X[:5]), Y[:5], atol=1e-10)
     assert LocalLinearRegressor().fit(X, Y[:, :1]).predict(X[:3]).shape == (3, 1)
-    with pytest.raises(ValueError, match="sorted"):
-        LocalLinearRegressor(kernel="epanechnikov", algorithm="sorted").fit(X, Y)
+    brute = LocalLinearRegressor(
+        kernel="epanechnikov", bandwidth=0.2, algorithm="brute"
+    ).fit(X, Y)
+    Q = np.linspace(-0.3, 1.3, 50)[:, None]
+    assert_allclose(est.predict(Q), brute.predict(Q), rtol=0, atol=1e-10 * 2)
 
 
 # -- accuracy whatever the spread of the training inputs -------------------------

@@ -58,6 +58,7 @@ from ._base import (
     TILE_ELEMENTS,
     Backend,
     Head,
+    MomentSums,
     default_tile_elements,
     line_offsets,
     line_origin,
@@ -76,6 +77,7 @@ from ._dispatcher import (
     check,
     choose,
     grid_sums,
+    local_moments,
     why_not,
 )
 from ._nearest import (
@@ -96,6 +98,7 @@ __all__ = [
     "Backend",
     "FitRequest",
     "Head",
+    "MomentSums",
     "algorithms",
     "backend_sums",
     "check",
@@ -104,6 +107,7 @@ __all__ = [
     "empty_window_estimates",
     "exact_rows",
     "grid_sums",
+    "local_moments",
     "kernel_sums",
     "line_offsets",
     "line_origin",

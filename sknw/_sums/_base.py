@@ -515,6 +515,41 @@ def values_key(V, w):
     return digest.digest()
 
 
+@dataclass
+class MomentSums:
+    """Kernel-weighted moments about each query (the local polynomial fits'
+    sums), from a backend that sums them (:attr:`Backend.local_moments`).
+
+    ``sums[i, j]`` is ``sum_l w_l K(|x_l - q_i| / h) u_il**j [v_l, 1]`` with
+    ``u_il = (x_l - q_i) / unit`` signed, for ``j`` up to the powers asked;
+    unshifted. ``bound[i, j]`` bounds the error of its weight column (and,
+    times the largest ``|v|``, of the others). ``counts`` is the number of
+    training points of positive weight in each window (None for kernels of
+    unbounded support: all of them). ``unit`` is in the scaled coordinates
+    (the per-feature bandwidth divided out).
+    """
+
+    sums: np.ndarray
+    bound: np.ndarray
+    counts: object
+    unit: float
+
+
+def leave_own_term_out(sums, bound, own, V, k0, **params):
+    """Subtract from the moments of order 0 (``sums`` (m, powers + 1, k + 1)
+    and their ``bound`` (m, powers + 1)) each query's own term, ``k0`` (the
+    kernel at 0) times the weight leaving out removes: only the order-0
+    moments hold it (its offset is 0). The bound takes the rounding of the
+    subtraction. Returns the removed weights."""
+    removed = removed_weight(
+        own, params.get("sample_weight"), params.get("self_weight")
+    )
+    bound[:, 0] += 2 * _EPS64 * np.abs(sums[:, 0, -1])
+    sums[:, 0, :-1] -= (k0 * removed)[:, None] * V[own]
+    sums[:, 0, -1] -= k0 * removed
+    return removed
+
+
 class Backend:
     """A way of computing the core's sums (see :mod:`sknw._sums._dispatcher`).
 
@@ -532,6 +567,10 @@ class Backend:
         Whether its sums can leave each query's own term out
         (``exclude_self``); those of the others are taken by the dense
         backend (see :func:`~sknw._sums._dispatcher.backend_sums`).
+    local_moments : bool
+        Whether it sums the moments about each query of the local polynomial
+        fits (:meth:`moment_sums`), from an index built with the powers of a
+        :class:`~sknw._sums._dispatcher.FitRequest`.
     """
 
     name = None
@@ -539,6 +578,7 @@ class Backend:
     fixed_values = False
     tolerance = False
     leave_one_out = False
+    local_moments = False
 
     def why_not(self, kernel, metric, metric_params, n_features):
         """Why it cannot serve this kernel and metric (None: it can)."""
@@ -556,6 +596,10 @@ class Backend:
 
     def sums(self, index, Q, X, V, heads, *, n_jobs=None, **params):
         """``[(S, den, M), ...]``, one per head."""
+        raise NotImplementedError
+
+    def moment_sums(self, index, Q, X, V, head, powers, **params):
+        """:class:`MomentSums` up to ``powers`` at the queries ``Q``."""
         raise NotImplementedError
 
     def check_params(self, params):

@@ -44,15 +44,19 @@ ALGORITHMS = ("auto", *BACKENDS)
 AUTO_MIN_SAMPLES = 512
 
 
-def algorithms(*, fixed_values=True, tolerance=True):
+def algorithms(*, fixed_values=True, tolerance=True, local_moments=False):
     """The ``algorithm`` values of an estimator: ``"auto"`` and the backends,
     without those whose index holds the fitted values (``fixed_values=False``:
-    the estimator sums other values too) or that approximate within a
-    tolerance (``tolerance=False``: the estimator has no tolerance parameter)."""
+    the estimator sums other values too), unless they sum local moments
+    (``local_moments=True``: a local polynomial fit, which takes those from
+    them and its other sums from the dense backend), or that approximate
+    within a tolerance (``tolerance=False``: the estimator has no tolerance
+    parameter)."""
     return ("auto",) + tuple(
         name
         for name, b in BACKENDS.items()
-        if (fixed_values or not b.fixed_values) and (tolerance or not b.tolerance)
+        if (fixed_values or not b.fixed_values or (local_moments and b.local_moments))
+        and (tolerance or not b.tolerance)
     )
 
 
@@ -66,7 +70,9 @@ class FitRequest:
     backends (None: it has none); ``auto``: chosen by ``"auto"``, so an index
     that would not pay is not built (:meth:`Backend.fit` returns None);
     ``grid``: one head of a grid summed by :func:`grid_sums`, whose dense
-    alternative is a pass over every pair (no pruned path of a single head).
+    alternative is a pass over every pair (no pruned path of a single head);
+    ``powers``: the highest power of the local moments the index must sum
+    (:func:`local_moments`; 0 for the sums of Nadaraya--Watson).
     """
 
     X: np.ndarray
@@ -80,6 +86,7 @@ class FitRequest:
     tile_elements: int = TILE_ELEMENTS
     auto: bool = False
     grid: bool = False
+    powers: int = 0
 
     @property
     def large(self):
@@ -179,3 +186,22 @@ def grid_sums(algorithm, accepted, Q, X, V, heads, *, n_jobs=None, **params):
         for h, sums in zip(dense, got, strict=True):
             out[h] = sums
     return out
+
+
+def local_moments(name, index, Q, X, V, head, powers, **params):
+    """:class:`~sknw._sums._base.MomentSums` of the local fits about each
+    query, by backend ``name`` with its fitted ``index``; None where that
+    backend does not sum them or its index does not serve ``V`` and ``head``
+    (the estimator then takes its exact path)."""
+    backend = BACKENDS[name]
+    if not backend.local_moments or not backend.serves(
+        index, V, [head], params.get("sample_weight")
+    ):
+        return None
+    try:
+        with one_blas_thread():
+            return backend.moment_sums(index, Q, X, V, head, powers, **params)
+    except NaNDistanceError:  # pragma: no cover - line metrics never undefined
+        raise nan_rows(
+            Q, X, params["metric"], params.get("metric_params"), params.get("scale")
+        ) from None

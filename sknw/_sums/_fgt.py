@@ -56,7 +56,9 @@ from ._base import (
     _EPS64,
     TILE_ELEMENTS,
     Backend,
+    MomentSums,
     _weighted_values,
+    leave_own_term_out,
     line_offsets,
     line_origin,
     own_rows,
@@ -240,7 +242,9 @@ class GaussIndex:
             np.multiply(d, g[k], out=g[k + 1])
             g[k + 1] -= tmp
         moments = self.moments[:, b0:b1, :]
-        out[:, 0] += np.matmul(g[:N_TERMS], moments).sum(axis=0)
+        # The sums of A_k He_{k + r}(d) e^{-d^2/2} over the boxes, per order r.
+        shifted = [np.matmul(g[:N_TERMS], moments).sum(axis=0)]
+        out[:, 0] += shifted[0]
         # Error bound: truncated terms plus rounding, per unit of box weight.
         envelope = np.exp(RADIUS * dist + 0.5 * RADIUS**2 - 0.5 * d * d)
         envelope[dist > REACH] = 0.0
@@ -249,10 +253,9 @@ class GaussIndex:
         for j in range(1, powers + 1):
             # (u - d)**j e^{-(u - d)**2 / 2}: Hermite functions of higher
             # orders (module docstring), of the same moments.
-            terms = np.zeros((N_TERMS,) + d.shape)
+            shifted.append(np.matmul(g[j : j + N_TERMS], moments).sum(axis=0))
             for r, coef in _power_terms(j):
-                terms += coef * g[r : r + N_TERMS]
-            out[:, j] += np.matmul(terms, moments).sum(axis=0)
+                out[:, j] += coef * shifted[r]
             trunc, rounding = _power_bounds(j)
             bound[:, j] += (
                 (trunc + ROUNDING * rounding) * quarter @ self.box_weight[b0:b1]
@@ -374,6 +377,7 @@ class FGTBackend(Backend):
     name = "fgt"
     fixed_values = True
     leave_one_out = True
+    local_moments = True
 
     def why_not(self, kernel, metric, metric_params, n_features):
         return gaussian_why_not(self.name, kernel, metric, metric_params, n_features)
@@ -414,3 +418,22 @@ class FGTBackend(Backend):
             Q, X, V, heads, n_jobs=n_jobs, sums=fgt_kernel_sums, index=index,
             **params,
         )  # fmt: skip
+
+    def moment_sums(self, index, Q, X, V, head, powers, **params):
+        """Moments by the expansion (module docstring), in standard
+        deviations; queries it cannot reach have an infinite bound."""
+        self.check_params(params)
+        m, k = Q.shape[0], V.shape[1]
+        acc = np.zeros((m, powers + 1, k + 1))
+        bound = np.full((m, powers + 1), np.inf)
+        if index.built and m:
+            with np.errstate(over="ignore", invalid="ignore"):
+                s = line_offsets(Q, index.origin, params.get("scale")) / index.sigma
+            finite = np.isfinite(s)
+            order = np.flatnonzero(finite)[np.argsort(s[finite])]
+            tile = params.get("tile_elements", TILE_ELEMENTS)
+            acc[order], bound[order] = index.moment_sums(s[order], tile, powers)
+        own = own_rows(m, **params)
+        if own is not None:
+            leave_own_term_out(acc, bound, own, V, 1.0, **params)
+        return MomentSums(acc, bound, None, float(index.sigma))

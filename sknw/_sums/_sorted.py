@@ -7,13 +7,14 @@ from ._base import (
     _EPS64,
     TILE_ELEMENTS,
     Backend,
+    MomentSums,
     _tile_shape,
     _weighted_values,
     keep_ratios,
+    leave_own_term_out,
     line_offsets,
     line_origin,
     own_rows,
-    removed_weight,
     unit_blocks,
     values_key,
 )
@@ -145,14 +146,19 @@ class SortedIndex:
         # derivatives of its coefficients divided by i!: the expansion
         # coefficients of (z + s)**c in powers of s; and their bounds, the
         # polynomials of the magnitudes of their terms.
+        # As matrices: coefficient i of K(u) u**j at z is sum_p z**p M[p, i],
+        # M[p, i] = c_{p+i} binom(p + i, i) (c the polynomial's coefficients);
+        # the odd i change sign on the left of the query.
         self.polys = []
         for j in range(self.powers + 1):
             coef = np.r_[np.zeros(j), self.coef]
-            derivs = [
-                np.array([coef[c] * _binom(c, i) for c in range(i, coef.size)][::-1])
-                for i in range(coef.size)
-            ]
-            self.polys.append((derivs, [np.abs(d) for d in derivs]))
+            size = coef.size
+            M = np.zeros((size, size))
+            for p in range(size):
+                for i in range(size - p):
+                    M[p, i] = coef[p + i] * _binom(p + i, i)
+            left = M * (-1.0) ** np.arange(size)
+            self.polys.append((M, left, np.abs(M)))
 
     def _run(self, a, b):
         """Moments of the points ``a <= j < b`` (one block): (m, powers, k+1)."""
@@ -187,17 +193,20 @@ class SortedIndex:
             # two prefix sums, the terms, and the products and sum with the
             # coefficients (and the coefficients' own rounding).
             terms = 2.02 * ACCUMULATION_ROUNDOFF * (last - self.block_start[last] + 1)
-            for j, (derivs, abs_derivs) in enumerate(self.polys[: powers + 1]):
-                coefs = np.empty((m, len(derivs)))
-                for i, deriv in enumerate(derivs):
-                    coefs[:, i] = np.polyval(deriv, z)
-                    if left and i % 2:
-                        coefs[:, i] = -coefs[:, i]
-                acc[:, j] += np.einsum("mi,mic->mc", coefs, moments[:, : len(derivs)])
+            top = self.degree + powers + 1
+            zp = np.empty((m, top))
+            zp[:, 0] = 1.0
+            for p in range(1, top):
+                np.multiply(zp[:, p - 1], z, out=zp[:, p])
+            abs_zp = np.abs(zp)
+            for j, (M, M_left, M_abs) in enumerate(self.polys[: powers + 1]):
+                width = M.shape[0]
+                coefs = zp[:, :width] @ (M_left if left else M)
+                acc[:, j] += np.einsum("mi,mic->mc", coefs, moments[:, :width])
                 units = 2 * (self.degree + j) + 10 + terms
-                size = np.column_stack([np.polyval(d, np.abs(z)) for d in abs_derivs])
+                size = abs_zp[:, :width] @ M_abs
                 magnitude[:, j] += (
-                    np.einsum("mi,mi->m", size, prefix[:, : len(derivs)]) * units
+                    np.einsum("mi,mi->m", size, prefix[:, :width]) * units
                 )
         return acc, magnitude
 
@@ -316,40 +325,59 @@ def sorted_kernel_sums(
     """
     (head,) = heads
     m, k = Q.shape[0], V.shape[1]
-    acc = np.zeros((m, k + 1))
+    tq, xq, order, acc, inside, bound = _sorted_pass(
+        index, Q, V, head, 0, scale, tile_elements, **params
+    )
+    acc, bound = acc[:, 0], bound[:, 0]
+    redo = order[
+        (inside > 0)[order] & ~(bound[order] <= SORTED_TOLERANCE * acc[order, k])
+    ]
+    if redo.size:
+        own = own_rows(m, **params)
+        keep = keep_ratios(
+            params.get("self_weight"), params.get("sample_weight"), X.shape[0]
+        )
+        acc[redo] = index.exact_sums(
+            tq[redo], tile_elements, xq[redo],
+            own=None if own is None else own[redo], keep=keep,
+        )  # fmt: skip
+    acc[~(inside > 0)] = 0.0
+    den = acc[:, k].copy()
+    M = np.where(den != 0, 0.0, -np.inf)
+    return [(acc[:, :k], den, M)]
+
+
+def _sorted_pass(
+    index, Q, V, head, powers, scale=None, tile_elements=TILE_ELEMENTS, **params
+):
+    """The moments up to ``powers`` at every query by the expansion, with
+    each query's own term left out for leave-one-out sums (``params``):
+    ``(tq, xq, order, sums, counts, bound)`` (see
+    :meth:`SortedIndex.moment_sums`; ``order`` sorts the queries)."""
+    m, k = Q.shape[0], V.shape[1]
+    acc = np.zeros((m, powers + 1, k + 1))
     inside = np.zeros(m, dtype=np.intp)
-    bound = np.zeros(m)
+    bound = np.zeros((m, powers + 1))
     xq_all = line_offsets(Q, index.origin, scale)
     tq_all = xq_all / head.divisor
     # Sorted queries make the binary searches walk the index in order.
     order = np.argsort(tq_all)
-    # Each query's moments are (degree + 1) x (k + 1) numbers, a few times.
-    width = 4 * (index.degree + 1) * (k + 1)
+    # Each query's block moments are (degree + powers + 1) x (k + 1) numbers,
+    # a few times, and its sums (powers + 1) x (k + 1).
+    width = (4 * (index.degree + powers + 1) + powers + 1) * (k + 1)
     chunk = min(SORTED_CHUNK, _tile_shape(m, width, tile_elements, full_rows=True)[0])
     for q0 in range(0, m, chunk):
         rows = order[q0 : q0 + chunk]
-        acc[rows], inside[rows], bound[rows] = index.sums(tq_all[rows], xq_all[rows])
-    own, keep = own_rows(m, **params), None
+        acc[rows], inside[rows], bound[rows] = index.moment_sums(
+            tq_all[rows], xq_all[rows], powers
+        )
+    own = own_rows(m, **params)
     if own is not None:
+        removed = leave_own_term_out(acc, bound, own, V, index.coef[0], **params)
         w = params.get("sample_weight")
-        keep = keep_ratios(params.get("self_weight"), w, X.shape[0])
-        removed = removed_weight(own, w, params.get("self_weight"))
-        # The rounding of the subtraction, relative to the full weight sum.
-        bound += 2 * _EPS64 * np.abs(acc[:, k])
-        acc -= index.coef[0] * removed[:, None] * np.column_stack([V[own], np.ones(m)])
         weighed = np.ones(m, dtype=bool) if w is None else w[own] > 0
         inside -= weighed & ~(removed < (1.0 if w is None else w[own]))
-    nonempty = inside > 0
-    redo = order[nonempty[order] & ~(bound[order] <= SORTED_TOLERANCE * acc[order, k])]
-    if redo.size:
-        acc[redo] = index.exact_sums(
-            tq_all[redo], tile_elements, xq_all[redo],
-            own=None if own is None else own[redo], keep=keep,
-        )  # fmt: skip
-    acc[~nonempty] = 0.0
-    den = acc[:, k].copy()
-    M = np.where(den != 0, 0.0, -np.inf)
-    return [(acc[:, :k], den, M)]
+    return tq_all, xq_all, order, acc, inside, bound
 
 
 class SortedBackend(Backend):
@@ -361,6 +389,7 @@ class SortedBackend(Backend):
     name = "sorted"
     fixed_values = True
     leave_one_out = True
+    local_moments = True
 
     def why_not(self, kernel, metric, metric_params, n_features):
         if sorted_eligible(kernel, metric, metric_params, n_features):
@@ -377,7 +406,9 @@ class SortedBackend(Backend):
             return None
         V, w = request.values()
         head = request.head
-        index = SortedIndex(request.X, V, w, head.kernel, head.divisor, request.scale)
+        index = SortedIndex(
+            request.X, V, w, head.kernel, head.divisor, request.scale, request.powers
+        )
         index.key = (values_key(V, w), head)
         return index
 
@@ -390,3 +421,9 @@ class SortedBackend(Backend):
             Q, X, V, heads, n_jobs=n_jobs, sums=sorted_kernel_sums, index=index,
             **params,
         )  # fmt: skip
+
+    def moment_sums(self, index, Q, X, V, head, powers, **params):
+        self.check_params(params)
+        _, _, _, acc, inside, bound = _sorted_pass(index, Q, V, head, powers, **params)
+        acc[inside <= 0] = 0.0
+        return MomentSums(acc, bound, inside, float(head.divisor))

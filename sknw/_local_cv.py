@@ -1,0 +1,127 @@
+"""Out-of-sample local linear estimates from the moments about each query.
+
+With one feature, the 1-D backends that sum local moments (fgt, sorted) give
+every left-out point's moments about itself in one pass per candidate and
+training fold (the point's own term holds only in the moments of order 0, its
+offset being 0); :func:`~sknw._local_frame.query_centred_fit` solves them and
+bounds their error. Points beyond the bound are left to the exact passes of
+the cross-validation (:meth:`CVSelectionMixin._cv_estimates`).
+"""
+
+import numpy as np
+
+from ._local_frame import query_centred_fit
+from ._scaling import group_candidates
+from ._sums import (
+    BACKENDS,
+    FitRequest,
+    choose,
+    default_tile_elements,
+    local_moments,
+    power_of_two_scale,
+)
+
+
+def moment_targets(Y, w):
+    """Targets divided by a power of two per output and centred on their
+    mid-range over the points of positive weight: ``(V, mid, y_scale,
+    spread)``, ``spread`` the range of the divided targets."""
+    y_scale = power_of_two_scale(Y, axis=0)
+    yn = Y / y_scale
+    positive = yn if w is None else yn[w > 0]
+    lo, hi = positive.min(axis=0), positive.max(axis=0)
+    mid = lo / 2 + hi / 2
+    return yn - mid, mid, y_scale, hi - lo
+
+
+def query_centred_cv(est, X, Y, w, unit, cands, folds):
+    """Out-of-sample local linear estimates of the candidates that a backend
+    summing local moments serves on every split.
+
+    ``est`` is the CV estimator (its ``algorithm``, metric, ``min_eigenvalue``
+    and accepted algorithms); ``w`` the normalised weights, ``unit`` one unit
+    of them (see :func:`~sknw._selection.normalised_weights`). Returns ``{i:
+    (estimates (n, k), missing)}`` for the candidates ``i`` served, with
+    ``missing`` a list of ``(folds, rows)`` whose estimates the exact passes
+    must give (``folds`` None and ``rows`` for leave-one-out, else one
+    ``(train, test rows)`` split).
+    """
+    if X.shape[1] != 1:
+        return {}
+    names = tuple(
+        n for n in est._algorithms if n == "auto" or BACKENDS[n].local_moments
+    )
+    if est.algorithm not in names:
+        return {}
+    V, mid, y_scale, spread = moment_targets(Y, w)
+    kept = None if w is None else w - np.minimum(w, unit)
+    splits = [(None, None)] if folds is None else folds
+    params = {
+        "metric": est.metric,
+        "metric_params": est.metric_params_,
+        "tile_elements": default_tile_elements(),
+    }
+    out = {}
+    for i, cand in enumerate(cands):
+        ((scale, ((_, head),)),) = group_candidates([cand], est.metric, X)
+        pred = np.full(Y.shape, np.nan)
+        missing = []
+        for train, test in splits:
+            got = _split_estimates(
+                est, X, V, w, kept, head, scale, train, test, params, spread
+            )
+            if got is None:
+                break
+            estimate, served, rows = got
+            pred[rows[served]] = (estimate[served] + mid) * y_scale
+            if not served.all():
+                left = rows[~served]
+                missing.append(
+                    (None, left) if train is None else ([(train, left)], None)
+                )
+        else:
+            out[i] = (pred, missing)
+    return out
+
+
+def _split_estimates(est, X, V, w, kept, head, scale, train, test, params, spread):
+    """``(estimates, served, rows)`` of one split (``train`` None: leave-one-out
+    of every point) by a backend summing local moments, or None where the
+    choice gives none."""
+    if train is None:
+        Xq, Xt, Vt, wt = X, X, V, w
+        rows = np.arange(X.shape[0])
+        loo = {"exclude_self": True, "self_weight": kept}
+    else:
+        Xq, Xt, Vt = X[test], X[train], V[train]
+        wt = None if w is None else w[train]
+        rows, loo = np.asarray(test), {}
+    request = FitRequest(
+        X=Xt,
+        sample_weight=wt,
+        values=lambda: (Vt, wt),
+        head=head,
+        scale=scale,
+        metric=params["metric"],
+        metric_params=params["metric_params"],
+        tile_elements=params["tile_elements"],
+        grid=True,
+        powers=2,
+    )
+    accepted = tuple(
+        n for n in est._algorithms if n != "auto" and BACKENDS[n].local_moments
+    )
+    name, index = choose(est.algorithm, accepted, request)
+    if not BACKENDS[name].local_moments:
+        return None
+    moments = local_moments(
+        name, index, Xq, Xt, Vt, head, 2, scale=scale, sample_weight=wt, **params,
+        **loo,
+    )  # fmt: skip
+    if moments is None:
+        return None
+    n_positive = Xt.shape[0] if wt is None else int(np.sum(wt > 0))
+    # Leaving a point out removes at most one of them.
+    n_positive -= train is None
+    fit = query_centred_fit(moments, spread / 2, spread, est.min_eigenvalue, n_positive)
+    return fit.estimate, fit.served, rows
