@@ -682,13 +682,40 @@ class LocalLinearRegressorCV(CVSelectionMixin, LocalLinearRegressor):
         for i, (pred, missing) in local.items():
             preds[i] = pred
             for split, left in missing:
-                p, e = super()._cv_estimates(
-                    X, V, w, unit, [cands[i]], split, finish, left
+                if split is None:  # leave-one-out: the exact passes
+                    p, e = super()._cv_estimates(
+                        X, V, w, unit, [cands[i]], split, finish, left
+                    )
+                    preds[i][left], n_empty[i] = p[0][left], n_empty[i] + e[0]
+                    continue
+                ((train, test),) = split
+                preds[i][test], empty = self._refit_estimates(
+                    cands[i], X, w, train, test
                 )
-                where = left if split is None else split[0][1]
-                preds[i][where] = p[0][where]
-                n_empty[i] += e[0]
+                n_empty[i] += empty
         return preds, n_empty
+
+    def _refit_estimates(self, cand, X, w, train, test):
+        """Estimates at ``X[test]`` of the candidate refitted to ``X[train]``
+        (the exact path of predictions, as a refit would give them), and the
+        number of empty windows among them; NaN for those under
+        ``empty_window`` ``"nan"`` and ``"raise"``."""
+        policy = (
+            self.empty_window if self.empty_window in ("nearest", "mean") else "nan"
+        )
+        est = LocalLinearRegressor(
+            kernel=cand["kernel"], bandwidth=cand["bandwidth"], metric=self.metric,
+            metric_params=self.metric_params, empty_window=policy,
+            min_eigenvalue=self.min_eigenvalue, algorithm="brute",
+        )  # fmt: skip
+        Y = self._cv_targets
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            est.fit(X[train], Y[train], sample_weight=None if w is None else w[train])
+            Q = X[test]
+            estimate = est._exact_local_fit(Q, False).estimate
+            empty = int(np.sum(est._window_counts(Q) == 0))
+        return estimate, empty
 
     def _cv_values(self, X, Y, w):
         """Moments of the local fit (in the frame of :func:`coordinate_frame`),

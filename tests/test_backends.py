@@ -11,6 +11,8 @@ binned one has each ratio ``S / den`` within ``tol`` times the range of the
 values.
 """
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from scipy.spatial.distance import cdist
@@ -655,3 +657,87 @@ def test_default_estimator_algorithm_agrees_with_choose(d):
     scale = np.broadcast_to(np.asarray(est.bandwidth_, dtype=np.float64), (d,))
     request = auto_request(X, "gaussian", 1.0, scale=scale)
     assert est.algorithm_ == choose("auto", ALGORITHMS, request)[0]
+
+
+# -- local moments (the local polynomial fits' sums about each query) ----------
+
+#: Every (backend, kernel) pair on one feature whose backend sums local moments.
+MOMENT_PAIRS = [
+    (name, kernel)
+    for name, kernel, d in ELIGIBLE
+    if d == 1 and BACKENDS[name].local_moments
+]
+
+
+def brute_force_moments(kernel, h, unit, Q, X, V, w, powers, own=None, kept=None):
+    """Sums of ``K(|x - q| / h) u**j w [v, 1]`` (``u = (x - q) / unit``) from
+    the definition, in extended precision; ``own`` leaves each query's own
+    term out (keeping ``kept`` of its weight). As the one-feature backends,
+    coordinates are float64 offsets from the median training value."""
+    origin = np.median(X[:, 0])
+    x = np.asarray(X[:, 0] - origin, dtype=np.longdouble)
+    q = np.asarray(Q[:, 0] - origin, dtype=np.longdouble)
+    diff = x[None, :] - q[:, None]
+    K = np.asarray(kernel(np.abs(diff.astype(float)) / h), dtype=np.longdouble)
+    W = np.broadcast_to(np.ones(X.shape[0]) if w is None else w, K.shape).copy()
+    if own is not None:
+        W[np.arange(len(own)), own] = 0.0 if kept is None else kept[own]
+    Kw = K * W
+    cols = np.column_stack([V, np.ones(X.shape[0])]).astype(np.longdouble)
+    u = diff / np.longdouble(unit)
+    return np.stack([(Kw * u**j) @ cols for j in range(powers + 1)], axis=1)
+
+
+def test_some_backends_sum_local_moments():
+    assert {name for name, _ in MOMENT_PAIRS} == {"fgt", "sorted"}
+    assert not BACKENDS[DENSE].local_moments
+
+
+@pytest.mark.parametrize("loo", [False, True])
+@pytest.mark.parametrize("factor", LOO_FACTORS)
+@pytest.mark.parametrize(("name", "kernel_name"), MOMENT_PAIRS)
+def test_local_moments_within_their_bound(name, kernel_name, factor, loo):
+    from sknw._sums import local_moments
+
+    X, Q, V, w = make_data(1, "two_columns", seed=70, n=400)
+    w = np.random.default_rng(1).integers(1, 4, X.shape[0]).astype(float)
+    kernel = get_kernel(kernel_name)
+    head = Head(kernel, factor * BANDWIDTH[1])
+    request = replace(fit_request(name, X, V, w, head), powers=2)
+    index = BACKENDS[name].fit(request)
+    kept = w - 1.0
+    queries, params = (
+        (X, {"exclude_self": True, "self_weight": kept}) if loo else (Q, {})
+    )
+    got = local_moments(name, index, queries, X, V, head, 2, **sum_params(w), **params)
+    assert got.sums.shape == (queries.shape[0], 3, 3)
+    assert got.bound.shape == (queries.shape[0], 3)
+    own = np.arange(X.shape[0]) if loo else None
+    ref = brute_force_moments(
+        kernel, head.divisor, got.unit, queries, X, V, w, 2, own, kept
+    )
+    error = np.abs(got.sums - ref.astype(float))
+    vmax = np.max(np.abs(V), axis=0)
+    served = np.isfinite(got.bound)
+    assert served.mean() > 0.5
+    assert_within(error[..., 2][served], got.bound[served], "weight moments")
+    for c in range(2):
+        assert_within(
+            error[..., c][served], got.bound[served] * vmax[c], f"value moments {c}"
+        )
+    if got.counts is not None:  # exact: points of positive weight in the window
+        inside = np.abs(X[:, 0][None, :] - queries[:, 0][:, None]) < head.divisor
+        W = np.broadcast_to(w, inside.shape).copy()
+        if loo:
+            W[np.arange(X.shape[0]), own] = kept
+        np.testing.assert_array_equal(got.counts, np.sum(inside & (W > 0), axis=1))
+
+
+def test_local_moments_need_an_index_of_the_same_values():
+    from sknw._sums import local_moments
+
+    X, Q, V, w = make_data(1, "weighted", seed=71, n=300)
+    head = Head(get_kernel("gaussian"), 0.5)
+    index = BACKENDS["fgt"].fit(replace(fit_request("fgt", X, V, w, head), powers=2))
+    assert local_moments("fgt", index, Q, X, V + 1.0, head, 2, **sum_params(w)) is None
+    assert local_moments(DENSE, None, Q, X, V, head, 2, **sum_params(w)) is None

@@ -31,6 +31,8 @@ SETUPS = [
     (NadarayaWatsonClassifier, "gaussian", "fgt", 1),
     (LocalLinearRegressor, "gaussian", "brute", 2),
     (LocalLinearRegressor, "epanechnikov", "tree", 1),
+    (LocalLinearRegressor, "epanechnikov", "sorted", 1),
+    (LocalLinearRegressor, "gaussian", "fgt", 1),
     (NadarayaWatsonRegressorCV, "gaussian", "auto", 1),
 ]
 

@@ -73,9 +73,13 @@ def test_sums_within_their_bound(sigma):
     index = GaussIndex(X, V, w, Head(get_kernel("gaussian"), sigma), None)
     assert index.usable
     near = X[::2, 0] + sigma * rng.normal(size=X[::2].shape[0])
-    s = (np.sort(np.r_[np.linspace(-10, 40, 1500), near]) - index.origin) / sigma
-    got, bound = index.sums(s)
-    t = (X[:, 0] - index.origin) / sigma
+    q = np.sort(np.r_[np.linspace(-10, 40, 1500), near]) - index.origin
+    got, bound = index.sums(q / sigma, q=q)
+    # The reference divides the offsets in extended precision: the index
+    # takes each point's distance from the offsets too.
+    ld = np.longdouble
+    t = np.asarray(X[:, 0] - index.origin, dtype=ld) / ld(sigma)
+    s = np.asarray(q, dtype=ld) / ld(sigma)
     expected = exact_sums(t, np.column_stack([w * V[:, 0], w]), s)
     err = np.abs(got - expected.astype(np.float64))
     # The bound is per unit of |value|: the values column is within it times

@@ -477,3 +477,146 @@ def test_float32_inputs_summed_in_float64(exp_dtypes):
     assert np.dtype(np.float32) not in seen
     double = LocalLinearRegressor(bandwidth=0.3).fit(X.astype(float), y)
     np.testing.assert_allclose(single, double.predict(Q.astype(float)), rtol=1e-12)
+
+
+# -- the one-feature fast paths (moments about each query) ---------------------
+
+#: The fast path of each one-feature kernel tested.
+FAST_PATHS = {
+    "gaussian": "fgt",
+    "epanechnikov": "sorted",
+    "tricube": "sorted",
+    "triangular": "sorted",
+    "boxcar": "sorted",
+}
+
+
+def weighted_lstsq(Q, X, y, w, kernel, h, own=None, kept=None):
+    """The local linear fit at each query from its definition: weights
+    ``w K(|x - q| / h)`` (shifted in the log domain), each query's own point
+    keeping ``kept`` of its weight when ``own`` names it; fewer than two
+    points of positive weight give the weighted mean, none the weighted mean
+    of the nearest points (``empty_window="nearest"``)."""
+    kern = KERNELS[kernel]()
+    D = cdist(Q, X)
+    W = np.broadcast_to(w, D.shape).copy()
+    if own is not None:
+        W[np.arange(len(own)), own] = kept[own]
+    with np.errstate(divide="ignore"):
+        L = np.where(W > 0, kern.log_value(D / h), -np.inf)
+    K = np.exp(L - L.max(axis=1, keepdims=True)) * W
+    out = np.empty(Q.shape[0])
+    for i in range(Q.shape[0]):
+        inside = K[i] > 0
+        if not inside.any():
+            dist = np.where(W[i] > 0, D[i], np.inf)
+            near = dist == dist.min()
+            out[i] = np.average(y[near], weights=W[i][near])
+            continue
+        if inside.sum() < 2:
+            out[i] = np.average(y[inside], weights=K[i][inside])
+            continue
+        A = np.column_stack([np.ones(inside.sum()), X[inside, 0] - Q[i, 0]])
+        root = np.sqrt(K[i][inside])
+        out[i] = np.linalg.lstsq(A * root[:, None], y[inside] * root, rcond=None)[0][0]
+    return out
+
+
+def _fast_data(n=800, seed=11):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(0.0, 1.0, (n, 1))
+    y = 50.0 + np.sin(7 * X[:, 0]) + rng.normal(0.0, 0.2, n)
+    w = rng.integers(1, 4, n).astype(float)
+    return X, y, w
+
+
+@pytest.mark.parametrize("kernel", sorted(FAST_PATHS))
+def test_fast_paths_equal_weighted_least_squares(kernel):
+    X, y, w = _fast_data()
+    h = 0.05
+    est = LocalLinearRegressor(kernel=kernel, bandwidth=h).fit(X, y, sample_weight=w)
+    assert est.algorithm_ == FAST_PATHS[kernel]  # "auto" from 512 points
+    # Inside, at the edges, and a little beyond (one-sided windows).
+    Q = np.r_[np.linspace(-0.03, 1.03, 120), X[::37, 0]][:, None]
+    fast = est._query_centred(Q)
+    assert fast.served.mean() > 0.9
+    ref = weighted_lstsq(Q, X, y, w, kernel, h)
+    assert_allclose(est.predict(Q), ref, rtol=0, atol=1e-8 * np.ptp(y))
+
+
+@pytest.mark.parametrize("kernel", ["gaussian", "epanechnikov"])
+def test_fast_paths_leave_extrapolating_queries_to_the_exact_path(kernel):
+    # Far beyond the data, the window is one-sided: the local variance about
+    # the query cancels, the bound fails, and the exact path (moments about
+    # the window's mean) answers, as with algorithm="brute".
+    X, y, w = _fast_data(seed=12)
+    h = 0.02 if kernel == "gaussian" else 0.5
+    est = LocalLinearRegressor(kernel=kernel, bandwidth=h).fit(X, y, sample_weight=w)
+    brute = LocalLinearRegressor(kernel=kernel, bandwidth=h, algorithm="brute")
+    brute.fit(X, y, sample_weight=w)
+    far = [1.2, 1.4, -0.25] if kernel == "gaussian" else [1.499, 1.4995, -0.4995]
+    Q = np.array(far + [0.5])[:, None]
+    fast = est._query_centred(Q)
+    assert not fast.served[:3].any() and fast.served[3]
+    assert_allclose(est.predict(Q), brute.predict(Q), rtol=1e-12)
+
+
+def test_auto_picks_the_fast_paths_for_local_linear():
+    from sknw._sums import FitRequest, Head, choose
+
+    X, y, w = _fast_data()
+    for kernel, expected in FAST_PATHS.items():
+        est = LocalLinearRegressor(kernel=kernel, bandwidth=0.05).fit(X, y)
+        request = FitRequest(
+            X=X, sample_weight=None, values=est._index_values,
+            head=Head(est.kernel_, 0.05), scale=None, metric="euclidean",
+            metric_params={}, powers=2,
+        )  # fmt: skip
+        name, _ = choose("auto", LocalLinearRegressor._algorithms, request)
+        assert est.algorithm_ == name == expected
+    # Fewer than 512 points, or two features: not the one-feature paths.
+    assert LocalLinearRegressor(bandwidth=0.05).fit(X[:300], y[:300]).algorithm_ == (
+        "brute"
+    )
+    X2 = np.column_stack([X[:, 0], X[::-1, 0]])
+    assert LocalLinearRegressor(bandwidth=0.05).fit(X2, y).algorithm_ == "brute"
+
+
+@pytest.mark.parametrize("cv", [None, 4])
+@pytest.mark.parametrize("kernel", ["gaussian", "epanechnikov", "tricube"])
+def test_cv_on_the_fast_paths_equals_least_squares_refits(kernel, cv):
+    from sklearn.model_selection import KFold
+
+    from sknw._sums import BACKENDS
+
+    X, y, w = _fast_data(n=700, seed=13)
+    # Down to windows of a few points, where each point's own term is much
+    # of its full sums (and, for compact kernels, windows left empty).
+    grid = [0.006, 0.02, 0.1]
+    calls = []
+    backend = type(BACKENDS[FAST_PATHS[kernel]])
+    original = backend.moment_sums
+
+    def spy(self, *args, **kwargs):
+        calls.append(1)
+        return original(self, *args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(backend, "moment_sums", spy)
+        est = LocalLinearRegressorCV(kernels=[kernel], bandwidths=grid, cv=cv)
+        est.fit(X, y, sample_weight=w)
+    assert len(calls) == len(grid) * (1 if cv is None else cv)
+    kept = w - 1.0
+    scores = []
+    for h in grid:
+        if cv is None:
+            own = np.arange(X.shape[0])
+            pred = weighted_lstsq(X, X, y, w, kernel, h, own, kept)
+            scores.append(-np.average((y - pred) ** 2, weights=w))
+            continue
+        folds = []
+        for train, test in KFold(cv).split(X):
+            pred = weighted_lstsq(X[test], X[train], y[train], w[train], kernel, h)
+            folds.append(-np.average((y[test] - pred) ** 2, weights=w[test]))
+        scores.append(np.mean(folds))
+    assert_allclose(est.cv_results_["mean_test_score"], scores, rtol=1e-10)

@@ -118,6 +118,20 @@ SKIPPED = math.exp(-0.5 * (REACH - RADIUS) ** 2)
 MIN_POINTS_PER_BOX = 8
 
 
+def _offsets_from_centres(x, boxes, sigma):
+    """``boxes`` with each point's offset from its box centre taken from the
+    offsets ``x`` (not from ``t = x / sigma``, whose rounding grows with
+    ``|t|``): ``(x - c sigma) / sigma``, with ``c sigma`` a float, is exact
+    to a few units of roundoff of the offset itself. None where an offset
+    would exceed :data:`RADIUS`."""
+    order, ts, starts, centre, _ = boxes
+    lengths = np.diff(np.r_[starts, ts.size])
+    offsets = (x[order] - np.repeat(centre * sigma, lengths)) / sigma
+    if not np.max(np.abs(offsets), initial=0.0) <= RADIUS:
+        return None
+    return order, ts, starts, centre, offsets
+
+
 def gaussian_boxes(t):
     """:func:`~sknw._sums.unit_blocks` of ``t``, or None when the boxes
     cannot be formed in floating point (an offset would exceed
@@ -167,14 +181,20 @@ class GaussIndex:
         self.n_values = V.shape[1]
         self.origin = line_origin(X)
         with np.errstate(over="ignore", invalid="ignore"):
-            t = line_offsets(X, self.origin, scale) / self.sigma
+            x = line_offsets(X, self.origin, scale)
+            t = x / self.sigma
         boxes = gaussian_boxes(t) if np.all(np.isfinite(t)) else None
+        if boxes is not None:
+            boxes = _offsets_from_centres(x, boxes, self.sigma)
         self.usable = boxes is not None
         self.points_per_box = 0.0 if boxes is None else t.size / boxes[2].size
         self.built = self.usable and self.points_per_box >= min_points_per_box
         if not self.built:
             return
         order, _, starts, self.centre, offsets = boxes
+        # The box centres as offsets: a query's distance to a box is taken
+        # from its own offset (see _offsets_from_centres).
+        self.centre_x = self.centre * self.sigma
         Vx = _weighted_values(V, w, order)
         c = Vx.shape[1]
         self.moments = np.zeros((N_TERMS, starts.size, c))
@@ -197,17 +217,20 @@ class GaussIndex:
         self.box_weight = self.moments[0, :, -1]
         self.total_weight = float(self.box_weight.sum())
 
-    def sums(self, s, tile_elements=TILE_ELEMENTS):
-        """Sums ``[S, den]`` at sorted queries ``s`` (in standard deviations),
+    def sums(self, s, tile_elements=TILE_ELEMENTS, q=None):
+        """Sums ``[S, den]`` at sorted queries ``s`` (in standard deviations;
+        ``q``: their offsets, by default ``s`` times the standard deviation),
         and the bound of their error."""
-        out, bound = self.moment_sums(s, tile_elements, 0)
+        out, bound = self.moment_sums(s, tile_elements, 0, q)
         return out[:, 0], bound[:, 0]
 
-    def moment_sums(self, s, tile_elements=TILE_ELEMENTS, powers=0):
+    def moment_sums(self, s, tile_elements=TILE_ELEMENTS, powers=0, q=None):
         """Sums of ``K u**j [v, 1]`` for ``j = 0 .. powers`` at sorted queries
-        ``s``, ``u = t - s`` the offset of a point from the query (in standard
-        deviations): ``(m, powers + 1, k + 1)``, and the bounds of their
-        errors, per unit of the largest ``|v|`` (``(m, powers + 1)``)."""
+        ``s`` (offsets ``q``), ``u = t - s`` the offset of a point from the
+        query (in standard deviations): ``(m, powers + 1, k + 1)``, and the
+        bounds of their errors, per unit of the largest ``|v|`` (``(m, powers
+        + 1)``)."""
+        q = s * self.sigma if q is None else q
         m, c = s.size, self.moments.shape[2]
         out = np.zeros((m, powers + 1, c))
         skipped = SKIPPED * (REACH - RADIUS) ** np.arange(powers + 1)
@@ -223,12 +246,13 @@ class GaussIndex:
                 e = a + (e - a) // 2
             b0, b1 = int(lo[a]), int(hi[e - 1])
             if b1 > b0:
-                self._block(s[a:e], b0, b1, out[a:e], bound[a:e], powers)
+                self._block(s[a:e], q[a:e], b0, b1, out[a:e], bound[a:e], powers)
             a = e
         return out, bound
 
-    def _block(self, s, b0, b1, out, bound, powers=0):
-        d = s[:, None] - self.centre[None, b0:b1]
+    def _block(self, s, q, b0, b1, out, bound, powers=0):
+        # From the offsets: exact to a few units of roundoff of d itself.
+        d = (q[:, None] - self.centre_x[None, b0:b1]) / self.sigma
         dist = np.abs(d)
         g = np.empty((N_TERMS + powers,) + d.shape)
         # Pairs beyond the reach stay out (their terms are in SKIPPED).
@@ -248,7 +272,12 @@ class GaussIndex:
         # Error bound: truncated terms plus rounding, per unit of box weight.
         envelope = np.exp(RADIUS * dist + 0.5 * RADIUS**2 - 0.5 * d * d)
         envelope[dist > REACH] = 0.0
-        per_weight = TRUNCATION * quarter + ROUNDING * envelope
+        # The rounding of the offsets d and u (each within two units of
+        # roundoff of itself, see _offsets_from_centres), moving each term by
+        # its slope (at most reach * envelope for the order 0).
+        reach = dist + RADIUS
+        moved = 4 * _EPS64 * (reach + 1.0) * envelope
+        per_weight = TRUNCATION * quarter + ROUNDING * envelope + moved * reach
         bound[:, 0] += per_weight @ self.box_weight[b0:b1]
         for j in range(1, powers + 1):
             # (u - d)**j e^{-(u - d)**2 / 2}: Hermite functions of higher
@@ -257,9 +286,9 @@ class GaussIndex:
             for r, coef in _power_terms(j):
                 out[:, j] += coef * shifted[r]
             trunc, rounding = _power_bounds(j)
-            bound[:, j] += (
-                (trunc + ROUNDING * rounding) * quarter @ self.box_weight[b0:b1]
-            )
+            slope = reach ** (j + 1) + j * reach ** (j - 1)
+            per_weight = (trunc + ROUNDING * rounding) * quarter + moved * slope
+            bound[:, j] += per_weight @ self.box_weight[b0:b1]
 
 
 def _power_terms(j):
@@ -334,10 +363,11 @@ def fgt_kernel_sums(
     own = own_rows(m, **params)
     if index.built and m:
         with np.errstate(over="ignore", invalid="ignore"):
-            s = line_offsets(Q, index.origin, scale) / index.sigma
+            q = line_offsets(Q, index.origin, scale)
+            s = q / index.sigma
         finite = np.isfinite(s)
         order = np.flatnonzero(finite)[np.argsort(s[finite])]
-        acc, bound = index.sums(s[order], tile_elements)
+        acc, bound = index.sums(s[order], tile_elements, q[order])
         if own is not None:
             mine = own[order]
             removed = removed_weight(mine, sample_weight, params.get("self_weight"))
@@ -428,11 +458,14 @@ class FGTBackend(Backend):
         bound = np.full((m, powers + 1), np.inf)
         if index.built and m:
             with np.errstate(over="ignore", invalid="ignore"):
-                s = line_offsets(Q, index.origin, params.get("scale")) / index.sigma
+                q = line_offsets(Q, index.origin, params.get("scale"))
+                s = q / index.sigma
             finite = np.isfinite(s)
             order = np.flatnonzero(finite)[np.argsort(s[finite])]
             tile = params.get("tile_elements", TILE_ELEMENTS)
-            acc[order], bound[order] = index.moment_sums(s[order], tile, powers)
+            acc[order], bound[order] = index.moment_sums(
+                s[order], tile, powers, q[order]
+            )
         own = own_rows(m, **params)
         if own is not None:
             leave_own_term_out(acc, bound, own, V, 1.0, **params)

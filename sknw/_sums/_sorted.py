@@ -130,6 +130,11 @@ class SortedIndex:
         lengths = np.diff(np.r_[starts, n])
         self.block_start = np.repeat(starts, lengths)
         self.centre = np.repeat(block_centre, lengths)
+        # Offsets from the block centres, from the offsets x (not from t = x /
+        # h, whose rounding grows with |t|): exact to a few units of roundoff
+        # of the offset itself; the queries' likewise (see _side).
+        self.centre_x = self.centre * self.bandwidth
+        s = (self.x - self.centre_x) / self.bandwidth
         degree = self.coef.size - 1
         self.degree, self.powers = degree, int(powers)
         top = degree + self.powers
@@ -159,6 +164,17 @@ class SortedIndex:
                     M[p, i] = coef[p + i] * _binom(p + i, i)
             left = M * (-1.0) ** np.arange(size)
             self.polys.append((M, left, np.abs(M)))
+        # Bounds of |d/du K(u) u**j| on the support: the offsets u = t - tq
+        # carry the rounding of t = x / h and of the queries' (see _side).
+        self.slopes = [
+            float(
+                np.sum(
+                    np.arange(self.coef.size + j)
+                    * np.abs(np.r_[np.zeros(j), self.coef])
+                )
+            )
+            for j in range(self.powers + 1)
+        ]
 
     def _run(self, a, b):
         """Moments of the points ``a <= j < b`` (one block): (m, powers, k+1)."""
@@ -169,7 +185,7 @@ class SortedIndex:
         total[b <= a] = 0.0
         return total
 
-    def _side(self, a, b, tq, left, powers=0):
+    def _side(self, a, b, tq, left, powers=0, xq=None):
         """Sums of ``K(u) u**j`` (``u = |x - q| / h``, ``j`` up to ``powers``)
         over the sorted points ``a <= j < b`` on one side of ``tq``,
         ``(m, powers + 1, k + 1)``, and the magnitudes of the terms of their
@@ -182,8 +198,8 @@ class SortedIndex:
         for lo, hi in ((a, split), (split, b)):
             moments = self._run(lo, hi)
             last = np.clip(hi - 1, 0, None)
-            centre = self.centre[last]
-            delta = tq - centre  # u = delta - s (left) or s - delta (right)
+            # u = delta - s (left) or s - delta (right)
+            delta = (xq - self.centre_x[last]) / self.bandwidth
             z = delta if left else -delta
             prefix = np.where((hi > lo)[:, None], self.abs_moments[last], 0.0)
             # The run's moments are differences of prefix sums of the block up
@@ -208,6 +224,10 @@ class SortedIndex:
                 magnitude[:, j] += (
                     np.einsum("mi,mi->m", size, prefix[:, :width]) * units
                 )
+                # The rounding of the offsets s and delta (a few units of
+                # roundoff of each), moving each term by the kernel's slope.
+                slope = self.slopes[j] * 4.0 * (np.abs(z) + 1.0)
+                magnitude[:, j] += slope * prefix[:, 0]
         return acc, magnitude
 
     def _windows(self, tq, xq=None, strict=None):
@@ -229,6 +249,7 @@ class SortedIndex:
         term over each window's points (the kernel object evaluated at each
         offset). With ``own`` (the training index of each query), each
         query's own term is scaled by its ``keep`` ratio (None: left out)."""
+        xq = tq * self.bandwidth if xq is None else xq
         lo, hi = self._windows(tq, xq)
         size = np.maximum(hi - lo, 0)
         out = np.zeros((tq.size, self.Vx.shape[1]))
@@ -244,7 +265,8 @@ class SortedIndex:
             if total:
                 first = np.cumsum(counts) - counts
                 idx = np.arange(total) - np.repeat(first - lo[a:b], counts)
-                u = np.abs(self.t[idx] - np.repeat(tq[a:b], counts))
+                # From the offsets (exact where close), as the dense path.
+                u = np.abs(self.x[idx] - np.repeat(xq[a:b], counts)) / self.bandwidth
                 if self.open:  # inside the window, whatever the rounding of u
                     u = np.minimum(u, np.nextafter(1.0, 0.0))
                 terms = self.kernel(u)[:, None] * self.Vx[idx]
@@ -272,10 +294,12 @@ class SortedIndex:
         default all the index holds), ``u = (x - q) / h`` signed: sums ``(m,
         powers + 1, k + 1)``, counts ``(m,)`` and bounds ``(m, powers + 1)``."""
         powers = self.powers if powers is None else powers
+        xq = tq * self.bandwidth if xq is None else xq
         lo, hi = self._windows(tq, xq)
-        mid = np.clip(np.searchsorted(self.t, tq, side="right"), lo, hi)
-        left, left_size = self._side(lo, mid, tq, True, powers)
-        right, right_size = self._side(mid, hi, tq, False, powers)
+        # The sides of the query, from the offsets (as the windows).
+        mid = np.clip(np.searchsorted(self.x, xq, side="right"), lo, hi)
+        left, left_size = self._side(lo, mid, tq, True, powers, xq)
+        right, right_size = self._side(mid, hi, tq, False, powers, xq)
         bound = _EPS64 * (left_size + right_size)
         # Left of the query, u = (x - q) / h is negative: (-1)**j.
         left[:, 1::2] = -left[:, 1::2]
