@@ -160,8 +160,12 @@ def rule_bandwidth(
     # is kept as a logarithm so that huge weights do not overflow it.
     _, exponent = np.frexp(np.max(w))
     exponent = exponent - 1
-    unit = np.ldexp(1.0, -exponent)  # one unit of weight, after the scaling
-    w = w * unit
+    # One unit of weight after the scaling: inf where the largest weight is
+    # below 2**-1023 (every weight is less than a unit); the weights
+    # themselves are scaled by ldexp, which is exact even from subnormals.
+    with np.errstate(over="ignore"):
+        unit = np.ldexp(1.0, -exponent)
+    w = np.ldexp(w, -exponent)
     n_factor = np.exp(-(np.log(w.sum()) + exponent * np.log(2.0)) / (d + 4))
     factor = kernel_factor(kernel)
     tiny, huge = np.finfo(np.float64).tiny, np.finfo(np.float64).max

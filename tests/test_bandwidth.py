@@ -297,3 +297,26 @@ def test_invalid_array_bandwidth(bandwidth, match):
     X = np.arange(10.0).reshape(5, 2)
     with pytest.raises(ValueError, match=match):
         NadarayaWatsonRegressor(bandwidth=bandwidth).fit(X, np.arange(5.0))
+
+
+@pytest.mark.parametrize("rule", ["scott", "silverman"])
+@pytest.mark.parametrize("scale", [1e-300, 1e-310, 5e-324])
+def test_rules_with_tiny_frequency_weights_follow_their_formula(rule, scale):
+    # n is the sum of the weights, down to subnormal ones: the bandwidth is
+    # that of unit weights times (sum w / n)**(-1/(d+4)), never a bandwidth
+    # clipped at the float range.
+    import warnings
+
+    from sknw import NadarayaWatsonRegressor
+
+    rng = np.random.default_rng(0)
+    X, y = rng.uniform(0, 1, (100, 2)), rng.normal(size=100)
+    unit = NadarayaWatsonRegressor(bandwidth=rule).fit(X, y).bandwidth_
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = NadarayaWatsonRegressor(bandwidth=rule).fit(
+            X, y, sample_weight=np.full(100, scale)
+        )
+    total = np.sum(np.full(100, scale))
+    expected = unit * np.exp(-(np.log(total) - np.log(100.0)) / 6)
+    np.testing.assert_allclose(got.bandwidth_, expected, rtol=1e-10)
