@@ -1,0 +1,216 @@
+"""Fast exact selection and fast local linear, as ratios measured in one run.
+
+Run ``python benchmarks/bench_fast_selection.py`` (``--quick`` for smaller
+sizes). One BLAS thread. Rows:
+
+- ``NadarayaWatsonRegressorCV`` in 1-D over its default 30 bandwidths (exact
+  leave-one-out on the fast backends), relative to one fixed-bandwidth
+  predict of the training set at the selected bandwidth (goal: at most 60);
+- ``LocalLinearRegressor`` predict in 1-D (moments about each query from the
+  fgt and sorted indexes), relative to ``NadarayaWatsonRegressor`` on the same
+  data and bandwidth (goal: at most 4);
+- ``LocalLinearRegressorCV`` in 1-D, relative to one Nadaraya--Watson predict
+  of the training set (goal: at most 100);
+- ``GridSearchCV(cv=5)`` over the same 30 bandwidths, relative to the exact
+  leave-one-out (goal: at least 5);
+- with ``Rscript`` and KernSmooth installed: ``dpill`` plus ``locpoly`` (R's
+  plug-in bandwidth and binned local linear fit) against
+  ``LocalLinearRegressorCV`` plus predict, in time (goal: within 20x) and in
+  leave-one-out MSE of the chosen bandwidths (goal: equal or better).
+"""
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+from sklearn.model_selection import GridSearchCV
+from threadpoolctl import threadpool_limits
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _timing import print_table  # noqa: E402
+
+from sknw import (  # noqa: E402
+    LocalLinearRegressor,
+    LocalLinearRegressorCV,
+    NadarayaWatsonRegressor,
+    NadarayaWatsonRegressorCV,
+)
+
+
+def make_data(n, seed=0):
+    """The ``sin(2 pi x^3)^3`` test function on [0, 1], noise 0.1."""
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(0.0, 1.0, (n, 1))
+    y = np.sin(2 * np.pi * X[:, 0] ** 3) ** 3 + rng.normal(0.0, 0.1, n)
+    return X, y
+
+
+def timed(fn):
+    start = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - start, out
+
+
+def nw_cv_rows(n):
+    rows = []
+    X, y = make_data(n, seed=1)
+    for kernel in ("gaussian", "epanechnikov"):
+        search = NadarayaWatsonRegressorCV(kernels=[kernel])
+        t_cv, cv = timed(lambda s=search: s.fit(X, y))
+        nw = NadarayaWatsonRegressor(kernel=kernel, bandwidth=cv.bandwidth_).fit(X, y)
+        t_pred, _ = timed(lambda nw=nw: nw.predict(X))
+        rows.append(
+            (
+                f"NW-CV 1-D {kernel}, n={n}",
+                "one NW predict",
+                t_cv / t_pred,
+                f"{t_cv:.2f} s, predict by {nw.algorithm_} (goal <= 60)",
+            )
+        )
+    return rows
+
+
+def local_linear_rows(n):
+    rows = []
+    X, y = make_data(n, seed=2)
+    Q = make_data(n, seed=3)[0]
+    for kernel, h in (("gaussian", 0.01), ("epanechnikov", 0.02)):
+        ll = LocalLinearRegressor(kernel=kernel, bandwidth=h).fit(X, y)
+        nw = NadarayaWatsonRegressor(kernel=kernel, bandwidth=h).fit(X, y)
+        t_ll, _ = timed(lambda ll=ll: ll.predict(Q))
+        t_nw, _ = timed(lambda nw=nw: nw.predict(Q))
+        rows.append(
+            (
+                f"LocalLinear predict 1-D {kernel}, n=m={n}",
+                "NW predict",
+                t_ll / t_nw,
+                f"{t_ll:.2f} s by {ll.algorithm_} (goal <= 4)",
+            )
+        )
+    return rows
+
+
+def local_linear_cv_rows(n):
+    rows = []
+    X, y = make_data(n, seed=4)
+    for kernel in ("gaussian", "epanechnikov"):
+        search = LocalLinearRegressorCV(kernels=[kernel])
+        t_cv, cv = timed(lambda s=search: s.fit(X, y))
+        nw = NadarayaWatsonRegressor(kernel=kernel, bandwidth=cv.bandwidth_).fit(X, y)
+        t_pred, _ = timed(lambda nw=nw: nw.predict(X))
+        rows.append(
+            (
+                f"LocalLinearCV 1-D {kernel}, n={n}",
+                "one NW predict",
+                t_cv / t_pred,
+                f"{t_cv:.2f} s (goal <= 100)",
+            )
+        )
+    return rows
+
+
+def grid_search_rows(sizes):
+    rows = []
+    for n in sizes:
+        X, y = make_data(n, seed=5)
+        t_loo, cv = timed(lambda X=X, y=y: NadarayaWatsonRegressorCV().fit(X, y))
+        grid = list(cv.cv_results_["param_bandwidth"])
+        search = GridSearchCV(
+            NadarayaWatsonRegressor(),
+            {"bandwidth": grid},
+            cv=5,
+            scoring="neg_mean_squared_error",
+        )
+        t_grid, _ = timed(lambda X=X, y=y, s=search: s.fit(X, y))
+        rows.append(
+            (
+                f"GridSearchCV(cv=5) 1-D, n={n}",
+                "exact leave-one-out",
+                t_grid / t_loo,
+                f"{t_loo:.2f} s vs {t_grid:.2f} s (goal >= 5)",
+            )
+        )
+    return rows
+
+
+R_SCRIPT = """
+suppressMessages(library(KernSmooth))
+d <- read.csv(commandArgs(TRUE)[1])
+start <- proc.time()[["elapsed"]]
+h <- dpill(d$x, d$y)
+fit <- locpoly(d$x, d$y, bandwidth = h, degree = 1)
+elapsed <- proc.time()[["elapsed"]] - start
+cat(h, elapsed, "\\n")
+"""
+
+
+def r_rows(sizes):
+    """dpill + locpoly against LocalLinearRegressorCV + predict (when R and
+    KernSmooth are installed)."""
+    rscript = shutil.which("Rscript")
+    if rscript is None:
+        return [("R KernSmooth", "-", float("nan"), "Rscript not installed: skipped")]
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        script = os.path.join(tmp, "dpill.R")
+        with open(script, "w") as f:
+            f.write(R_SCRIPT)
+        for n in sizes:
+            X, y = make_data(n, seed=6)
+            data = os.path.join(tmp, "data.csv")
+            np.savetxt(data, np.column_stack([X[:, 0], y]), delimiter=",",
+                       header="x,y", comments="")  # fmt: skip
+            try:
+                out = subprocess.run(
+                    [rscript, script, data], capture_output=True, text=True,
+                    check=True, timeout=600,
+                )  # fmt: skip
+            except (subprocess.SubprocessError, OSError) as exc:
+                rows.append(("R KernSmooth", "-", float("nan"), f"failed: {exc}"))
+                return rows
+            h_r, t_r = map(float, out.stdout.split())
+            grid = np.linspace(0.0, 1.0, 401)[:, None]
+
+            def fit_predict(X=X, y=y, grid=grid):
+                est = LocalLinearRegressorCV().fit(X, y)
+                est.predict(grid)
+                return est
+
+            t_ours, cv = timed(fit_predict)
+            # Leave-one-out MSE of R's bandwidth, scored by the same criterion.
+            theirs = LocalLinearRegressorCV(bandwidths=[h_r]).fit(X, y).best_score_
+            ours = LocalLinearRegressorCV(bandwidths=[cv.bandwidth_]).fit(X, y)
+            ratio = -ours.best_score_ / -theirs
+            rows.append(
+                (
+                    f"LocalLinearCV+predict vs dpill+locpoly, n={n}",
+                    "dpill + locpoly",
+                    t_ours / max(t_r, 1e-3),
+                    f"LOO MSE ours/R {ratio:.4f} (goals: time <= 20, MSE <= 1)",
+                )
+            )
+    return rows
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="smaller sizes")
+    args = parser.parse_args()
+    quick = args.quick
+    table = []
+    with threadpool_limits(1):
+        table += nw_cv_rows(20_000 if quick else 100_000)
+        table += local_linear_rows(20_000 if quick else 200_000)
+        table += local_linear_cv_rows(10_000 if quick else 50_000)
+        table += grid_search_rows([2000] if quick else [2000, 5000, 20_000])
+        table += r_rows([2000] if quick else [2000, 20_000, 100_000])
+    print_table(table)
+
+
+if __name__ == "__main__":
+    main()
