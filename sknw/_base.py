@@ -372,6 +372,13 @@ class NadarayaWatsonBase(BaseEstimator):
             w = w / power_of_two_scale(w)
         return V / column_scale, w, column_scale
 
+    def _empty_error(self, empty):
+        """The error of ``empty_window="raise"`` for the mask ``empty``."""
+        return ValueError(
+            f"{self._empty_message(empty)}. Use a larger bandwidth, a kernel "
+            "with unbounded support, or empty_window='nearest', 'mean' or 'nan'."
+        )
+
     def _empty_message(self, empty):
         n_empty, m = int(empty.sum()), empty.shape[0]
         return (
@@ -391,10 +398,7 @@ class NadarayaWatsonBase(BaseEstimator):
         if not is_compact(self.kernel_):
             policy = "nearest"
         elif policy == "raise":
-            raise ValueError(
-                f"{self._empty_message(empty)}. Use a larger bandwidth, a kernel "
-                "with unbounded support, or empty_window='nearest', 'mean' or 'nan'."
-            )
+            raise self._empty_error(empty)
         else:
             warn(
                 f"{self._empty_message(empty)}; they use empty_window={policy!r}.",

@@ -309,12 +309,14 @@ class QueryCentredFit:
     """Local linear estimates from :class:`~sknw._sums.MomentSums` about each
     query (of values centred on their mid-range): ``estimate`` (m, k), the
     queries it ``served`` (its bound within tolerance) and, among them, those
-    whose design is ``singular`` (local-constant estimate)."""
+    whose design is ``singular`` (local-constant estimate); ``empty`` marks
+    the windows without a point of positive weight (set by the caller)."""
 
     estimate: np.ndarray
     served: np.ndarray
     singular: np.ndarray
     error: np.ndarray
+    empty: object = None
 
 
 def query_centred_fit(moments, vmax, value_range, min_eigenvalue, n_positive=None):

@@ -255,6 +255,9 @@ class LocalLinearRegressor(NadarayaWatsonRegressor):
         fast = None if with_std else self._query_centred(Q)
         if fast is None:
             return self._exact_local_fit(Q, with_std)
+        if self.empty_window == "raise" and fast.empty.any():
+            # Counted among all the queries (the exact path sees the rest).
+            raise self._empty_error(fast.empty)
         rest = np.flatnonzero(~fast.served)
         estimate = fast.estimate
         with warnings.catch_warnings(record=True) as caught:
@@ -303,6 +306,8 @@ class LocalLinearRegressor(NadarayaWatsonRegressor):
             moments, spread / 2, spread, self.min_eigenvalue, n_positive
         )
         fit.estimate = (fit.estimate + mid) * y_scale
+        counts = moments.counts
+        fit.empty = np.zeros(Q.shape[0], dtype=bool) if counts is None else counts == 0
         return fit
 
     def _exact_local_fit(self, Q, with_std):

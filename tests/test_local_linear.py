@@ -620,3 +620,29 @@ def test_cv_on_the_fast_paths_equals_least_squares_refits(kernel, cv):
             folds.append(-np.average((y[test] - pred) ** 2, weights=w[test]))
         scores.append(np.mean(folds))
     assert_allclose(est.cv_results_["mean_test_score"], scores, rtol=1e-10)
+
+
+@pytest.mark.parametrize("policy", ["nearest", "raise"])
+def test_fast_paths_count_empty_windows_among_all_queries(policy):
+    # The exact path answers some queries only; its warnings and errors still
+    # count among all of them, as with algorithm="brute".
+    import warnings
+
+    X, y, _ = _fast_data(seed=14)
+    Q = np.linspace(-0.2, 1.2, 300)[:, None]
+    messages = []
+    for algorithm in ("sorted", "brute"):
+        est = LocalLinearRegressor(
+            kernel="boxcar", bandwidth=0.05, empty_window=policy, algorithm=algorithm
+        ).fit(X, y)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            if policy == "raise":
+                with pytest.raises(ValueError) as error:
+                    est.predict(Q)
+                messages.append([str(error.value)])
+            else:
+                est.predict(Q)
+                messages.append(sorted(str(c.message) for c in caught))
+    assert messages[0] == messages[1]
+    assert " of 300 queries" in messages[0][0]
