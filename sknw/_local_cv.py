@@ -115,8 +115,8 @@ def _split_estimates(est, X, V, w, kept, head, scale, train, test, params, sprea
     if not BACKENDS[name].local_moments:
         return None
     moments = local_moments(
-        name, index, Xq, Xt, Vt, head, 2, scale=scale, sample_weight=wt, **params,
-        **loo,
+        name, index, Xq, Xt, Vt, head, 2, scale=scale, sample_weight=wt,
+        n_jobs=est.n_jobs, **params, **loo,
     )  # fmt: skip
     if moments is None:
         return None

@@ -298,6 +298,7 @@ class LocalLinearRegressor(NadarayaWatsonRegressor):
             self.algorithm_, self._index, Q, self.X_fit_, V, self._head(), 2,
             metric=self.metric_, metric_params=self.metric_params_,
             scale=self._scale(), sample_weight=w, tile_elements=_tile_elements(),
+            n_jobs=self.n_jobs,
         )  # fmt: skip
         if moments is None:
             return None

@@ -6,6 +6,7 @@ from joblib import parallel_config
 from numpy.testing import assert_allclose
 
 from sknw import (
+    LocalLinearRegressor,
     NadarayaWatsonClassifier,
     NadarayaWatsonRegressor,
     NadarayaWatsonRegressorCV,
@@ -23,13 +24,13 @@ def _data(n=600, m=1500, d=2, seed=0):
 @pytest.fixture
 def count_batches(monkeypatch):
     calls = []
-    original = _parallel._batch_sums
+    original = _parallel._batch_call
 
     def counting(*args):
-        calls.append(args[1].shape[0])  # (sums, Q, X, V, heads, params)
+        calls.append(args[1].shape[0])  # (fn, Q, params, first)
         return original(*args)
 
-    monkeypatch.setattr(_parallel, "_batch_sums", counting)
+    monkeypatch.setattr(_parallel, "_batch_call", counting)
     return calls
 
 
@@ -76,3 +77,19 @@ def test_few_queries_run_serially(count_batches):
     est = NadarayaWatsonRegressor(n_jobs=4).fit(X, y)
     est.predict(Q)
     assert count_batches == []
+
+
+@pytest.mark.parametrize("kernel", ["gaussian", "epanechnikov"])
+def test_local_linear_fast_paths_run_in_batches(kernel, count_batches):
+    # The moments about each query (one feature) are summed over batches of
+    # queries too, with the serial estimates.
+    rng = np.random.default_rng(4)
+    X = rng.uniform(0, 1, (1500, 1))
+    y = np.sin(6 * X[:, 0]) + rng.normal(0, 0.1, 1500)
+    Q = rng.uniform(0, 1, (1200, 1))
+    serial = LocalLinearRegressor(kernel=kernel, bandwidth=0.05).fit(X, y)
+    parallel = LocalLinearRegressor(kernel=kernel, bandwidth=0.05, n_jobs=2)
+    parallel.fit(X, y)
+    assert parallel.algorithm_ in ("fgt", "sorted")
+    assert_allclose(parallel.predict(Q), serial.predict(Q), rtol=1e-13)
+    assert len(count_batches) >= 2

@@ -15,11 +15,11 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ._base import TILE_ELEMENTS, NaNDistanceError, nan_rows
+from ._base import TILE_ELEMENTS, MomentSums, NaNDistanceError, nan_rows
 from ._binned import BinnedBackend
 from ._dense import DenseBackend
 from ._fgt import FGTBackend
-from ._parallel import one_blas_thread
+from ._parallel import batch_bounds, one_blas_thread, parallel_batches
 from ._sorted import SortedBackend
 from ._tree import TreeBackend
 
@@ -188,20 +188,30 @@ def grid_sums(algorithm, accepted, Q, X, V, heads, *, n_jobs=None, **params):
     return out
 
 
-def local_moments(name, index, Q, X, V, head, powers, **params):
+def local_moments(name, index, Q, X, V, head, powers, *, n_jobs=None, **params):
     """:class:`~sknw._sums._base.MomentSums` of the local fits about each
-    query, by backend ``name`` with its fitted ``index``; None where that
-    backend does not sum them or its index does not serve ``V`` and ``head``
-    (the estimator then takes its exact path)."""
+    query, by backend ``name`` with its fitted ``index`` (over batches of
+    queries for ``n_jobs``); None where that backend does not sum them or its
+    index does not serve ``V`` and ``head`` (the estimator then takes its
+    exact path)."""
     backend = BACKENDS[name]
     if not backend.local_moments or not backend.serves(
         index, V, [head], params.get("sample_weight")
     ):
         return None
-    try:
+
+    def batch(Qb, p):
+        return backend.moment_sums(index, Qb, X, V, head, powers, **p)
+
+    bounds = batch_bounds(Q.shape[0], n_jobs)
+    if bounds is None:
         with one_blas_thread():
-            return backend.moment_sums(index, Q, X, V, head, powers, **params)
-    except NaNDistanceError:  # pragma: no cover - line metrics never undefined
-        raise nan_rows(
-            Q, X, params["metric"], params.get("metric_params"), params.get("scale")
-        ) from None
+            return batch(Q, params)
+    parts = parallel_batches(batch, Q, bounds, params, n_jobs)
+    counts = None if parts[0].counts is None else [p.counts for p in parts]
+    return MomentSums(
+        np.concatenate([p.sums for p in parts]),
+        np.concatenate([p.bound for p in parts]),
+        None if counts is None else np.concatenate(counts),
+        parts[0].unit,
+    )

@@ -27,32 +27,46 @@ def parallel_kernel_sums(Q, X, V, heads, *, n_jobs=None, sums=None, **params):
     """
     if sums is None:
         from ._dense import kernel_sums as sums
-    m = Q.shape[0]
-    n_workers = effective_n_jobs(n_jobs)
-    n_batches = min(n_workers, m // MIN_BATCH)
-    if n_batches <= 1:
+    bounds = batch_bounds(Q.shape[0], n_jobs)
+    if bounds is None:
         with one_blas_thread():
             return sums(Q, X, V, heads, **params)
-    bounds = np.linspace(0, m, n_batches + 1).astype(np.intp)
-    offset = params.get("self_offset", 0)
-
-    index = params.get("self_index")
-
-    def batch_params(a, b):
-        if not params.get("exclude_self"):
-            return params
-        if index is not None:
-            return {**params, "self_index": index[a:b]}
-        return {**params, "self_offset": offset + int(a)}
-
-    parts = Parallel(n_jobs=n_jobs, prefer="threads")(
-        delayed(_batch_sums)(sums, Q[a:b], X, V, heads, batch_params(a, b), int(a))
-        for a, b in zip(bounds[:-1], bounds[1:], strict=True)
+    parts = parallel_batches(
+        lambda Qb, p: sums(Qb, X, V, heads, **p), Q, bounds, params, n_jobs
     )
     return [
         tuple(np.concatenate([part[h][i] for part in parts]) for i in range(3))
         for h in range(len(heads))
     ]
+
+
+def batch_bounds(m, n_jobs):
+    """Bounds of one contiguous batch of ``m`` queries per worker, or None
+    where one batch (``n_jobs`` None or 1, or too few queries) does."""
+    n_batches = min(effective_n_jobs(n_jobs), m // MIN_BATCH)
+    if n_batches <= 1:
+        return None
+    return np.linspace(0, m, n_batches + 1).astype(np.intp)
+
+
+def batch_params(params, a, b):
+    """``params`` of the queries ``a:b``: with ``exclude_self``, their own
+    rows (their part of ``self_index``, or ``self_offset`` moved on)."""
+    if not params.get("exclude_self"):
+        return params
+    index = params.get("self_index")
+    if index is not None:
+        return {**params, "self_index": index[a:b]}
+    return {**params, "self_offset": params.get("self_offset", 0) + int(a)}
+
+
+def parallel_batches(fn, Q, bounds, params, n_jobs):
+    """``[fn(Q[a:b], params of a:b), ...]`` over the batches, in parallel
+    (threads preferred, one BLAS thread each)."""
+    return Parallel(n_jobs=n_jobs, prefer="threads")(
+        delayed(_batch_call)(fn, Q[a:b], batch_params(params, a, b), int(a))
+        for a, b in zip(bounds[:-1], bounds[1:], strict=True)
+    )
 
 
 @functools.cache
@@ -73,10 +87,10 @@ def one_blas_thread():
     return _controller().limit(limits=1, user_api="blas")
 
 
-def _batch_sums(sums, Q, X, V, heads, params, first=0):
+def _batch_call(fn, Q, params, first=0):
     """One batch (queries from ``first`` on), with one BLAS thread."""
     try:
         with one_blas_thread():
-            return sums(Q, X, V, heads, **params)
+            return fn(Q, params)
     except NaNDistanceError as exc:
         raise exc.shifted(first) from None
