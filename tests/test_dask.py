@@ -184,7 +184,7 @@ def test_dask_backend_splits_predictions_over_the_workers(client):
         with parallel_config(backend="dask"):
             got = est.predict(Q)  # n_jobs=None: one batch per worker thread
     assert_allclose(got, expected, rtol=1e-13)
-    batches = [t for t in stream.data if "batch_sums" in str(t["key"])]
+    batches = [t for t in stream.data if "batch_call" in str(t["key"])]
     assert len(batches) == 2
     assert {t["worker"] for t in batches} == set(client.scheduler_info()["workers"])
 
