@@ -121,7 +121,10 @@ def _split_estimates(est, X, V, w, kept, head, scale, train, test, params, sprea
     if moments is None:
         return None
     n_positive = Xt.shape[0] if wt is None else int(np.sum(wt > 0))
-    # Leaving a point out removes at most one of them.
-    n_positive -= train is None
+    if train is None:
+        # Leaving a point out removes it when it weighs and keeps nothing.
+        weighs = np.ones(Xq.shape[0], dtype=bool) if wt is None else wt > 0
+        gone = weighs if kept is None else weighs & ~(kept > 0)
+        n_positive = n_positive - gone
     fit = query_centred_fit(moments, spread / 2, spread, est.min_eigenvalue, n_positive)
     return fit.estimate, fit.served, rows

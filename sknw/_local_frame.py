@@ -325,7 +325,8 @@ def query_centred_fit(moments, vmax, value_range, min_eigenvalue, n_positive=Non
     The averages of :func:`moment_columns` in the frame of the query (``z = u``,
     ``Zq = 0``) come from the moments of orders 0 to 2; the design is
     singular where the window holds fewer than 2 points of positive weight
-    (``moments.counts``, or ``n_positive`` for kernels of unbounded support)
+    (``moments.counts``, or ``n_positive``, one number or one per query, for
+    kernels of unbounded support)
     or as :func:`local_solution` decides. Each estimate's error, from the
     bounds of the moments (relative to their weight sum ``S0``, ``e_j``) to
     first order with the products of perturbations kept, is at most::
@@ -359,8 +360,8 @@ def query_centred_fit(moments, vmax, value_range, min_eigenvalue, n_positive=Non
     few = np.zeros(m, dtype=bool)
     if counts is not None:
         few = counts < 2
-    elif n_positive is not None:
-        few[:] = n_positive < 2
+    elif n_positive is not None:  # a number, or one per query
+        few[:] = np.asarray(n_positive) < 2
     cols = moment_columns(np.zeros((1, 1)), np.zeros((1, k)))[1]
     sol = local_solution(A, cols, 1, k, np.zeros((m, 1)), min_eigenvalue, few=few)
     a0, m1, a1, m2 = A[:, :k], A[:, k], A[:, k + 1 : 2 * k + 1], A[:, -1]

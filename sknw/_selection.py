@@ -158,6 +158,7 @@ def cv_predictions(
     """
     n, k = V.shape
     mid = np.zeros(k)
+    lo, hi = np.full(k, -np.inf), np.full(k, np.inf)
     if n:
         # Only columns offset by more than their range: centring others (such
         # as the moments of the local fits, whose windows average values near
@@ -206,6 +207,11 @@ def cv_predictions(
                 empty = ~(den != 0)
                 with np.errstate(invalid="ignore", divide="ignore"):
                     out = S / den[:, None] + mid
+                if head.kernel.nonnegative:
+                    # A weighted average lies within the values' range: clip
+                    # the rounding of the fast paths' own-term subtraction
+                    # (no probability below 0).
+                    np.clip(out, lo, hi, out=out)
                 if empty.any():
                     # Unbounded support: only overflow empties a window; use the
                     # limit of a vanishing bandwidth, the nearest points.
@@ -614,7 +620,10 @@ class CVSelectionMixin:
         """Out-of-sample estimates of every candidate, ``(n_candidates, n,
         k)``, and their numbers of empty windows (see :func:`cv_predictions`,
         whose averages ``finish`` turns into estimates; ``rows``: only these
-        queries of leave-one-out)."""
+        queries of leave-one-out). An ``algorithm`` the passes may not take
+        (a backend of the estimator's other sums) leaves them to ``"auto"``."""
+        accepted = self._pass_algorithms
+        algorithm = self.algorithm if self.algorithm in accepted else "auto"
         preds, n_empty, empties = cv_predictions(
             X,
             V,
@@ -628,8 +637,8 @@ class CVSelectionMixin:
             tile_elements=default_tile_elements(),
             n_jobs=self.n_jobs,
             unit=unit,
-            algorithm=self.algorithm,
-            accepted=self._pass_algorithms,
+            algorithm=algorithm,
+            accepted=accepted,
             rows=rows,
         )
         if finish is not None:

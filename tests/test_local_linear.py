@@ -646,3 +646,48 @@ def test_fast_paths_count_empty_windows_among_all_queries(policy):
                 messages.append(sorted(str(c.message) for c in caught))
     assert messages[0] == messages[1]
     assert " of 300 queries" in messages[0][0]
+
+
+@pytest.mark.parametrize("weight", [1.0, 5.0])
+def test_cv_fast_path_with_two_points_of_positive_weight(weight):
+    # Leaving a point of weight 0 out leaves both positive points in its
+    # window: its local line is the line through them (not the local mean).
+    # A point of weight 1 left out leaves one point (its value); one of
+    # weight 5 keeps 4 of its weight, and the line through both.
+    rng = np.random.default_rng(15)
+    X = rng.uniform(0, 1, (600, 1))
+    y = 2 * X[:, 0] + 1
+    w = np.zeros(600)
+    w[[10, 20]] = weight
+    fits = [
+        LocalLinearRegressorCV(kernels=["gaussian"], bandwidths=[0.3], algorithm=a)
+        .fit(X, y, sample_weight=w)
+        for a in ("auto", "brute")
+    ]
+    expected = np.mean((y[10] - y[20]) ** 2) if weight == 1.0 else 0.0
+    for fit in fits:
+        assert_allclose(-fit.best_score_, expected, rtol=1e-10, atol=1e-20)
+
+
+def test_cv_passes_take_exact_backends_whatever_the_algorithm():
+    # An explicit one-feature algorithm serves the moments about each point;
+    # the passes over the moments of one frame stay on exact backends.
+    from sknw._sums import BACKENDS
+
+    X, y, w = _fast_data(seed=16)
+    used = []
+    for name in ("fgt", "sorted"):
+        backend = type(BACKENDS[name])
+        original = backend.sums
+
+        def spy(self, *args, original=original, name=name, **kwargs):
+            used.append(name)
+            return original(self, *args, **kwargs)
+
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(backend, "sums", spy)
+            kernel = "gaussian" if name == "fgt" else "epanechnikov"
+            LocalLinearRegressorCV(
+                kernels=[kernel], bandwidths=[0.001, 0.05], algorithm=name
+            ).fit(X, y, sample_weight=w)
+    assert used == []

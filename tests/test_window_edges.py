@@ -4,6 +4,7 @@ on integer data, where points lie at exactly one bandwidth."""
 import warnings
 
 import numpy as np
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose, assert_array_equal
@@ -125,3 +126,46 @@ def test_leave_one_out_scores_use_the_same_windows(problem):
     others = (y.sum() - y) / (y.size - 1)
     loo = np.where(np.isnan(loo), others, loo)
     assert_allclose(cv.best_score_, -np.mean((loo - y) ** 2), rtol=1e-10, atol=1e-12)
+
+
+# -- windows of non-integer grids, decided in exact arithmetic -----------------
+
+
+def exact_window_counts(Q, X, h):
+    """Points with ``|q - x| < h`` in exact rational arithmetic."""
+    from fractions import Fraction
+
+    hq = Fraction(h)
+    return np.array(
+        [sum(abs(Fraction(q) - Fraction(x)) < hq for x in X[:, 0]) for q in Q[:, 0]]
+    )
+
+
+@pytest.mark.parametrize("h", [0.2, 0.3, 0.7])
+def test_sorted_boxcar_windows_on_a_decimal_grid_are_exact(h):
+    # Points 0.1 apart (rounded) and bandwidths a multiple of that step: many
+    # points lie within an ulp of a window's edge; the sorted path decides
+    # them exactly, as the definition (rounded offsets from the median kept
+    # some out), for predictions, leave-one-out and local linear fits.
+    from sknw import LocalLinearRegressor, LocalLinearRegressorCV
+
+    n = 600
+    X = (np.arange(n) * 0.1).reshape(-1, 1)
+    y = np.sin(X[:, 0]) + 0.3 * np.random.default_rng(0).normal(size=n)
+    Q = X[::7] + np.array([[0.0]])
+    counts = exact_window_counts(Q, X, h)
+    for make in (NadarayaWatsonRegressor, LocalLinearRegressor):
+        fast = make(kernel="boxcar", bandwidth=h, algorithm="sorted").fit(X, y)
+        brute = make(kernel="boxcar", bandwidth=h, algorithm="brute").fit(X, y)
+        assert_allclose(fast.predict(Q), brute.predict(Q), rtol=1e-12)
+    nw = NadarayaWatsonRegressor(kernel="boxcar", bandwidth=h, algorithm="sorted")
+    ones = nw.fit(X, np.ones(n))._kernel_sums(Q, np.ones((n, 1)), None, [nw._head()])
+    assert_array_equal(ones[0][1] * np.exp(ones[0][2]), counts)
+    for make in (NadarayaWatsonRegressorCV, LocalLinearRegressorCV):
+        scores = [
+            make(kernels=["boxcar"], bandwidths=[h], algorithm=a)
+            .fit(X, y)
+            .cv_results_["mean_test_score"]
+            for a in ("auto", "brute")
+        ]
+        assert_allclose(scores[0], scores[1], rtol=1e-12)

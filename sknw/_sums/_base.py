@@ -216,6 +216,22 @@ def _max_sq_radius(A, centre, scale, chunk=1 << 16):
     return best
 
 
+def within(q, x, reach, strict):
+    """Whether ``|q - x| < reach`` (``strict``) or ``<= reach``, decided in
+    exact arithmetic for float64 ``q`` and ``x``: the rounded difference and
+    its error (Knuth's TwoSum) settle the one case the rounding hides, a
+    difference that rounds to ``reach`` itself. Not finite: outside."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        s = q - x
+        back = s - q
+        error = (q - (s - back)) + (-x - back)
+        size = np.abs(s)
+        # |q - x| = |s| + sign(s) error, exactly.
+        towards = np.sign(s) * error
+        on_edge = (size == reach) & ((towards < 0) if strict else (towards <= 0))
+        return ((size < reach) | on_edge) & np.isfinite(s)
+
+
 def line_origin(X):
     """The median of the one feature of ``X``, to measure it from (see
     :func:`line_offsets`)."""
@@ -480,16 +496,16 @@ def _exp(T, floor):
     return T
 
 
-def unit_blocks(t):
-    """The values ``t``, sorted and cut into blocks one unit wide from the
-    smallest.
+def unit_blocks(t, order=None):
+    """The values ``t``, sorted (by ``order`` when given: it must sort them)
+    and cut into blocks one unit wide from the smallest.
 
     Returns ``(order, ts, starts, centre, offsets)``: the sorting order, the
     sorted values, the index of each block's first value, each block's centre
     (its lower edge plus 1/2) and each sorted value's offset from its block's
     centre (not finite where the span of ``t`` is not).
     """
-    order = np.argsort(t)
+    order = np.argsort(t) if order is None else order
     ts = t[order]
     if not ts.size:
         return order, ts, np.zeros(0, dtype=np.intp), ts, ts

@@ -8,6 +8,7 @@ from ._base import (
     TILE_ELEMENTS,
     Backend,
     MomentSums,
+    _scaled_rows,
     _tile_shape,
     _weighted_values,
     keep_ratios,
@@ -17,6 +18,7 @@ from ._base import (
     own_rows,
     unit_blocks,
     values_key,
+    within,
 )
 from ._parallel import parallel_kernel_sums
 from ._traits import (
@@ -30,6 +32,10 @@ from ._traits import (
 #: Most queries per chunk of the sorted 1-D path (fewer where their moments
 #: would exceed the tile budget, ``working_memory``).
 SORTED_CHUNK = 1 << 15
+
+#: Steps an edge of a window takes at most from its rounded position to its
+#: exact one (each past a run of equal coordinates; a few suffice).
+MAX_EDGE_STEPS = 8
 
 #: Queries of the sorted path whose rounding bound exceeds this share of their
 #: weight sum are summed term by term over their window.
@@ -103,17 +109,23 @@ class SortedIndex:
     ``[-1/2, 1/2]``; the expansion still cancels where a window holds only
     points near its edge (where the kernel is small but the expansion's terms
     are not), by at most the bound :meth:`sums` returns. Coordinates are
-    measured from the median training value (:func:`line_offsets`). Windows
-    are found on those offsets before dividing by the bandwidth, ``|x - q| <
-    h`` (or ``<=``), a comparison exact for representable data, as on the
-    dense path.
+    measured from the median training value (:func:`line_offsets`). Windows,
+    ``|x - q| < h`` (or ``<=``), are decided on the coordinates of the dense
+    path, in exact arithmetic (:func:`~sknw._sums._base.within`), when the
+    queries' are given, else on the offsets.
     """
 
     def __init__(self, X, V, w, kernel, bandwidth, scale, powers=0):
         self.origin = line_origin(X)
         x = line_offsets(X, self.origin, scale)
-        order, self.t, starts, block_centre, s = unit_blocks(x / bandwidth)
+        # Sorted by the coordinates themselves, which sorts the offsets, the
+        # units of the bandwidth and the dense path's coordinates alike.
+        xd = _scaled_rows(X, 0, X.shape[0], scale)[:, 0]
+        order = np.argsort(np.asarray(X[:, 0], dtype=np.float64), kind="stable")
+        order, self.t, starts, block_centre, s = unit_blocks(x / bandwidth, order)
         self.x = x[order]
+        # The dense path's coordinates: windows are decided on them, exactly.
+        self.xd = xd[order]
         # The sorted position of each training point (its own term's).
         self.rank = np.empty(order.size, dtype=np.intp)
         self.rank[order] = np.arange(order.size)
@@ -195,6 +207,10 @@ class SortedIndex:
         magnitude = np.zeros((m, powers + 1))
         split = self.block_start[np.clip(b - 1, 0, None)]
         split = np.where(b > a, np.maximum(split, a), a)
+        # A side spans at most two blocks, but for rounding at a window of
+        # exactly one bandwidth (blocks come from the rounded t, windows from
+        # exact tests): a first run over more than one block has no bound.
+        spans = (split > a) & (self.block_start[np.clip(split - 1, 0, None)] > a)
         for lo, hi in ((a, split), (split, b)):
             moments = self._run(lo, hi)
             last = np.clip(hi - 1, 0, None)
@@ -228,12 +244,16 @@ class SortedIndex:
                 # roundoff of each), moving each term by the kernel's slope.
                 slope = self.slopes[j] * 4.0 * (np.abs(z) + 1.0)
                 magnitude[:, j] += slope * prefix[:, 0]
+        magnitude[spans] = np.inf
         return acc, magnitude
 
-    def _windows(self, tq, xq=None, strict=None):
+    def _windows(self, tq, xq=None, strict=None, qd=None):
         """Index bounds of the points within reach of the queries ``tq``
         (offsets ``xq``, by default ``tq`` times the bandwidth): open
-        (``|x - q| < h``) for the boxcar or with ``strict``, else closed."""
+        (``|x - q| < h``) for the boxcar or with ``strict``, else closed.
+        With ``qd`` (the queries in the dense path's coordinates), decided on
+        those coordinates in exact arithmetic (:func:`within`), as the
+        definition has it; else on the offsets."""
         xq = tq * self.bandwidth if xq is None else xq
         strict = self.open if strict is None else strict
         lo = np.searchsorted(
@@ -242,15 +262,42 @@ class SortedIndex:
         hi = np.searchsorted(
             self.x, xq + self.reach, side="left" if strict else "right"
         )
+        if qd is not None:
+            lo = self._exact_edge(lo, qd, strict, True)
+            hi = self._exact_edge(hi, qd, strict, False)
         return lo, hi
 
-    def exact_sums(self, tq, budget=TILE_ELEMENTS, xq=None, own=None, keep=None):
+    def _exact_edge(self, edge, qd, strict, lower):
+        """Move window edges (indices into the sorted points) to where the
+        exact test :func:`within` puts them, a run of equal coordinates at a
+        time (the rounding of ``xq -+ reach`` moves them by a few points)."""
+        xd, n = self.xd, self.xd.size
+        edge = edge.copy()
+        for _ in range(MAX_EDGE_STEPS):
+            # The point just outside the edge, and the one just inside.
+            out = np.clip(edge - 1 if lower else edge, 0, max(n - 1, 0))
+            inn = np.clip(edge if lower else edge - 1, 0, max(n - 1, 0))
+            has_out = (edge > 0) if lower else (edge < n)
+            has_in = (edge < n) if lower else (edge > 0)
+            grow = has_out & within(qd, xd[out], self.reach, strict)
+            toward = (xd[inn] <= qd) if lower else (xd[inn] >= qd)
+            shrink = ~grow & has_in & toward & ~within(qd, xd[inn], self.reach, strict)
+            if not (grow.any() or shrink.any()):
+                return edge
+            side_grow, side_shrink = ("left", "right") if lower else ("right", "left")
+            edge[grow] = np.searchsorted(xd, xd[out[grow]], side=side_grow)
+            edge[shrink] = np.searchsorted(xd, xd[inn[shrink]], side=side_shrink)
+        raise RuntimeError("window edges did not settle")  # pragma: no cover
+
+    def exact_sums(
+        self, tq, budget=TILE_ELEMENTS, xq=None, own=None, keep=None, qd=None
+    ):
         """Kernel sums ``[S, den]`` at queries ``tq`` (offsets ``xq``), term by
         term over each window's points (the kernel object evaluated at each
         offset). With ``own`` (the training index of each query), each
         query's own term is scaled by its ``keep`` ratio (None: left out)."""
         xq = tq * self.bandwidth if xq is None else xq
-        lo, hi = self._windows(tq, xq)
+        lo, hi = self._windows(tq, xq, qd=qd)
         size = np.maximum(hi - lo, 0)
         out = np.zeros((tq.size, self.Vx.shape[1]))
         ends = np.cumsum(size)
@@ -280,22 +327,22 @@ class SortedIndex:
             a = b
         return out
 
-    def sums(self, tq, xq=None):
+    def sums(self, tq, xq=None, qd=None):
         """Kernel-weighted sums ``[S, den]``, the number of points of positive
         weight inside each window and error bounds at queries ``tq`` (offsets
         ``xq``; sums by the moment expansion; the bound, on the error of the
         weight sums and, times the largest |value|, of the others, is from the
         magnitudes of the expansion's terms)."""
-        acc, inside, bound = self.moment_sums(tq, xq, 0)
+        acc, inside, bound = self.moment_sums(tq, xq, 0, qd)
         return acc[:, 0], inside, bound[:, 0]
 
-    def moment_sums(self, tq, xq=None, powers=None):
+    def moment_sums(self, tq, xq=None, powers=None, qd=None):
         """:meth:`sums` of ``K(u) u**j [v, 1]`` for ``j = 0 .. powers`` (by
         default all the index holds), ``u = (x - q) / h`` signed: sums ``(m,
         powers + 1, k + 1)``, counts ``(m,)`` and bounds ``(m, powers + 1)``."""
         powers = self.powers if powers is None else powers
         xq = tq * self.bandwidth if xq is None else xq
-        lo, hi = self._windows(tq, xq)
+        lo, hi = self._windows(tq, xq, qd=qd)
         # The sides of the query, from the offsets (as the windows).
         mid = np.clip(np.searchsorted(self.x, xq, side="right"), lo, hi)
         left, left_size = self._side(lo, mid, tq, True, powers, xq)
@@ -306,7 +353,7 @@ class SortedIndex:
         # A window is empty when no point of positive weight lies strictly
         # inside the support (points at u = 1 weigh 0; the boxcar's windows
         # are open already).
-        inner_lo, inner_hi = (lo, hi) if self.open else self._windows(tq, xq, True)
+        inner_lo, inner_hi = (lo, hi) if self.open else self._windows(tq, xq, True, qd)
         inner_hi = np.maximum(inner_hi, inner_lo)
         inside = self.positive[inner_hi] - self.positive[inner_lo]
         return left + right, inside, bound
@@ -349,7 +396,7 @@ def sorted_kernel_sums(
     """
     (head,) = heads
     m, k = Q.shape[0], V.shape[1]
-    tq, xq, order, acc, inside, bound = _sorted_pass(
+    tq, xq, qd, order, acc, inside, bound = _sorted_pass(
         index, Q, V, head, 0, scale, tile_elements, **params
     )
     acc, bound = acc[:, 0], bound[:, 0]
@@ -363,7 +410,7 @@ def sorted_kernel_sums(
         )
         acc[redo] = index.exact_sums(
             tq[redo], tile_elements, xq[redo],
-            own=None if own is None else own[redo], keep=keep,
+            own=None if own is None else own[redo], keep=keep, qd=qd[redo],
         )  # fmt: skip
     acc[~(inside > 0)] = 0.0
     den = acc[:, k].copy()
@@ -376,7 +423,8 @@ def _sorted_pass(
 ):
     """The moments up to ``powers`` at every query by the expansion, with
     each query's own term left out for leave-one-out sums (``params``):
-    ``(tq, xq, order, sums, counts, bound)`` (see
+    ``(tq, xq, qd, order, sums, counts, bound)`` (``qd`` the queries in the
+    dense path's coordinates; see
     :meth:`SortedIndex.moment_sums`; ``order`` sorts the queries)."""
     m, k = Q.shape[0], V.shape[1]
     acc = np.zeros((m, powers + 1, k + 1))
@@ -384,6 +432,7 @@ def _sorted_pass(
     bound = np.zeros((m, powers + 1))
     xq_all = line_offsets(Q, index.origin, scale)
     tq_all = xq_all / head.divisor
+    qd_all = _scaled_rows(Q, 0, m, scale)[:, 0]
     # Sorted queries make the binary searches walk the index in order.
     order = np.argsort(tq_all)
     # Each query's block moments are (degree + powers + 1) x (k + 1) numbers,
@@ -393,7 +442,7 @@ def _sorted_pass(
     for q0 in range(0, m, chunk):
         rows = order[q0 : q0 + chunk]
         acc[rows], inside[rows], bound[rows] = index.moment_sums(
-            tq_all[rows], xq_all[rows], powers
+            tq_all[rows], xq_all[rows], powers, qd_all[rows]
         )
     own = own_rows(m, **params)
     if own is not None:
@@ -401,7 +450,7 @@ def _sorted_pass(
         w = params.get("sample_weight")
         weighed = np.ones(m, dtype=bool) if w is None else w[own] > 0
         inside -= weighed & ~(removed < (1.0 if w is None else w[own]))
-    return tq_all, xq_all, order, acc, inside, bound
+    return tq_all, xq_all, qd_all, order, acc, inside, bound
 
 
 class SortedBackend(Backend):
@@ -448,6 +497,8 @@ class SortedBackend(Backend):
 
     def moment_sums(self, index, Q, X, V, head, powers, **params):
         self.check_params(params)
-        _, _, _, acc, inside, bound = _sorted_pass(index, Q, V, head, powers, **params)
+        _, _, _, _, acc, inside, bound = _sorted_pass(
+            index, Q, V, head, powers, **params
+        )
         acc[inside <= 0] = 0.0
         return MomentSums(acc, bound, inside, float(head.divisor))
