@@ -660,8 +660,9 @@ def test_cv_fast_path_with_two_points_of_positive_weight(weight):
     w = np.zeros(600)
     w[[10, 20]] = weight
     fits = [
-        LocalLinearRegressorCV(kernels=["gaussian"], bandwidths=[0.3], algorithm=a)
-        .fit(X, y, sample_weight=w)
+        LocalLinearRegressorCV(kernels=["gaussian"], bandwidths=[0.3], algorithm=a).fit(
+            X, y, sample_weight=w
+        )
         for a in ("auto", "brute")
     ]
     expected = np.mean((y[10] - y[20]) ** 2) if weight == 1.0 else 0.0
