@@ -110,9 +110,10 @@ class SortedIndex:
     points near its edge (where the kernel is small but the expansion's terms
     are not), by at most the bound :meth:`sums` returns. Coordinates are
     measured from the median training value (:func:`line_offsets`). Windows,
-    ``|x - q| < h`` (or ``<=``), are decided on the coordinates of the dense
-    path, in exact arithmetic (:func:`~sknw._sums._base.within`), when the
-    queries' are given, else on the offsets.
+    ``|x - q| < h`` (or ``<=``), are decided on the offsets; for the boxcar,
+    which weighs a point at the edge fully, on the coordinates of the dense
+    path in exact arithmetic (:func:`~sknw._sums._base.within`), when the
+    queries' are given.
     """
 
     def __init__(self, X, V, w, kernel, bandwidth, scale, powers=0):
@@ -251,9 +252,9 @@ class SortedIndex:
         """Index bounds of the points within reach of the queries ``tq``
         (offsets ``xq``, by default ``tq`` times the bandwidth): open
         (``|x - q| < h``) for the boxcar or with ``strict``, else closed.
-        With ``qd`` (the queries in the dense path's coordinates), decided on
-        those coordinates in exact arithmetic (:func:`within`), as the
-        definition has it; else on the offsets."""
+        With ``qd`` (the queries in the dense path's coordinates), the
+        boxcar's are decided on those coordinates in exact arithmetic
+        (:func:`within`), as the definition has it; else on the offsets."""
         xq = tq * self.bandwidth if xq is None else xq
         strict = self.open if strict is None else strict
         lo = np.searchsorted(
@@ -262,7 +263,9 @@ class SortedIndex:
         hi = np.searchsorted(
             self.x, xq + self.reach, side="left" if strict else "right"
         )
-        if qd is not None:
+        if qd is not None and self.open:
+            # Only the boxcar weighs a point at the edge: for the others an
+            # edge point is of weight about 0 either way.
             lo = self._exact_edge(lo, qd, strict, True)
             hi = self._exact_edge(hi, qd, strict, False)
         return lo, hi
