@@ -249,14 +249,17 @@ class NadarayaWatsonBase(BaseEstimator):
         check_not_text(X)
         return validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
 
-    def _weighted_average(self, X, V, squared=False, validated=False):
+    def _weighted_average(self, X, V, squared=False, validated=False, own=None):
         """Kernel-weighted averages of the rows of ``V`` at the queries ``X``.
 
         Queries with an empty window are handled by the ``empty_window`` policy.
         With ``squared=True``, also returns the sums of the squared weights
         (:class:`~sknw._uncertainty.SquaredWeights`), from the same pass with a
         second head, the squared kernel. ``validated``: ``X`` is already an
-        array of validated queries.
+        array of validated queries. ``own``: the queries are the training
+        points of these indices, each left out of its own average (one unit of
+        its weight, for frequency weights; leave-one-out, without
+        ``squared``).
         """
         Q = X if validated else self._validate_queries(X)
         k = V.shape[1]
@@ -275,13 +278,14 @@ class NadarayaWatsonBase(BaseEstimator):
         heads = [head]
         if squared:
             heads.append(Head(SquaredKernel(head.kernel), head.divisor))
-        results = self._kernel_sums(Q, V, w, heads)
+        results = self._kernel_sums(Q, V, w, heads, own=own)
         S, den, M = results[0]
         empty = ~(den != 0)
         with np.errstate(invalid="ignore", divide="ignore"):
             avg = S / den[:, None]
         if empty.any():
-            avg[empty] = self._empty_values(Q[empty], V, empty, w)
+            mine = None if own is None else own[empty]
+            avg[empty] = self._empty_values(Q[empty], V, empty, w, own=mine)
         avg *= column_scale
         if not squared:
             return avg
@@ -336,10 +340,11 @@ class NadarayaWatsonBase(BaseEstimator):
             a[undefined] = np.nan
         return SquaredWeights(average, total, self_weight, undefined, None)
 
-    def _kernel_sums(self, Q, V, w, heads):
+    def _kernel_sums(self, Q, V, w, heads, own=None):
         """The core's sums for every head, by the fitted ``algorithm_`` (the
         dense backend where its index does not serve these values and heads,
-        see :func:`sknw._sums.backend_sums`)."""
+        see :func:`sknw._sums.backend_sums`). ``own``: leave-one-out sums of
+        the training points of these indices (see :meth:`_leave_out`)."""
         if not self._float32_sums:
             # float32 queries would let the core sum in float32 (see the core's
             # F32_TOLERANCE); float64 queries keep it in float64.
@@ -357,7 +362,23 @@ class NadarayaWatsonBase(BaseEstimator):
             scale=self._scale(),
             sample_weight=w,
             tile_elements=_tile_elements(),
+            **self._leave_out(own, w),
         )
+
+    def _leave_out(self, own, w):
+        """The core's leave-one-out parameters for queries that are the
+        training points ``own`` (none for None), with weights ``w`` as the
+        sums take them: each keeps its weight less one unit (frequency
+        weights; the unit divided as ``w`` was, see :meth:`_normalised`), or
+        none of it."""
+        if own is None:
+            return {}
+        kept = None
+        if w is not None:
+            with np.errstate(over="ignore", divide="ignore"):
+                unit = float(1.0 / power_of_two_scale(self.sample_weight_))
+            kept = w - np.minimum(w, unit)
+        return {"exclude_self": True, "self_index": own, "self_weight": kept}
 
     def _normalised(self, V):
         """Values and weights divided by powers of two (exactly).
@@ -387,7 +408,7 @@ class NadarayaWatsonBase(BaseEstimator):
             f"{self.bandwidth_!r})"
         )
 
-    def _empty_values(self, Qe, V, empty, w=None):
+    def _empty_values(self, Qe, V, empty, w=None, own=None):
         """Estimates (or, with ``V=None``, weight rows) for empty-window queries.
 
         A kernel with unbounded support has an all-zero row only when the scaled
@@ -418,6 +439,7 @@ class NadarayaWatsonBase(BaseEstimator):
                 w,
                 scale=self._scale(),
                 tile_elements=_tile_elements(),
+                **self._leave_out(own, w),
                 **params,
             )
         if policy == "mean":

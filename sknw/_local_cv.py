@@ -8,6 +8,8 @@ bounds their error. Points beyond the bound are left to the exact passes of
 the cross-validation (:meth:`CVSelectionMixin._cv_estimates`).
 """
 
+import warnings
+
 import numpy as np
 
 from ._local_frame import query_centred_fit
@@ -20,6 +22,15 @@ from ._sums import (
     local_moments,
     power_of_two_scale,
 )
+
+#: Left-out points of the exact passes (one frame for all the data) whose
+#: local covariance rounds, in that frame, by more than this many bandwidths
+#: squared (``eps`` times its second moments about the frame's centre, in
+#: bandwidths: points more than about 670 bandwidths from it) are computed
+#: again by the exact path of predictions, in frames near them: a far
+#: training point stretches the one frame (a window whose variance is 0.01
+#: bandwidths squared keeps eight digits of it at the threshold).
+FRAME_ROUNDING = 1e-10
 
 
 def moment_targets(Y, w):
@@ -42,9 +53,9 @@ def query_centred_cv(est, X, Y, w, unit, cands, folds):
     and accepted algorithms); ``w`` the normalised weights, ``unit`` one unit
     of them (see :func:`~sknw._selection.normalised_weights`). Returns ``{i:
     (estimates (n, k), missing)}`` for the candidates ``i`` served, with
-    ``missing`` a list of ``(folds, rows)`` whose estimates the exact passes
-    must give (``folds`` None and ``rows`` for leave-one-out, else one
-    ``(train, test rows)`` split).
+    ``missing`` a list of ``(train, rows)`` whose estimates the exact path
+    must give (``train`` None for leave-one-out, see
+    :func:`exact_estimates`).
     """
     if X.shape[1] != 1:
         return {}
@@ -75,10 +86,7 @@ def query_centred_cv(est, X, Y, w, unit, cands, folds):
             estimate, served, rows = got
             pred[rows[served]] = (estimate[served] + mid) * y_scale
             if not served.all():
-                left = rows[~served]
-                missing.append(
-                    (None, left) if train is None else ([(train, left)], None)
-                )
+                missing.append((train, rows[~served]))
         else:
             out[i] = (pred, missing)
     return out
@@ -128,3 +136,29 @@ def _split_estimates(est, X, V, w, kept, head, scale, train, test, params, sprea
         n_positive = n_positive - gone
     fit = query_centred_fit(moments, spread / 2, spread, est.min_eigenvalue, n_positive)
     return fit.estimate, fit.served, rows
+
+
+def exact_estimates(est, cand, X, w, unit, train, rows):
+    """Out-of-sample estimates of candidate ``cand`` at ``X[rows]`` by the
+    exact path of predictions (moments in frames near each point), and the
+    number of empty windows among them: leave-one-out (``train`` None) on
+    the estimator fitted to all the data, each point left out of its own fit
+    (one unit of its weight), or the fit to ``X[train]``, as a refit would
+    give them. ``w`` are the normalised weights, ``unit`` one unit of them;
+    empty windows under ``empty_window`` ``"nan"`` and ``"raise"`` give NaN.
+    """
+    policy = est.empty_window if est.empty_window in ("nearest", "mean") else "nan"
+    plain = est._plain(cand, policy)
+    Y = est._cv_targets
+    if w is not None:
+        with np.errstate(over="ignore", invalid="ignore"):
+            w = w / unit if np.isfinite(unit) else w
+    keep = slice(None) if train is None else train
+    own = rows if train is None else None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        plain.fit(X[keep], Y[keep], sample_weight=None if w is None else w[keep])
+        Q = X[rows]
+        estimate = plain._exact_local_fit(Q, False, own=own).estimate
+        empty = int(np.sum(plain._window_counts(Q, own) == 0))
+    return estimate, empty

@@ -8,7 +8,7 @@ from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._base import NadarayaWatsonBase, _merge_warnings, _tile_elements
-from ._local_cv import query_centred_cv
+from ._local_cv import FRAME_ROUNDING, exact_estimates, query_centred_cv
 from ._local_frame import (
     MAX_RECENTRINGS,
     LocalFrame,
@@ -27,6 +27,8 @@ from ._sums._base import nan_rows
 from ._uncertainty import LocalFit, SquaredWeights
 from .exceptions import SingularDesignWarning, UndefinedDistanceError, warn
 from .kernels import KERNELS, Boxcar
+
+_EPS = np.finfo(np.float64).eps
 
 
 def _singular_message(n_singular, m):
@@ -311,14 +313,16 @@ class LocalLinearRegressor(NadarayaWatsonRegressor):
         fit.empty = np.zeros(Q.shape[0], dtype=bool) if counts is None else counts == 0
         return fit
 
-    def _exact_local_fit(self, Q, with_std):
+    def _exact_local_fit(self, Q, with_std, own=None):
         """The local fit by the exact path: moments about a centre near each
         query's window (see :meth:`_local_moments`), of the targets divided
-        by a power of two per output, minus a level near the query."""
+        by a power of two per output, minus a level near the query. ``own``:
+        the queries are these training points, each left out of its own fit
+        (leave-one-out, without ``with_std``)."""
         y = self._values()
         y_scale = power_of_two_scale(y, axis=0)
-        counts = self._window_counts(Q)
-        mom, sol, cols = self._local_moments(Q, y / y_scale, counts, with_std)
+        counts = self._window_counts(Q, own)
+        mom, sol, cols = self._local_moments(Q, y / y_scale, counts, with_std, own)
         # Empty windows are counted by the empty-window warning.
         n_singular = int((sol.finite & ~sol.ok & (counts > 0)).sum())
         if n_singular:
@@ -328,7 +332,7 @@ class LocalLinearRegressor(NadarayaWatsonRegressor):
             return LocalFit(estimate, *([None] * 8))
         return LocalFit(estimate, *self._std_terms(mom, sol, cols), y_scale)
 
-    def _local_moments(self, Q, yn, counts, with_std):
+    def _local_moments(self, Q, yn, counts, with_std, own=None):
         """Moments at every query and their local solution.
 
         A first pass takes each query's moments about the centre of its cell
@@ -349,7 +353,7 @@ class LocalLinearRegressor(NadarayaWatsonRegressor):
         mom = Moments.allocate(frame.cell_centres(Q64), cols[-1], k, with_std)
         empty = counts == 0
         if empty.any():
-            A, level, *sq = self._empty_moments(Q, empty, yn, with_std)
+            A, level, *sq = self._empty_moments(Q, empty, yn, with_std, own)
             mom.put(empty, A, *sq, level=level)
 
         def solve(rows):
@@ -360,7 +364,7 @@ class LocalLinearRegressor(NadarayaWatsonRegressor):
 
         rows = np.flatnonzero(~empty)
         for attempt in range(MAX_RECENTRINGS + 1):
-            self._moments(Q, rows, yn, with_std, mom)
+            self._moments(Q, rows, yn, with_std, mom, own)
             if attempt == MAX_RECENTRINGS:
                 break
             C, R, again = frame.recentred(
@@ -372,7 +376,7 @@ class LocalLinearRegressor(NadarayaWatsonRegressor):
                 break
         return mom, solve(slice(None)), cols
 
-    def _moments(self, Q, rows, yn, with_std, mom):
+    def _moments(self, Q, rows, yn, with_std, mom, own=None):
         """Set the moments of the queries ``rows`` in their frames (``mom.C``
         and ``mom.R``), one pass over the training points per distinct frame.
         Queries with an undefined distance are named among all of ``Q``."""
@@ -389,8 +393,9 @@ class LocalLinearRegressor(NadarayaWatsonRegressor):
                 centre, rotation = key[:d], key[d:].reshape(d, d)
                 V, level = self._moment_values(centre, rotation, yn, with_std)
                 got = self._weighted_average(
-                    Q[group], V, squared=with_std, validated=True
-                )
+                    Q[group], V, squared=with_std, validated=True,
+                    own=None if own is None else own[group],
+                )  # fmt: skip
                 mom.put(group, *(got if with_std else (got,)), level=level)
         except UndefinedDistanceError:
             raise nan_rows(
@@ -407,7 +412,7 @@ class LocalLinearRegressor(NadarayaWatsonRegressor):
         level = yn[np.argmin(np.einsum("ij,ij->i", Z, Z))]
         return moment_columns(Z, yn - level, with_std)[0], level
 
-    def _empty_moments(self, Q, empty, yn, with_std):
+    def _empty_moments(self, Q, empty, yn, with_std, own=None):
         """Moments of the queries ``Q[empty]``, whose window is empty, by the
         ``empty_window`` policy (its warning counts them among all queries),
         as :meth:`_weighted_average` gives them."""
@@ -422,7 +427,8 @@ class LocalLinearRegressor(NadarayaWatsonRegressor):
             V = np.hstack([V, recip[:, None]])
         Vn, w, column_scale = self._normalised(V)
         A = np.empty((int(empty.sum()), V.shape[1]))
-        A[:] = self._empty_values(Q[empty], Vn, empty, w)
+        mine = None if own is None else own[empty]
+        A[:] = self._empty_values(Q[empty], Vn, empty, w, own=mine)
         A *= column_scale
         if not with_std:
             return A, level
@@ -468,21 +474,29 @@ class LocalLinearRegressor(NadarayaWatsonRegressor):
             leverage[ok] *= 1.0 + np.einsum("md,mde,me->m", ao, Co, ao)
         return rss, second, spread, dof, sq.inverse_weight, leverage, sq.undefined
 
-    def _window_counts(self, Q):
+    def _window_counts(self, Q, own=None):
         """Training points of positive weight with a non-zero kernel weight.
 
         For a compact kernel, one boxcar pass over the support (``u < 1``,
         where the compact kernels are positive); every point otherwise.
+        ``own``: leave-one-out counts of these training points, without each
+        one unless it keeps part of its weight (more than one unit).
         """
         w = self.sample_weight_
         positive = np.ones(self.X_fit_.shape[0]) if w is None else 1.0 * (w > 0)
+        stays = None
+        if own is not None:
+            # A point of weight above one unit keeps the rest in its window.
+            stays = np.zeros(own.size) if w is None else 1.0 * (w[own] > 1.0)
         head = self._head()
         if not np.isfinite(head.kernel.support):
-            return np.full(Q.shape[0], positive.sum())
+            total = np.full(Q.shape[0], positive.sum())
+            return total if own is None else total - positive[own] + stays
         window = Head(Boxcar(), head.divisor * head.kernel.support)
-        ((S, _, M),) = self._kernel_sums(Q, positive[:, None], None, [window])
+        ((S, _, M),) = self._kernel_sums(Q, positive[:, None], None, [window], own)
         # The boxcar's log weight is 0 inside: the shifted sum is the count.
-        return np.where(np.isfinite(M), S[:, 0], 0.0)
+        counts = np.where(np.isfinite(M), S[:, 0], 0.0)
+        return counts if own is None else counts + stays
 
 
 class LocalLinearRegressorCV(CVSelectionMixin, LocalLinearRegressor):
@@ -672,8 +686,10 @@ class LocalLinearRegressorCV(CVSelectionMixin, LocalLinearRegressor):
     def _cv_estimates(self, X, V, w, unit, cands, folds, finish, rows=None):
         """The estimates of the candidates the one-feature backends serve
         from the moments about each left-out point
-        (:func:`~sknw._local_cv.query_centred_cv`), the others' and the
-        points beyond their bound by the exact passes."""
+        (:func:`~sknw._local_cv.query_centred_cv`); the others' by the exact
+        passes, whose left-out points of ill-conditioned frames, and the
+        points beyond the fast paths' bound, take the exact path of
+        predictions (see :func:`~sknw._local_cv.exact_estimates`)."""
         local = {}
         if rows is None:
             local = query_centred_cv(self, X, self._cv_targets, w, unit, cands, folds)
@@ -685,43 +701,29 @@ class LocalLinearRegressorCV(CVSelectionMixin, LocalLinearRegressor):
                 X, V, w, unit, [cands[i] for i in rest], folds, finish, rows
             )
             preds[rest], n_empty[rest] = p, e
+            if folds is None:  # points whose frame lost digits: again, exactly
+                for j, i in enumerate(rest):
+                    redo = np.flatnonzero(finish.rounding[j] > FRAME_ROUNDING)
+                    if redo.size:
+                        preds[i][redo] = exact_estimates(
+                            self, cands[i], X, w, unit, None, redo
+                        )[0]
         for i, (pred, missing) in local.items():
             preds[i] = pred
-            for split, left in missing:
-                if split is None:  # leave-one-out: the exact passes
-                    p, e = super()._cv_estimates(
-                        X, V, w, unit, [cands[i]], split, finish, left
-                    )
-                    preds[i][left], n_empty[i] = p[0][left], n_empty[i] + e[0]
-                    continue
-                ((train, test),) = split
-                preds[i][test], empty = self._refit_estimates(
-                    cands[i], X, w, train, test
+            for train, left in missing:
+                preds[i][left], empty = exact_estimates(
+                    self, cands[i], X, w, unit, train, left
                 )
                 n_empty[i] += empty
         return preds, n_empty
 
-    def _refit_estimates(self, cand, X, w, train, test):
-        """Estimates at ``X[test]`` of the candidate refitted to ``X[train]``
-        (the exact path of predictions, as a refit would give them), and the
-        number of empty windows among them; NaN for those under
-        ``empty_window`` ``"nan"`` and ``"raise"``."""
-        policy = (
-            self.empty_window if self.empty_window in ("nearest", "mean") else "nan"
-        )
-        est = LocalLinearRegressor(
+    def _plain(self, cand, empty_window):
+        """The local linear estimator of candidate ``cand``."""
+        return LocalLinearRegressor(
             kernel=cand["kernel"], bandwidth=cand["bandwidth"], metric=self.metric,
-            metric_params=self.metric_params, empty_window=policy,
+            metric_params=self.metric_params, empty_window=empty_window,
             min_eigenvalue=self.min_eigenvalue, algorithm="brute",
         )  # fmt: skip
-        Y = self._cv_targets
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            est.fit(X[train], Y[train], sample_weight=None if w is None else w[train])
-            Q = X[test]
-            estimate = est._exact_local_fit(Q, False).estimate
-            empty = int(np.sum(est._window_counts(Q) == 0))
-        return estimate, empty
 
     def _cv_values(self, X, Y, w):
         """Moments of the local fit (in the frame of :func:`coordinate_frame`),
@@ -735,6 +737,9 @@ class LocalLinearRegressorCV(CVSelectionMixin, LocalLinearRegressor):
 
         def finish(averages, cands, empty):
             out = np.empty((len(cands), Z.shape[0], k))
+            # The rounding of each left-out point's local covariance in this
+            # one frame, in bandwidths squared (see FRAME_ROUNDING).
+            finish.rounding = np.zeros((len(cands), Z.shape[0]))
             for i, cand in enumerate(cands):
                 t = unit / np.asarray(cand["bandwidth"], dtype=np.float64)
                 t = np.broadcast_to(t, (d,))
@@ -749,6 +754,11 @@ class LocalLinearRegressorCV(CVSelectionMixin, LocalLinearRegressor):
                     to_bandwidth=t / np.max(t),
                 )
                 out[i] = sol.estimate + mean
+                # sol.second is in bandwidths over max(t).
+                with np.errstate(invalid="ignore", over="ignore"):
+                    rounding = _EPS * sol.second * np.max(t) ** 2
+                rounding[empty[i]] = 0.0
+                finish.rounding[i] = np.where(np.isnan(rounding), np.inf, rounding)
             return out
 
         return V, finish

@@ -320,16 +320,12 @@ def test_cv_loo_scores_equal_brute_force(kernel, d):
 
 
 @pytest.mark.parametrize("kernel", ["gaussian", "epanechnikov"])
-@pytest.mark.xfail(
-    strict=True,
-    reason="the leave-one-out passes of LocalLinearRegressorCV take one set of "
-    "moments about the mid-range of the data: a far point loses digits",
-)
 def test_cv_loo_scores_with_a_far_point_equal_least_squares(kernel):
-    """The leave-one-out moments share one frame, centred on the median: a
-    far point (here of weight zero, so that it is not scored) no longer
-    takes the bulk's local covariances down to rounding. The reference: each
-    left-out point's weighted least-squares fit to the others."""
+    """The leave-one-out moments share one frame for all the data: a far
+    point (here of weight zero, so that it is not scored) stretches it, and
+    the bulk's local covariances lose their digits there; those points are
+    computed again in frames near them. The reference: each left-out point's
+    weighted least-squares fit to the others."""
     rng = np.random.default_rng(6)
     X = np.r_[np.linspace(0.0, 1.0, 61), 1e6][:, None]
     y = 2 * X[:, 0] + 1 + rng.normal(0.0, 0.1, 62)
@@ -692,3 +688,27 @@ def test_cv_passes_take_exact_backends_whatever_the_algorithm():
                 kernels=[kernel], bandwidths=[0.001, 0.05], algorithm=name
             ).fit(X, y, sample_weight=w)
     assert used == []
+
+
+@pytest.mark.parametrize("kernel", ["gaussian", "epanechnikov"])
+def test_exact_path_leaves_each_point_out_as_a_refit(kernel):
+    # The frames near each point (the exact path of predictions) with each
+    # point left out of its own fit: one unit of its weight, as a refit to
+    # the data with that unit removed.
+    rng = np.random.default_rng(17)
+    X = rng.uniform(0, 1, (200, 2))
+    y = np.sin(3 * X[:, 0]) + X[:, 1] + rng.normal(0, 0.1, 200)
+    w = rng.integers(1, 4, 200).astype(float)
+    est = LocalLinearRegressor(kernel=kernel, bandwidth=0.25, algorithm="brute")
+    est.fit(X, y, sample_weight=w)
+    rows = np.arange(0, 200, 9)
+    got = est._exact_local_fit(X[rows], False, own=rows).estimate[:, 0]
+    counts = est._window_counts(X[rows], rows)
+    for r, i in enumerate(rows):
+        left = w.copy()
+        left[i] -= 1.0
+        keep = left > 0
+        refit = LocalLinearRegressor(kernel=kernel, bandwidth=0.25, algorithm="brute")
+        refit.fit(X[keep], y[keep], sample_weight=left[keep])
+        assert_allclose(got[r], refit.predict(X[i : i + 1])[0], rtol=1e-12)
+        assert counts[r] == refit._window_counts(X[i : i + 1])[0]

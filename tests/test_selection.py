@@ -461,7 +461,11 @@ def test_n_jobs_runs_the_search_in_parallel_with_the_same_scores(monkeypatch, ma
     n_serial = len(calls)
     parallel = make(bandwidths=6, cv=cv, n_jobs=2).fit(X, y, sample_weight=w)
     assert n_serial > 0
-    assert len(calls) - n_serial >= 2 * n_serial  # every pass in batches
+    # Every pass of at least two batches' queries runs in batches (the few
+    # left-out points computed again in frames near them may not).
+    big = sum(c >= 2 * 8 for c in calls[:n_serial])
+    assert big > 0
+    assert len(calls) - n_serial >= n_serial + big
     # Batches may take other (equally exact) distance paths: rounding, which
     # the small local linear systems of sparse windows amplify.
     rtol = 1e-6 if make is LocalLinearRegressorCV else 1e-11
