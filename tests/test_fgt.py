@@ -325,3 +325,45 @@ def test_cv_refuses_a_candidate_the_algorithm_cannot_serve_before_searching():
     )
     with pytest.raises(ValueError, match=r"algorithm='sorted' needs .*Gaussian"):
         sorted_cv.fit(X, y > 0)
+
+
+@pytest.mark.parametrize("sigma", [0.01, 0.05, 0.5])
+def test_local_expansions_within_their_bound(sigma, monkeypatch):
+    # Many sorted queries per unit box: the boxes' Hermite expansions are
+    # translated into one Taylor expansion per query box. Sums of every power
+    # within their bound, against extended precision, and that accurate
+    # where the bound passes.
+    from sknw._sums import _fgt
+
+    calls = []
+    original = _fgt.GaussIndex._local_box
+
+    def spy(self, *args):
+        calls.append(1)
+        return original(self, *args)
+
+    monkeypatch.setattr(_fgt.GaussIndex, "_local_box", spy)
+    rng = np.random.default_rng(8)
+    x = rng.uniform(0.0, 1.0, 1500)
+    w = rng.uniform(0.0, 2.0, x.size)
+    V = rng.normal(size=(x.size, 1))
+    index = GaussIndex(x[:, None], V, w, Head(get_kernel("gaussian"), sigma), None)
+    # Over a thousand queries per box of the smallest bandwidth.
+    q = np.sort(np.r_[rng.uniform(0.45, 0.55, 12000), rng.uniform(-0.1, 1.1, 500)])
+    q = q - index.origin
+    got, bound = index.moment_sums(q / index.sigma, powers=2, q=q)
+    assert calls
+    ld = np.longdouble
+    t = np.asarray(x - index.origin, dtype=ld) / ld(index.sigma)
+    columns = np.column_stack([V[:, 0], np.ones(x.size)]).astype(ld)
+    for a in range(0, q.size, 2000):
+        s = np.asarray(q[a : a + 2000], dtype=ld) / ld(index.sigma)
+        u = t[None, :] - s[:, None]
+        E = np.exp(-0.5 * u * u) * w
+        for j in range(3):
+            ref = ((E * u**j) @ columns).astype(float)
+            err = np.abs(got[a : a + 2000, j] - ref)
+            assert np.all(err[:, 1] <= bound[a : a + 2000, j])
+            assert np.all(err[:, 0] <= bound[a : a + 2000, j] * np.max(np.abs(V)))
+    ok = bound[:, 0] <= TOLERANCE * got[:, 0, 1]
+    assert ok.mean() > 0.8

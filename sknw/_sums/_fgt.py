@@ -39,6 +39,17 @@ instead of ``O(n)`` per query.
 - boxes beyond the reach (:math:`R`, :data:`REACH`): at most
   :math:`e^{-(R - \\rho)^2 / 2}` per unit of weight, all of them.
 
+**Local expansions.** Sorted queries that share a unit box of the same grid
+(:data:`LOCAL_QUERIES` or more) take each box's expansion translated into a
+Taylor expansion about their box's centre, ``d = x + delta``:
+:math:`\\mathrm{He}_m(x + \\delta) e^{-(x + \\delta)^2/2} = \\sum_l
+(-\\delta)^l / l! \\, \\mathrm{He}_{m + l}(x) e^{-x^2/2}`, of
+:data:`N_LOCAL` terms: ``O(P)`` per query instead of ``O(P)`` per query and
+box. Cramér's inequality bounds the Taylor terms beyond :data:`N_LOCAL` and
+the magnitudes of all of them, whose rounding :data:`LOCAL_ROUNDING` bounds;
+the Hermite terms beyond :data:`N_TERMS` are bounded at the box's nearest
+query.
+
 Summed over the boxes with their weights, this bounds the error of each
 query's sums (of the weights, and of the values in units of the largest
 :math:`|v|`). Queries where it exceeds :data:`TOLERANCE` times their weight
@@ -191,7 +202,9 @@ class GaussIndex:
         self.built = self.usable and self.points_per_box >= min_points_per_box
         if not self.built:
             return
-        order, _, starts, self.centre, offsets = boxes
+        order, ts, starts, self.centre, offsets = boxes
+        # The grid of the boxes: unit boxes from the smallest point.
+        self.t0 = float(ts[0]) if ts.size else 0.0
         # The box centres as offsets: a query's distance to a box is taken
         # from its own offset (see _offsets_from_centres).
         self.centre_x = self.centre * self.sigma
@@ -224,7 +237,7 @@ class GaussIndex:
         out, bound = self.moment_sums(s, tile_elements, 0, q)
         return out[:, 0], bound[:, 0]
 
-    def moment_sums(self, s, tile_elements=TILE_ELEMENTS, powers=0, q=None):
+    def moment_sums(self, s, tile_elements=TILE_ELEMENTS, powers=0, q=None, local=True):
         """Sums of ``K u**j [v, 1]`` for ``j = 0 .. powers`` at sorted queries
         ``s`` (offsets ``q``), ``u = t - s`` the offset of a point from the
         query (in standard deviations): ``(m, powers + 1, k + 1)``, and the
@@ -235,6 +248,16 @@ class GaussIndex:
         out = np.zeros((m, powers + 1, c))
         skipped = SKIPPED * (REACH - RADIUS) ** np.arange(powers + 1)
         bound = np.tile(skipped * self.total_weight, (m, 1))
+        # Runs of at least LOCAL_QUERIES sorted queries in one unit box take
+        # the local expansion of the box; the others the expansion per query.
+        rest = self._local_runs(s, q, out, bound, powers) if local else None
+        if rest is not None:
+            if rest.size:
+                sub_out, sub_bound = self.moment_sums(
+                    s[rest], tile_elements, powers, q[rest], local=False
+                )
+                out[rest], bound[rest] = sub_out, sub_bound
+            return out, bound
         lo = np.searchsorted(self.centre, s - REACH, side="left")
         hi = np.searchsorted(self.centre, s + REACH, side="right")
         budget = max(1, 2 * tile_elements // (N_TERMS + powers))
@@ -249,6 +272,71 @@ class GaussIndex:
                 self._block(s[a:e], q[a:e], b0, b1, out[a:e], bound[a:e], powers)
             a = e
         return out, bound
+
+    def _local_runs(self, s, q, out, bound, powers):
+        """The sums of the runs of sorted queries that share a unit box (of
+        the grid of the training points' boxes), by the box's local (Taylor)
+        expansion (:meth:`_local_box`); returns the indices of the other
+        queries (None: no run is long enough)."""
+        with np.errstate(invalid="ignore", over="ignore"):
+            cell = np.floor(s - self.t0)
+        if not s.size:
+            return None
+        starts = np.flatnonzero(np.r_[True, cell[1:] != cell[:-1]])
+        lengths = np.diff(np.r_[starts, s.size])
+        long = (lengths >= LOCAL_QUERIES) & np.isfinite(cell[starts])
+        if not long.any():
+            return None
+        served = np.zeros(s.size, dtype=bool)
+        for a, size in zip(starts[long], lengths[long], strict=True):
+            rows = slice(a, a + size)
+            centre = self.t0 + cell[a] + 0.5
+            self._local_box(centre, q[rows], out[rows], bound[rows], powers)
+            served[rows] = True
+        return np.flatnonzero(~served)
+
+    def _local_box(self, centre, q, out, bound, powers):
+        """Sums at the queries (offsets ``q``) of the unit box of centre
+        ``centre``: each source box's Hermite expansion translated into a
+        Taylor expansion about the centre (module docstring), of
+        :data:`N_LOCAL` terms, and its bound."""
+        b0 = int(np.searchsorted(self.centre, centre - REACH - RADIUS, side="left"))
+        b1 = int(np.searchsorted(self.centre, centre + REACH + RADIUS, side="right"))
+        if b1 <= b0:
+            return
+        centre_x = centre * self.sigma
+        x = (centre_x - self.centre_x[b0:b1]) / self.sigma  # d = x + delta
+        n_h = N_TERMS + N_LOCAL + powers
+        H = np.empty((n_h, x.size))
+        H[0] = np.exp(-0.5 * x * x)
+        H[1] = x * H[0]
+        for k in range(1, n_h - 1):
+            H[k + 1] = x * H[k] - k * H[k - 1]
+        A = self.moments[:, b0:b1, :]
+        delta = (q - centre_x) / self.sigma
+        powers_of_delta = np.empty((delta.size, N_LOCAL))
+        powers_of_delta[:, 0] = 1.0
+        for ell in range(1, N_LOCAL):
+            np.multiply(powers_of_delta[:, ell - 1], delta, out=powers_of_delta[:, ell])
+        quarter = np.exp(-0.25 * x * x) * self.box_weight[b0:b1]
+        near = np.exp(-0.25 * np.maximum(np.abs(x) - RADIUS, 0.0) ** 2)
+        near = near * self.box_weight[b0:b1]
+        for j in range(powers + 1):
+            Hj = np.zeros((N_TERMS + N_LOCAL - 1, x.size))
+            for r, coef in _power_terms(j):
+                Hj += coef * H[r : r + N_TERMS + N_LOCAL - 1]
+            # window[l, b, k] = Hj[k + l, b]
+            window = np.lib.stride_tricks.sliding_window_view(Hj, N_TERMS, axis=0)
+            L = np.einsum("lbk,kbc->lc", window[:N_LOCAL], A) * _TAYLOR_SIGNS[:, None]
+            out[:, j] += powers_of_delta @ L
+            trunc = TRUNCATION if j == 0 else _power_bounds(j)[0]
+            taylor, size = _local_bounds(j)
+            # Hermite terms beyond N_TERMS (at the nearest query), Taylor
+            # terms beyond N_LOCAL, and the rounding of both expansions, of
+            # the offsets x and delta, and of the Hermite recurrence.
+            units = LOCAL_ROUNDING * _EPS64 * (np.abs(x) + 2.0)
+            per_box = trunc * near + (taylor + units * size) * quarter
+            bound[:, j] += float(np.sum(per_box))
 
     def _block(self, s, q, b0, b1, out, bound, powers=0):
         # From the offsets: exact to a few units of roundoff of d itself.
@@ -326,6 +414,58 @@ def _power_bounds(j, rho=RADIUS):
     truncated = sum(term(k) for k in range(N_TERMS, N_TERMS + 60))
     total = sum(term(k) for k in range(N_TERMS + 60))
     return truncated, total
+
+
+def _taylor_truncation(n, rho=RADIUS, j=0):
+    """Bound, per unit weight and times ``e^{x^2/4}``, of the Taylor terms
+    from ``n`` on of a box's translated expansion (power ``j``)."""
+    terms = _power_terms(j)
+    total = 0.0
+    for k in range(N_TERMS):
+        for ell in range(n, n + 80):
+            size = sum(
+                abs(c) * math.sqrt(math.factorial(k + r + ell)) for r, c in terms
+            )
+            total += rho ** (k + ell) / (math.factorial(k) * math.factorial(ell)) * size
+    return CRAMER * total
+
+
+def _n_local(target=1e-16):
+    n = 2
+    while _taylor_truncation(n) > target:
+        n += 1
+    return n
+
+
+#: Terms of the local (Taylor) expansion of a box's sums about a query box.
+N_LOCAL = _n_local()
+#: Rounding of the local expansion, in units of roundoff of its terms'
+#: magnitudes (by Cramér's inequality) times ``|x| + 2``: over 60 times the
+#: largest error measured (1.5 units, over boxes of 500 to 20000 points,
+#: bandwidths 0.003 to 2 of data spans 1 to 1000, powers 0 to 2).
+LOCAL_ROUNDING = 100.0
+#: Sorted queries in one unit box from which its local expansion is used.
+LOCAL_QUERIES = 512
+#: ``(-1)**l / l!``: the Taylor coefficients of ``He_m(x + delta)
+#: e^{-(x + delta)**2 / 2}`` in powers of ``delta``, times ``He_{m+l}``.
+_TAYLOR_SIGNS = np.array(
+    [(-1.0) ** ell / math.factorial(ell) for ell in range(N_LOCAL)],
+    dtype=np.float64,
+)
+
+
+@functools.cache
+def _local_bounds(j, rho=RADIUS):
+    """Bounds, per unit weight and times ``e^{x^2/4}``, of the Taylor terms
+    beyond :data:`N_LOCAL` and of the magnitudes of all the terms (the
+    rounding's scale) of a translated expansion of power ``j`` (Cramér)."""
+    terms = _power_terms(j)
+    size = 0.0
+    for k in range(N_TERMS):
+        for ell in range(N_LOCAL):
+            s = sum(abs(c) * math.sqrt(math.factorial(k + r + ell)) for r, c in terms)
+            size += rho ** (k + ell) / (math.factorial(k) * math.factorial(ell)) * s
+    return _taylor_truncation(N_LOCAL, rho, j), CRAMER * size
 
 
 def fgt_kernel_sums(
