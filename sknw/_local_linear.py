@@ -683,22 +683,20 @@ class LocalLinearRegressorCV(CVSelectionMixin, LocalLinearRegressor):
         # query come from the one-feature backends (_cv_estimates).
         return algorithms(fixed_values=False, tolerance=False)
 
-    def _cv_estimates(self, X, V, w, unit, cands, folds, finish, rows=None):
+    def _cv_estimates(self, X, V, w, unit, cands, folds, finish):
         """The estimates of the candidates the one-feature backends serve
         from the moments about each left-out point
         (:func:`~sknw._local_cv.query_centred_cv`); the others' by the exact
         passes, whose left-out points of ill-conditioned frames, and the
         points beyond the fast paths' bound, take the exact path of
         predictions (see :func:`~sknw._local_cv.exact_estimates`)."""
-        local = {}
-        if rows is None:
-            local = query_centred_cv(self, X, self._cv_targets, w, unit, cands, folds)
+        local = query_centred_cv(self, X, self._cv_targets, w, unit, cands, folds)
         rest = [i for i in range(len(cands)) if i not in local]
         preds = np.full((len(cands), X.shape[0], self._cv_targets.shape[1]), np.nan)
         n_empty = np.zeros(len(cands), dtype=np.intp)
         if rest:
             p, e = super()._cv_estimates(
-                X, V, w, unit, [cands[i] for i in rest], folds, finish, rows
+                X, V, w, unit, [cands[i] for i in rest], folds, finish
             )
             preds[rest], n_empty[rest] = p, e
             if folds is None:  # points whose frame lost digits: again, exactly

@@ -135,13 +135,11 @@ def cv_predictions(
     unit=1.0,
     algorithm="auto",
     accepted=CV_ALGORITHMS,
-    rows=None,
 ):
     """Out-of-sample weighted averages of ``V`` for every candidate.
 
-    ``folds`` is None for exact leave-one-out (of the queries ``rows`` only,
-    if given; the others stay NaN), else a list of (train, test) index
-    arrays. ``w`` are frequency weights in which one unit of weight
+    ``folds`` is None for exact leave-one-out, else a list of (train, test)
+    index arrays. ``w`` are frequency weights in which one unit of weight
     (what leaving a point out removes) is ``unit``: weights normalised by
     :func:`normalised_weights`, so that their products with the values can
     neither overflow nor fall into the subnormal range. Returns ``preds`` of
@@ -178,7 +176,7 @@ def cv_predictions(
         heads = [head for _, head in members]
         for train, test in splits:
             if train is None:
-                own = np.arange(n) if rows is None else np.asarray(rows)
+                own = np.arange(n)
                 Xq, Xt, Vt, wt = X[own], X, V, w
                 loo = {"exclude_self": True, "self_index": own}
                 test = own
@@ -616,12 +614,12 @@ class CVSelectionMixin:
                 self._selected_scaling = scalings([bandwidth], self.metric, X)[0][1]
             self.bandwidth_, self.best_score_ = bandwidth, score
 
-    def _cv_estimates(self, X, V, w, unit, cands, folds, finish, rows=None):
+    def _cv_estimates(self, X, V, w, unit, cands, folds, finish):
         """Out-of-sample estimates of every candidate, ``(n_candidates, n,
         k)``, and their numbers of empty windows (see :func:`cv_predictions`,
-        whose averages ``finish`` turns into estimates; ``rows``: only these
-        queries of leave-one-out). An ``algorithm`` the passes may not take
-        (a backend of the estimator's other sums) leaves them to ``"auto"``."""
+        whose averages ``finish`` turns into estimates). An ``algorithm``
+        the passes may not take (a backend of the estimator's other sums)
+        leaves them to ``"auto"``."""
         accepted = self._pass_algorithms
         algorithm = self.algorithm if self.algorithm in accepted else "auto"
         preds, n_empty, empties = cv_predictions(
@@ -639,7 +637,6 @@ class CVSelectionMixin:
             unit=unit,
             algorithm=algorithm,
             accepted=accepted,
-            rows=rows,
         )
         if finish is not None:
             preds = finish(preds, cands, empties)
