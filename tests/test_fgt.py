@@ -367,3 +367,33 @@ def test_local_expansions_within_their_bound(sigma, monkeypatch):
             assert np.all(err[:, 0] <= bound[a : a + 2000, j] * np.max(np.abs(V)))
     ok = bound[:, 0] <= TOLERANCE * got[:, 0, 1]
     assert ok.mean() > 0.8
+
+
+def test_estimators_on_the_local_expansions_equal_the_dense_sums(monkeypatch):
+    # Enough queries per box for the local expansions: Nadaraya--Watson and
+    # local linear estimates within the transform's tolerance of the dense
+    # ones (targets far from zero: the tolerance is relative to their spread).
+    from sknw import LocalLinearRegressor
+    from sknw._sums import _fgt
+
+    calls = []
+    original = _fgt.GaussIndex._local_box
+
+    def spy(self, *args):
+        calls.append(1)
+        return original(self, *args)
+
+    monkeypatch.setattr(_fgt.GaussIndex, "_local_box", spy)
+    rng = np.random.default_rng(9)
+    X = rng.uniform(0, 1, (5000, 1))
+    y = 100.0 + np.sin(6 * X[:, 0]) + rng.normal(0, 0.1, 5000)
+    w = rng.integers(1, 4, 5000).astype(float)
+    Q = rng.uniform(-0.05, 1.05, (30000, 1))
+    for make in (NadarayaWatsonRegressor, LocalLinearRegressor):
+        fast = make(bandwidth=0.1).fit(X, y, sample_weight=w)
+        dense = make(bandwidth=0.1, algorithm="brute").fit(X, y, sample_weight=w)
+        assert fast.algorithm_ == "fgt"
+        calls.clear()
+        got = fast.predict(Q)
+        assert calls
+        assert_allclose(got, dense.predict(Q), rtol=0, atol=1e-10 * np.ptp(y))
