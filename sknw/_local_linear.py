@@ -8,7 +8,12 @@ from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._base import NadarayaWatsonBase, _merge_warnings, _tile_elements
-from ._local_cv import FRAME_ROUNDING, exact_estimates, query_centred_cv
+from ._local_cv import (
+    FRAME_ROUNDING,
+    exact_estimates,
+    moment_targets,
+    query_centred_cv,
+)
 from ._local_frame import (
     MAX_RECENTRINGS,
     LocalFrame,
@@ -22,7 +27,7 @@ from ._local_frame import (
 )
 from ._regression import NadarayaWatsonRegressor
 from ._selection import CVSelectionMixin, cv_parameter_constraints
-from ._sums import Head, algorithms, local_moments, power_of_two_scale
+from ._sums import BACKENDS, Head, algorithms, local_moments, power_of_two_scale
 from ._sums._base import nan_rows
 from ._uncertainty import LocalFit, SquaredWeights
 from .exceptions import SingularDesignWarning, UndefinedDistanceError, warn
@@ -242,7 +247,15 @@ class LocalLinearRegressor(NadarayaWatsonRegressor):
         return self._local_fit(X, validated=validated, with_std=False).estimate
 
     def _resolve_algorithm(self, scaling=None):
+        # The values of the moments about each query, resolved at fit: kept
+        # where the chosen backend sums those moments.
+        V, mid, y_scale, spread = moment_targets(self._values(), self.sample_weight_)
+        w = self.sample_weight_
+        wn = None if w is None else w / power_of_two_scale(w)
+        self._targets = (V, wn, (mid, y_scale, spread))
         super()._resolve_algorithm(scaling)
+        if not BACKENDS[self.algorithm_].local_moments:
+            self._targets = None
         self._frame = LocalFrame.fit(self.X_fit_, self.bandwidth_, self.kernel_)
 
     def _local_fit(self, X, validated=False, with_std=True):
@@ -272,30 +285,19 @@ class LocalLinearRegressor(NadarayaWatsonRegressor):
         _merge_warnings(caught, Q.shape[0])
         return LocalFit(estimate, *([None] * 8))
 
-    def _moment_targets(self):
-        """The targets divided by a power of two per output and centred on
-        their mid-range (over the points of positive weight), the normalised
-        weights, and ``(mid, y_scale, spread)``: the mid-range, the powers of
-        two and the range of the divided targets."""
-        y = self._values()
-        y_scale = power_of_two_scale(y, axis=0)
-        yn = y / y_scale
-        w = self.sample_weight_
-        positive = yn if w is None else yn[w > 0]
-        lo, hi = positive.min(axis=0), positive.max(axis=0)
-        mid = lo / 2 + hi / 2
-        wn = None if w is None else w / power_of_two_scale(w)
-        return yn - mid, wn, (mid, y_scale, hi - lo)
-
     def _index_values(self):
-        V, w, _ = self._moment_targets()
+        """The targets the moments about each query sum (see
+        :func:`~sknw._local_cv.moment_targets`), and the normalised weights."""
+        V, w, _ = self._targets
         return V, w
 
     def _query_centred(self, Q):
         """:class:`~sknw._local_frame.QueryCentredFit` from the moments about
         each query by the fitted backend (one feature: sorted, fgt), or None
         where it does not sum them."""
-        V, w, (mid, y_scale, spread) = self._moment_targets()
+        if self._targets is None:
+            return None
+        V, w, (mid, y_scale, spread) = self._targets
         moments = local_moments(
             self.algorithm_, self._index, Q, self.X_fit_, V, self._head(), 2,
             metric=self.metric_, metric_params=self.metric_params_,
