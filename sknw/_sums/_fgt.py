@@ -73,7 +73,6 @@ from ._base import (
     line_offsets,
     line_origin,
     own_rows,
-    removed_weight,
     unit_blocks,
     values_key,
 )
@@ -508,12 +507,11 @@ def fgt_kernel_sums(
         finite = np.isfinite(s)
         order = np.flatnonzero(finite)[np.argsort(s[finite])]
         acc, bound = index.sums(s[order], tile_elements, q[order])
-        if own is not None:
-            mine = own[order]
-            removed = removed_weight(mine, sample_weight, params.get("self_weight"))
-            bound += 2 * _EPS64 * np.abs(acc[:, k])
-            acc[:, :k] -= removed[:, None] * V[mine]
-            acc[:, k] -= removed
+        if own is not None:  # K(0) = 1; the views take the subtraction
+            leave_own_term_out(
+                acc[:, None, :], bound[:, None], own[order], V, 1.0,
+                sample_weight=sample_weight, self_weight=params.get("self_weight"),
+            )  # fmt: skip
         ok = bound <= TOLERANCE * acc[:, k]
         rows = order[ok]
         S[rows], den[rows] = acc[ok, :k], acc[ok, k]
