@@ -103,15 +103,16 @@ def _truncation(p, rho=RADIUS):
     )
 
 
-def _n_terms(target=1e-16):
-    p = 2
-    while _truncation(p) > target:
-        p += 1
-    return p
+def _fewest_terms(truncation, target=1e-16):
+    """The fewest terms (from 2) whose ``truncation(n)`` is at most ``target``."""
+    n = 2
+    while truncation(n) > target:
+        n += 1
+    return n
 
 
 #: Terms of the Hermite expansion (21: truncated terms below 1e-16).
-N_TERMS = _n_terms()
+N_TERMS = _fewest_terms(_truncation)
 #: Bound of the truncated terms, per unit of weight, times ``e^{d^2/4}``.
 TRUNCATION = _truncation(N_TERMS)
 #: Rounding of the expansion, relative to the sum of its terms' magnitudes:
@@ -415,13 +416,16 @@ def _power_bounds(j, rho=RADIUS):
     return truncated, total
 
 
-def _taylor_truncation(n, rho=RADIUS, j=0):
-    """Bound, per unit weight and times ``e^{x^2/4}``, of the Taylor terms
-    from ``n`` on of a box's translated expansion (power ``j``)."""
+def _cramer_sum(j, ells, rho=RADIUS):
+    """``CRAMER`` times the sum over ``k < N_TERMS`` and ``l`` in ``ells`` of
+    ``rho**(k + l) / (k! l!)`` times the Cramér bounds ``sqrt((k + r + l)!)``
+    of the Hermite functions of the power ``j`` (per unit weight, times
+    ``e^{x^2/4}``): the size of the terms ``(k, l)`` of a box's translated
+    expansion."""
     terms = _power_terms(j)
     total = 0.0
     for k in range(N_TERMS):
-        for ell in range(n, n + 80):
+        for ell in ells:
             size = sum(
                 abs(c) * math.sqrt(math.factorial(k + r + ell)) for r, c in terms
             )
@@ -429,15 +433,14 @@ def _taylor_truncation(n, rho=RADIUS, j=0):
     return CRAMER * total
 
 
-def _n_local(target=1e-16):
-    n = 2
-    while _taylor_truncation(n) > target:
-        n += 1
-    return n
+def _taylor_truncation(n, rho=RADIUS, j=0):
+    """Bound, per unit weight and times ``e^{x^2/4}``, of the Taylor terms
+    from ``n`` on of a box's translated expansion (power ``j``)."""
+    return _cramer_sum(j, range(n, n + 80), rho)
 
 
 #: Terms of the local (Taylor) expansion of a box's sums about a query box.
-N_LOCAL = _n_local()
+N_LOCAL = _fewest_terms(_taylor_truncation)
 #: Rounding of the local expansion, in units of roundoff of its terms'
 #: magnitudes (by Cramér's inequality) times ``|x| + 2``: over 60 times the
 #: largest error measured (1.5 units, over boxes of 500 to 20000 points,
@@ -458,13 +461,7 @@ def _local_bounds(j, rho=RADIUS):
     """Bounds, per unit weight and times ``e^{x^2/4}``, of the Taylor terms
     beyond :data:`N_LOCAL` and of the magnitudes of all the terms (the
     rounding's scale) of a translated expansion of power ``j`` (Cramér)."""
-    terms = _power_terms(j)
-    size = 0.0
-    for k in range(N_TERMS):
-        for ell in range(N_LOCAL):
-            s = sum(abs(c) * math.sqrt(math.factorial(k + r + ell)) for r, c in terms)
-            size += rho ** (k + ell) / (math.factorial(k) * math.factorial(ell)) * s
-    return _taylor_truncation(N_LOCAL, rho, j), CRAMER * size
+    return _taylor_truncation(N_LOCAL, rho, j), _cramer_sum(j, range(N_LOCAL), rho)
 
 
 def fgt_kernel_sums(
