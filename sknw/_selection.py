@@ -200,7 +200,13 @@ def cv_predictions(
                 tile_elements=tile_elements,
                 **loo,
             )
-            fallbacks = {}
+            fallbacks = _Fallbacks(
+                Xq, Xt, Vt, wt, scale=scale, metric=metric,
+                metric_params=metric_params, tile_elements=tile_elements,
+                exclude_self=train is None,
+                self_weight=kept if train is None else None,
+                self_index=own,
+            )  # fmt: skip
             for (i, head), (S, den, _) in zip(members, results, strict=True):
                 empty = ~(den != 0)
                 with np.errstate(invalid="ignore", divide="ignore"):
@@ -220,30 +226,40 @@ def cv_predictions(
                     else:
                         policy = "nearest"
                     if policy in ("nearest", "mean"):
-                        # The fallback of each query whose window is empty
-                        # under some candidate, computed once per split.
-                        if policy not in fallbacks:
-                            fallbacks[policy] = (
-                                np.zeros(empty.size, dtype=bool),
-                                np.empty((empty.size, k)),
-                            )
-                        have, values = fallbacks[policy]
-                        new = empty & ~have
-                        if new.any():
-                            values[new] = empty_window_estimates(
-                                policy, Xq[new], Xt, Vt, wt, scale=scale,
-                                metric=metric, metric_params=metric_params,
-                                tile_elements=tile_elements,
-                                exclude_self=train is None,
-                                self_weight=kept if train is None else None,
-                                self_index=None if own is None else own[new],
-                            )  # fmt: skip
-                            have |= new
-                        out[empty] = values[empty]
+                        out[empty] = fallbacks(policy, empty)
                     else:
                         out[empty] = np.nan
                 preds[i][test] = out
     return preds, n_empty, empties
+
+
+class _Fallbacks:
+    """The empty-window estimates of one split's queries ``Xq`` (see
+    :func:`~sknw._sums.empty_window_estimates`, whose keywords ``params``
+    are), each query's computed once, for the first candidate that leaves
+    its window empty."""
+
+    def __init__(self, Xq, Xt, Vt, wt, **params):
+        self.data, self.params = (Xq, Xt, Vt, wt), params
+        self.own = params.pop("self_index")
+        self.cache = {}
+
+    def __call__(self, policy, empty):
+        """The estimates of the queries ``empty`` (a mask) under ``policy``."""
+        Xq, Xt, Vt, wt = self.data
+        if policy not in self.cache:
+            shape = (empty.size, Vt.shape[1])
+            self.cache[policy] = (np.zeros(empty.size, dtype=bool), np.empty(shape))
+        have, values = self.cache[policy]
+        new = empty & ~have
+        if new.any():
+            values[new] = empty_window_estimates(
+                policy, Xq[new], Xt, Vt, wt,
+                self_index=None if self.own is None else self.own[new],
+                **self.params,
+            )  # fmt: skip
+            have |= new
+        return values[empty]
 
 
 def normalised_weights(w):
