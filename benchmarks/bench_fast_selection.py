@@ -56,20 +56,23 @@ def timed(fn):
     return time.perf_counter() - start, out
 
 
-def nw_cv_rows(n):
+def cv_rows(search_class, label, n, seed, goal):
+    """``search_class`` over its default 30 candidates in 1-D, relative to one
+    fixed-bandwidth Nadaraya--Watson predict of the training set at the
+    selected bandwidth, for the Gaussian and the Epanechnikov kernel."""
     rows = []
-    X, y = make_data(n, seed=1)
+    X, y = make_data(n, seed=seed)
     for kernel in ("gaussian", "epanechnikov"):
-        search = NadarayaWatsonRegressorCV(kernels=[kernel])
+        search = search_class(kernels=[kernel])
         t_cv, cv = timed(lambda s=search: s.fit(X, y))
         nw = NadarayaWatsonRegressor(kernel=kernel, bandwidth=cv.bandwidth_).fit(X, y)
         t_pred, _ = timed(lambda nw=nw: nw.predict(X))
         rows.append(
             (
-                f"NW-CV 1-D {kernel}, n={n}",
+                f"{label} 1-D {kernel}, n={n}",
                 "one NW predict",
                 t_cv / t_pred,
-                f"{t_cv:.2f} s, predict by {nw.algorithm_} (goal <= 60)",
+                f"{t_cv:.2f} s, predict by {nw.algorithm_} (goal <= {goal})",
             )
         )
     return rows
@@ -90,25 +93,6 @@ def local_linear_rows(n):
                 "NW predict",
                 t_ll / t_nw,
                 f"{t_ll:.2f} s by {ll.algorithm_} (goal <= 4)",
-            )
-        )
-    return rows
-
-
-def local_linear_cv_rows(n):
-    rows = []
-    X, y = make_data(n, seed=4)
-    for kernel in ("gaussian", "epanechnikov"):
-        search = LocalLinearRegressorCV(kernels=[kernel])
-        t_cv, cv = timed(lambda s=search: s.fit(X, y))
-        nw = NadarayaWatsonRegressor(kernel=kernel, bandwidth=cv.bandwidth_).fit(X, y)
-        t_pred, _ = timed(lambda nw=nw: nw.predict(X))
-        rows.append(
-            (
-                f"LocalLinearCV 1-D {kernel}, n={n}",
-                "one NW predict",
-                t_cv / t_pred,
-                f"{t_cv:.2f} s (goal <= 100)",
             )
         )
     return rows
@@ -204,9 +188,13 @@ def main():
     quick = args.quick
     table = []
     with threadpool_limits(1):
-        table += nw_cv_rows(20_000 if quick else 100_000)
+        table += cv_rows(
+            NadarayaWatsonRegressorCV, "NW-CV", 20_000 if quick else 100_000, 1, 60
+        )
         table += local_linear_rows(20_000 if quick else 200_000)
-        table += local_linear_cv_rows(10_000 if quick else 50_000)
+        table += cv_rows(
+            LocalLinearRegressorCV, "LocalLinearCV", 10_000 if quick else 50_000, 4, 100
+        )
         table += grid_search_rows([2000] if quick else [2000, 5000, 20_000])
         table += r_rows([2000] if quick else [2000, 20_000, 100_000])
     print_table(table)
