@@ -327,12 +327,9 @@ def test_cv_refuses_a_candidate_the_algorithm_cannot_serve_before_searching():
         sorted_cv.fit(X, y > 0)
 
 
-@pytest.mark.parametrize("sigma", [0.01, 0.05, 0.5])
-def test_local_expansions_within_their_bound(sigma, monkeypatch):
-    # Many sorted queries per unit box: the boxes' Hermite expansions are
-    # translated into one Taylor expansion per query box. Sums of every power
-    # within their bound, against extended precision, and that accurate
-    # where the bound passes.
+@pytest.fixture
+def local_boxes(monkeypatch):
+    """The calls of the local expansions (one per box of queries)."""
     from sknw._sums import _fgt
 
     calls = []
@@ -343,6 +340,15 @@ def test_local_expansions_within_their_bound(sigma, monkeypatch):
         return original(self, *args)
 
     monkeypatch.setattr(_fgt.GaussIndex, "_local_box", spy)
+    return calls
+
+
+@pytest.mark.parametrize("sigma", [0.01, 0.05, 0.5])
+def test_local_expansions_within_their_bound(sigma, local_boxes):
+    # Many sorted queries per unit box: the boxes' Hermite expansions are
+    # translated into one Taylor expansion per query box. Sums of every power
+    # within their bound, against extended precision, and that accurate
+    # where the bound passes.
     rng = np.random.default_rng(8)
     x = rng.uniform(0.0, 1.0, 1500)
     w = rng.uniform(0.0, 2.0, x.size)
@@ -352,7 +358,7 @@ def test_local_expansions_within_their_bound(sigma, monkeypatch):
     q = np.sort(np.r_[rng.uniform(0.45, 0.55, 12000), rng.uniform(-0.1, 1.1, 500)])
     q = q - index.origin
     got, bound = index.moment_sums(q / index.sigma, powers=2, q=q)
-    assert calls
+    assert local_boxes
     ld = np.longdouble
     t = np.asarray(x - index.origin, dtype=ld) / ld(index.sigma)
     columns = np.column_stack([V[:, 0], np.ones(x.size)]).astype(ld)
@@ -369,21 +375,12 @@ def test_local_expansions_within_their_bound(sigma, monkeypatch):
     assert ok.mean() > 0.8
 
 
-def test_estimators_on_the_local_expansions_equal_the_dense_sums(monkeypatch):
+def test_estimators_on_the_local_expansions_equal_the_dense_sums(local_boxes):
     # Enough queries per box for the local expansions: Nadaraya--Watson and
     # local linear estimates within the transform's tolerance of the dense
     # ones (targets far from zero: the tolerance is relative to their spread).
     from sknw import LocalLinearRegressor
-    from sknw._sums import _fgt
 
-    calls = []
-    original = _fgt.GaussIndex._local_box
-
-    def spy(self, *args):
-        calls.append(1)
-        return original(self, *args)
-
-    monkeypatch.setattr(_fgt.GaussIndex, "_local_box", spy)
     rng = np.random.default_rng(9)
     X = rng.uniform(0, 1, (5000, 1))
     y = 100.0 + np.sin(6 * X[:, 0]) + rng.normal(0, 0.1, 5000)
@@ -393,7 +390,7 @@ def test_estimators_on_the_local_expansions_equal_the_dense_sums(monkeypatch):
         fast = make(bandwidth=0.1).fit(X, y, sample_weight=w)
         dense = make(bandwidth=0.1, algorithm="brute").fit(X, y, sample_weight=w)
         assert fast.algorithm_ == "fgt"
-        calls.clear()
+        local_boxes.clear()
         got = fast.predict(Q)
-        assert calls
+        assert local_boxes
         assert_allclose(got, dense.predict(Q), rtol=0, atol=1e-10 * np.ptp(y))
