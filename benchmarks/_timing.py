@@ -4,6 +4,13 @@ folder)."""
 import time
 
 
+def timed(fn):
+    """``(seconds, result)`` of one call of ``fn``."""
+    start = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - start, out
+
+
 def best_time(fn, repeat=3):
     """Best wall time of ``repeat`` calls (the least disturbed run)."""
     times = []

@@ -23,18 +23,14 @@ import argparse
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
-import time
 
 import numpy as np
+from _timing import print_table, timed
 from sklearn.model_selection import GridSearchCV
 from threadpoolctl import threadpool_limits
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _timing import print_table  # noqa: E402
-
-from sknw import (  # noqa: E402
+from sknw import (
     LocalLinearRegressor,
     LocalLinearRegressorCV,
     NadarayaWatsonRegressor,
@@ -48,12 +44,6 @@ def make_data(n, seed=0):
     X = rng.uniform(0.0, 1.0, (n, 1))
     y = np.sin(2 * np.pi * X[:, 0] ** 3) ** 3 + rng.normal(0.0, 0.1, n)
     return X, y
-
-
-def timed(fn):
-    start = time.perf_counter()
-    out = fn()
-    return time.perf_counter() - start, out
 
 
 def cv_rows(search_class, label, n, seed, goal):

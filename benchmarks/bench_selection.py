@@ -13,9 +13,9 @@ Every time ratio comes from one run. Single thread.
 """
 
 import argparse
-import time
 
 import numpy as np
+from _timing import timed
 from sklearn.model_selection import GridSearchCV
 from threadpoolctl import threadpool_limits
 
@@ -27,12 +27,6 @@ def make_data(n, d, seed=0):
     X = rng.uniform(-2.0, 2.0, size=(n, d))
     y = np.sin(2.0 * X[:, 0]) + (X[:, 1] if d > 1 else 0.0) ** 2
     return X, y + 0.3 * rng.normal(size=n)
-
-
-def timed(fn):
-    start = time.perf_counter()
-    out = fn()
-    return time.perf_counter() - start, out
 
 
 def loo_mse(X, y, bandwidth):
