@@ -22,6 +22,7 @@ from ._sums import (
     local_moments,
     power_of_two_scale,
 )
+from ._sums._base import removed_entirely
 
 #: Left-out points of the exact passes (one frame for all the data) whose
 #: local covariance rounds, in that frame, by more than this many bandwidths
@@ -59,10 +60,10 @@ def query_centred_cv(est, X, Y, w, unit, cands, folds):
     """
     if X.shape[1] != 1:
         return {}
-    names = tuple(
-        n for n in est._algorithms if n == "auto" or BACKENDS[n].local_moments
+    accepted = tuple(
+        n for n in est._algorithms if n != "auto" and BACKENDS[n].local_moments
     )
-    if est.algorithm not in names:
+    if est.algorithm not in ("auto", *accepted):
         return {}
     V, mid, y_scale, spread = moment_targets(Y, w)
     kept = None if w is None else w - np.minimum(w, unit)
@@ -79,7 +80,7 @@ def query_centred_cv(est, X, Y, w, unit, cands, folds):
         missing = []
         for train, test in splits:
             got = _split_estimates(
-                est, X, V, w, kept, head, scale, train, test, params, spread
+                est, accepted, X, V, w, kept, head, scale, train, test, params, spread
             )
             if got is None:
                 break
@@ -92,10 +93,12 @@ def query_centred_cv(est, X, Y, w, unit, cands, folds):
     return out
 
 
-def _split_estimates(est, X, V, w, kept, head, scale, train, test, params, spread):
+def _split_estimates(
+    est, accepted, X, V, w, kept, head, scale, train, test, params, spread
+):
     """``(estimates, served, rows)`` of one split (``train`` None: leave-one-out
-    of every point) by a backend summing local moments, or None where the
-    choice gives none."""
+    of every point) by a backend summing local moments (of the ``accepted``
+    names), or None where the choice gives none."""
     if train is None:
         Xq, Xt, Vt, wt = X, X, V, w
         rows = np.arange(X.shape[0])
@@ -116,9 +119,6 @@ def _split_estimates(est, X, V, w, kept, head, scale, train, test, params, sprea
         grid=True,
         powers=2,
     )
-    accepted = tuple(
-        n for n in est._algorithms if n != "auto" and BACKENDS[n].local_moments
-    )
     name, index = choose(est.algorithm, accepted, request)
     if not BACKENDS[name].local_moments:
         return None
@@ -130,10 +130,7 @@ def _split_estimates(est, X, V, w, kept, head, scale, train, test, params, sprea
         return None
     n_positive = Xt.shape[0] if wt is None else int(np.sum(wt > 0))
     if train is None:
-        # Leaving a point out removes it when it weighs and keeps nothing.
-        weighs = np.ones(Xq.shape[0], dtype=bool) if wt is None else wt > 0
-        gone = weighs if kept is None else weighs & ~(kept > 0)
-        n_positive = n_positive - gone
+        n_positive = n_positive - removed_entirely(rows, wt, kept)
     fit = query_centred_fit(moments, spread / 2, spread, est.min_eigenvalue, n_positive)
     return fit.estimate, fit.served, rows
 

@@ -422,6 +422,17 @@ def own_rows(m, exclude_self=False, self_offset=0, self_index=None, **unused):
     return self_offset + np.arange(m)
 
 
+def removed_entirely(own, sample_weight=None, self_weight=None, **unused):
+    """Whether each query's own point weighs and leaves its window: leaving
+    out takes all of its weight (it keeps no ``self_weight``)."""
+    weighs = (
+        np.ones(own.size, dtype=bool)
+        if sample_weight is None
+        else (sample_weight[own] > 0)
+    )
+    return weighs if self_weight is None else weighs & ~(self_weight[own] > 0)
+
+
 def removed_weight(own, sample_weight=None, self_weight=None, **unused):
     """The weight leaving out takes from each query's own term: all of its
     weight, or its weight less ``self_weight`` (frequency weights)."""
@@ -556,14 +567,13 @@ def leave_own_term_out(sums, bound, own, V, k0, **params):
     and their ``bound`` (m, powers + 1)) each query's own term, ``k0`` (the
     kernel at 0) times the weight leaving out removes: only the order-0
     moments hold it (its offset is 0). The bound takes the rounding of the
-    subtraction. Returns the removed weights."""
+    subtraction."""
     removed = removed_weight(
         own, params.get("sample_weight"), params.get("self_weight")
     )
     bound[:, 0] += 2 * _EPS64 * np.abs(sums[:, 0, -1])
     sums[:, 0, :-1] -= (k0 * removed)[:, None] * V[own]
     sums[:, 0, -1] -= k0 * removed
-    return removed
 
 
 class Backend:

@@ -16,6 +16,7 @@ from ._base import (
     line_offsets,
     line_origin,
     own_rows,
+    removed_entirely,
     unit_blocks,
     values_key,
     within,
@@ -449,10 +450,8 @@ def _sorted_pass(
         )
     own = own_rows(m, **params)
     if own is not None:
-        removed = leave_own_term_out(acc, bound, own, V, index.coef[0], **params)
-        w = params.get("sample_weight")
-        weighed = np.ones(m, dtype=bool) if w is None else w[own] > 0
-        inside -= weighed & ~(removed < (1.0 if w is None else w[own]))
+        leave_own_term_out(acc, bound, own, V, index.coef[0], **params)
+        inside -= removed_entirely(own, **params)
     return tq_all, xq_all, qd_all, order, acc, inside, bound
 
 
