@@ -3,6 +3,8 @@ folder)."""
 
 import time
 
+import numpy as np
+
 
 def timed(fn):
     """``(seconds, result)`` of one call of ``fn``."""
@@ -28,3 +30,16 @@ def print_table(table, heading="measurement"):
     print(f"{heading:<{width}}{'relative to':<{ref_width}}{'ratio':>8}  notes")
     for name, ref, ratio, note in table:
         print(f"{name:<{width}}{ref:<{ref_width}}{ratio:>8.2f}  {note}")
+
+
+def exp_time(n_elements, repeat=3):
+    """Bare ``np.exp`` over ``n_elements`` values in cache-sized chunks."""
+    chunk = np.linspace(-20.0, 0.0, 1 << 17)
+    out = np.empty_like(chunk)
+    reps = max(1, n_elements // chunk.size)
+
+    def run():
+        for _ in range(reps):
+            np.exp(chunk, out=out)
+
+    return best_time(run, repeat) * n_elements / (reps * chunk.size)

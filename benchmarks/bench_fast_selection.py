@@ -13,6 +13,12 @@ sizes). One BLAS thread. Rows:
   of the training set (goal: at most 100);
 - ``GridSearchCV(cv=5)`` over the same 30 bandwidths, relative to the exact
   leave-one-out (goal: at least 5);
+- ``NadarayaWatsonRegressorCV`` in 3-D over its default 30 bandwidths,
+  relative to a bare ``np.exp`` over ``n**2`` elements (goal: at most 10),
+  and the same search with the dense passes only (``algorithm="brute"``);
+- ``NadarayaWatsonRegressor`` predict in 3-D by the tiles backend (tiles of
+  training points beyond each query's reach skipped), relative to the dense
+  sums, at bandwidths of 0.25 to 1 times the one the search selects;
 - with ``Rscript`` and KernSmooth installed: ``dpill`` plus ``locpoly`` (R's
   plug-in bandwidth and binned local linear fit) against
   ``LocalLinearRegressorCV`` plus predict, in time (goal: within 20x) and in
@@ -26,7 +32,7 @@ import subprocess
 import tempfile
 
 import numpy as np
-from _timing import print_table, timed
+from _timing import best_time, exp_time, print_table, timed
 from sklearn.model_selection import GridSearchCV
 from threadpoolctl import threadpool_limits
 
@@ -83,6 +89,52 @@ def local_linear_rows(n):
                 "NW predict",
                 t_ll / t_nw,
                 f"{t_ll:.2f} s by {ll.algorithm_} (goal <= 4)",
+            )
+        )
+    return rows
+
+
+def make_cube(n, seed=0):
+    """Three features on [-2, 2]^3, ``sin(2 x0) + x1**2``, noise 0.3."""
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-2.0, 2.0, size=(n, 3))
+    return X, np.sin(2.0 * X[:, 0]) + X[:, 1] ** 2 + 0.3 * rng.normal(size=n)
+
+
+def several_feature_rows(n, m):
+    """Selection in 3-D against ``np.exp`` over n**2 elements; tiles
+    predictions against dense ones."""
+    rows = []
+    X, y = make_cube(n, seed=7)
+    t_exp = exp_time(n * n)
+    fits = {}
+    for algorithm in ("auto", "brute"):
+        search = NadarayaWatsonRegressorCV(algorithm=algorithm)
+        fits[algorithm] = search.fit(X, y)  # and a warm-up
+        t_cv = best_time(lambda s=search: s.fit(X, y), repeat=2)
+        rows.append(
+            (
+                f"NW-CV 3-D, n={n}, algorithm={algorithm!r}",
+                "np.exp over n**2",
+                t_cv / t_exp,
+                f"{t_cv:.2f} s" + (" (goal <= 10)" if algorithm == "auto" else ""),
+            )
+        )
+    chosen = float(np.max(fits["auto"].bandwidth_))
+    X, y = make_cube(m, seed=8)
+    Q = make_cube(m, seed=9)[0]
+    for factor in (0.25, 0.5, 1.0):
+        h = factor * chosen
+        tiles = NadarayaWatsonRegressor(bandwidth=h, algorithm="tiles").fit(X, y)
+        dense = NadarayaWatsonRegressor(bandwidth=h, algorithm="brute").fit(X, y)
+        t_tiles, got = timed(lambda e=tiles: e.predict(Q))
+        t_dense, ref = timed(lambda e=dense: e.predict(Q))
+        rows.append(
+            (
+                f"tiles predict 3-D, n=m={m}, h={h:.3f}",
+                "dense predict",
+                t_tiles / t_dense,
+                f"{t_tiles:.2f} s; max |diff| {np.max(np.abs(got - ref)):.1e}",
             )
         )
     return rows
@@ -186,6 +238,9 @@ def main():
             LocalLinearRegressorCV, "LocalLinearCV", 10_000 if quick else 50_000, 4, 100
         )
         table += grid_search_rows([2000] if quick else [2000, 5000, 20_000])
+        table += several_feature_rows(
+            5000 if quick else 20_000, 10_000 if quick else 50_000
+        )
         table += r_rows([2000] if quick else [2000, 20_000, 100_000])
     print_table(table)
 

@@ -11,7 +11,7 @@ import time
 import tracemalloc
 
 import numpy as np
-from _timing import best_time, print_table
+from _timing import best_time, exp_time, print_table
 from threadpoolctl import threadpool_limits
 
 from sknw import NadarayaWatsonRegressor
@@ -26,19 +26,6 @@ def peak_memory(fn):
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     return peak - base
-
-
-def exp_time(n_elements, repeat=3):
-    """Bare ``np.exp`` over ``n_elements`` values in cache-sized chunks."""
-    chunk = np.linspace(-20.0, 0.0, 1 << 17)
-    out = np.empty_like(chunk)
-    reps = max(1, n_elements // chunk.size)
-
-    def run():
-        for _ in range(reps):
-            np.exp(chunk, out=out)
-
-    return best_time(run, repeat) * n_elements / (reps * chunk.size)
 
 
 def exp_thread_speedup(reps=2000):

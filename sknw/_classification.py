@@ -45,7 +45,7 @@ class NadarayaWatsonClassifier(ClassifierMixin, NadarayaWatsonBase):
         then raises), or a ``ValueError``. Every policy but ``"raise"`` emits an
         :class:`~sknw.exceptions.EmptyWindowWarning`.
 
-    algorithm : {"auto", "brute", "tree", "sorted", "fgt", "binned"}, default="auto"
+    algorithm : {"auto", "brute", "tree", "tiles", "sorted", "fgt", "binned"}
         How the weights are summed, as in :class:`NadarayaWatsonRegressor`
         (the values averaged are the class indicators). The choice is stored in
         ``algorithm_``.
@@ -62,7 +62,7 @@ class NadarayaWatsonClassifier(ClassifierMixin, NadarayaWatsonBase):
 
     Attributes
     ----------
-    algorithm_ : {"brute", "tree", "sorted", "fgt", "binned"}
+    algorithm_ : {"brute", "tree", "tiles", "sorted", "fgt", "binned"}
         The summation used by predictions (see ``algorithm``).
     classes_ : ndarray of shape (n_classes,)
         Class labels, in the order of the columns of :meth:`predict_proba`.
@@ -290,7 +290,7 @@ class NadarayaWatsonClassifierCV(CVSelectionMixin, NadarayaWatsonClassifier):
     empty_window : {"nearest", "mean", "nan", "raise"}, default="nearest"
         As in :class:`NadarayaWatsonRegressorCV`.
 
-    algorithm : {"auto", "brute", "tree", "sorted", "fgt"}, default="auto"
+    algorithm : {"auto", "brute", "tree", "tiles", "sorted", "fgt"}, default="auto"
         As in :class:`NadarayaWatsonRegressorCV`.
     n_jobs : int, default=None
         As in :class:`NadarayaWatsonRegressorCV`: parallel workers for the
@@ -298,7 +298,7 @@ class NadarayaWatsonClassifierCV(CVSelectionMixin, NadarayaWatsonClassifier):
 
     Attributes
     ----------
-    algorithm_ : {"brute", "tree", "sorted", "fgt"}
+    algorithm_ : {"brute", "tree", "tiles", "sorted", "fgt"}
         The summation used by predictions (see ``algorithm``).
     classes_ : ndarray of shape (n_classes,)
         Class labels.

@@ -80,14 +80,17 @@ class LocalLinearRegressor(NadarayaWatsonRegressor):
         :class:`NadarayaWatsonRegressor`; ``"local"`` is the weighted residual
         mean square of each query's local linear fit, corrected for its
         degrees of freedom.
-    algorithm : {"auto", "fgt", "sorted", "tree", "brute"}, default="auto"
+    algorithm : {"auto", "fgt", "sorted", "tree", "tiles", "brute"}, default="auto"
         As in :class:`NadarayaWatsonRegressor`. With one feature, ``"fgt"``
         (the Gaussian) and ``"sorted"`` (the polynomial kernels) sum the
         moments about each query in ``O((n + m) log n)``; ``"auto"`` takes them
         from 512 training points. Each estimate they give is within
         ``1e-10`` times the range of the targets of the exact one, by a
         bound checked per query (see Notes); the other queries, and standard
-        errors, take the exact path. ``"binned"`` is not available.
+        errors, take the exact path. With ``"tiles"`` (several features, the
+        Gaussian), the moments of the exact path are sums within 1e-12 of the
+        sums of their terms' magnitudes, as in
+        :class:`NadarayaWatsonRegressor`. ``"binned"`` is not available.
     n_jobs : int, default=None
         As in :class:`NadarayaWatsonRegressor`.
 
@@ -97,7 +100,7 @@ class LocalLinearRegressor(NadarayaWatsonRegressor):
         The resolved kernel object.
     bandwidth_ : float or ndarray of shape (n_features,)
         The resolved bandwidth.
-    algorithm_ : {"fgt", "sorted", "tree", "brute"}
+    algorithm_ : {"fgt", "sorted", "tree", "tiles", "brute"}
         The summation used by predictions.
     metric_ : str or callable
         The metric used: ``metric`` at fit. Predictions read it (and
@@ -546,7 +549,7 @@ class LocalLinearRegressorCV(CVSelectionMixin, LocalLinearRegressor):
     noise_variance : {"local", "global"} or float, default="local"
         As in :class:`LocalLinearRegressor`, with the selected kernel and
         bandwidth.
-    algorithm : {"auto", "fgt", "sorted", "tree", "brute"}, default="auto"
+    algorithm : {"auto", "fgt", "sorted", "tree", "tiles", "brute"}, default="auto"
         As in :class:`LocalLinearRegressor`, for predictions and the
         cross-validation passes.
     n_jobs : int, default=None
@@ -565,7 +568,7 @@ class LocalLinearRegressorCV(CVSelectionMixin, LocalLinearRegressor):
         Index of the best grid candidate in ``cv_results_``.
     cv_results_ : dict of ndarrays
         As in :class:`NadarayaWatsonRegressorCV`.
-    algorithm_ : {"fgt", "sorted", "tree", "brute"}
+    algorithm_ : {"fgt", "sorted", "tree", "tiles", "brute"}
         The summation used by predictions.
     metric_ : str or callable
         The metric used: ``metric`` at fit. Predictions read it (and

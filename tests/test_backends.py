@@ -27,6 +27,7 @@ from sknw._sums import (
     FitRequest,
     Head,
     _fgt,
+    _tiles,
     _tree,
     algorithms,
     backend_sums,
@@ -87,7 +88,9 @@ INELIGIBLE = [
 ]
 #: One backend per kernel on one feature (a kernel each backend serves).
 ONE_FEATURE = [
-    (name, next(k for k in KERNEL_NAMES if eligible(name, k, 1))) for name in BACKENDS
+    (name, next(k for k in KERNEL_NAMES if eligible(name, k, 1)))
+    for name in BACKENDS
+    if any(eligible(name, k, 1) for k in KERNEL_NAMES)
 ]
 
 
@@ -198,6 +201,19 @@ def assert_fgt(got, ref, V, w):
     assert_within(np.abs(S * shift[:, None] - refS), bound, "S")
 
 
+def assert_tiles(got, ref, V, w):
+    """Each weight sum within the tolerance, relative; the other sums within
+    it times the larger of the sum of the magnitudes of their terms and the
+    weight sum times the spread of the values."""
+    S, den, M = got
+    refS, refden, absS, _ = ref
+    tol = _tiles.TOLERANCE + REFERENCE_RTOL
+    shift = np.exp(M)
+    assert_within(np.abs(den * shift - refden), tol * refden, "den")
+    slack = np.maximum(absS, refden[:, None] * positive_range(V, w)[None, :])
+    assert_within(np.abs(S * shift[:, None] - refS), tol * slack, "S")
+
+
 def assert_binned(got, ref, V, w):
     """Each ratio within the tolerance times the range of its column."""
     S, den, _ = got
@@ -216,6 +232,8 @@ def assert_matches(name, got, ref, V, w, kernel):
     assert S.shape == (m, k) and den.shape == (m,) and M.shape == (m,)
     if name == "fgt":
         assert_fgt(got, ref, V, w)
+    elif name == "tiles":
+        assert_tiles(got, ref, V, w)
     elif BACKENDS[name].tolerance:
         assert_binned(got, ref, V, w)
     else:

@@ -19,7 +19,8 @@ are all zero (an empty window of a compact kernel) has ``M = -inf`` and
 ``den = 0``. Backends of bounded kernels (tree, sorted) and of the expansions
 (fgt, binned) leave their sums unshifted (``M = 0``); the GEMM path of a
 single Gaussian head shifts each query by a bound from probed training
-points, at most 660 below its largest log weight.
+points, at most 660 below its largest log weight, and the tiles backend by
+its log weight to its nearest training point.
 
 The layers, after scikit-learn's pairwise-distance reductions::
 
@@ -27,9 +28,10 @@ The layers, after scikit-learn's pairwise-distance reductions::
         |
     _dispatcher   choose(algorithm, accepted, FitRequest) -> (name, index)
         |         backend_sums(name, index, Q, X, V, heads, ...)
-        |         BACKENDS: fgt, sorted, tree, binned, brute (the "auto" order)
+        |         BACKENDS: fgt, sorted, tree, tiles, binned, brute (the
+        |         "auto" order)
         |
-    backends      _fgt  _sorted  _tree  _binned  _dense
+    backends      _fgt  _sorted  _tree  _tiles  _binned  _dense
         |         each: why_not / fit / serves / sums
         |
     _dense.kernel_sums     the tiled loop (and the exact fallback of the others)

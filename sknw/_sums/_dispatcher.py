@@ -21,6 +21,7 @@ from ._dense import DenseBackend
 from ._fgt import FGTBackend
 from ._parallel import batch_bounds, one_blas_thread, parallel_batches
 from ._sorted import SortedBackend
+from ._tiles import TilesBackend
 from ._tree import TreeBackend
 
 #: The backends, in the order ``"auto"`` tries them; the dense backend last,
@@ -31,6 +32,7 @@ BACKENDS = {
         FGTBackend(),
         SortedBackend(),
         TreeBackend(),
+        TilesBackend(),
         BinnedBackend(),
         DenseBackend(),
     )
@@ -72,7 +74,9 @@ class FitRequest:
     ``grid``: one head of a grid summed by :func:`grid_sums`, whose dense
     alternative is a pass over every pair (no pruned path of a single head);
     ``powers``: the highest power of the local moments the index must sum
-    (:func:`local_moments`; 0 for the sums of Nadaraya--Watson).
+    (:func:`local_moments`; 0 for the sums of Nadaraya--Watson); ``shared``:
+    a dict in which the heads of one grid share indexes that depend on the
+    training points alone (None: no sharing).
     """
 
     X: np.ndarray
@@ -87,6 +91,7 @@ class FitRequest:
     auto: bool = False
     grid: bool = False
     powers: int = 0
+    shared: object = None
 
     @property
     def large(self):
@@ -170,6 +175,7 @@ def grid_sums(algorithm, accepted, Q, X, V, heads, *, n_jobs=None, **params):
         metric_params=params.get("metric_params"),
         tile_elements=params.get("tile_elements", TILE_ELEMENTS),
         grid=True,
+        shared={},
     )
     dense = []
     for h, head in enumerate(heads):

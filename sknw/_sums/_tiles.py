@@ -1,0 +1,565 @@
+"""The tiles backend: the Gaussian in several features, over tiles of
+training points in the leaf order of a KD-tree, skipping the tiles too far
+from a query to matter.
+
+The training points of positive weight are put in the leaf order of a
+KD-tree over their scaled coordinates and cut into tiles of
+:data:`TILE_ROWS` points; each tile keeps its bounding box, its weight and,
+per call, the sum of ``w |v|`` of each column of the values. A query's shift
+``s = c near**2`` (``c < 0`` the head's log-linear coefficient, so
+``log K = c d**2``) comes from its nearest training point, found by the tree
+(for leave-one-out, its nearest other point): its largest log weight.
+
+The smallest distance ``g`` from a query to a tile's box bounds every term of
+the tile by ``exp(c g**2 - s)`` relative to the query's largest. A tile is
+skipped for a query where ``c g**2 - s`` is below ``-reach``, with ``reach =
+log(W / (TOLERANCE w_min)) + log 4`` (``W`` the training points' total
+weight, ``w_min`` their smallest positive weight), so that the skipped terms
+weigh at most a quarter of :data:`TOLERANCE` of the query's weight sum. The
+terms of the other tiles are computed exactly (squared distances by
+:func:`~scipy.spatial.distance.cdist`). Whether a tile is skipped depends
+on the query and the fitted tiles alone, not on the other queries.
+
+The skipped terms are bounded per query, from the tiles' boxes, weights and
+sums of ``w |v|``: each query is served where its weight sum is within
+:data:`TOLERANCE` (relative) of the exact one and each other sum within
+:data:`TOLERANCE` times the larger of its sum of ``w K |v|`` and its weight
+sum times the spread of the column's values (so that weighted averages are
+within ``2 TOLERANCE`` of the spread of the values). The other queries, and
+those whose coordinates are not finite, are summed exactly by the dense
+backend.
+
+Queries are taken in tiles of :data:`QUERY_ROWS`, in the order of their
+nearest training point, so that a query tile is small: the tiles within
+reach of none of its queries are skipped without looking at each query.
+"""
+
+import math
+
+import numpy as np
+from scipy.spatial import cKDTree
+from scipy.spatial.distance import cdist
+
+from ._base import (
+    _EPS64,
+    EXP_FLOOR,
+    TILE_ELEMENTS,
+    Backend,
+    Frame,
+    _exp,
+    _scaled_rows,
+    _weighted_values,
+    keep_ratios,
+    own_rows,
+)
+from ._dense import exact_rows
+from ._fgt import TOLERANCE
+from ._parallel import parallel_kernel_sums
+from ._traits import is_gaussian, log_linear_coef, use_squared
+
+#: Training points per tile.
+TILE_ROWS = 64
+
+#: Queries per query tile.
+QUERY_ROWS = 32
+
+#: Largest rounding error (relative, of each term) of the GEMM of
+#: :func:`_log_terms`; beyond it, :func:`cdist`.
+GEMM_ROUNDING = TOLERANCE / 2
+
+#: Largest bound of the skipped terms (relative, see the module docstring).
+SKIPPED = TOLERANCE / 2
+
+#: Queries prepared at once (scaled, their nearest point found).
+QUERY_CHUNK = 1 << 13
+
+#: ``algorithm="auto"`` takes the tiles from this many training points ...
+AUTO_MIN_POINTS = 2048
+
+#: ... where a query tile meets at most this share of them (estimated from
+#: probes), with up to three features and with more (each term costs more) ...
+AUTO_MAX_SHARE = (0.3, 0.12)
+
+#: ... and, for one head of a grid (whose dense alternative shares one pass
+#: over every pair with the other heads), at most this share.
+AUTO_GRID_SHARE = (0.04, 0.015)
+
+#: Query tiles probed to estimate the share.
+N_PROBE_TILES = 32
+
+
+class TileIndex:
+    """The training points of positive weight in tiles of a KD-tree order.
+
+    Attributes: ``tree`` (over the scaled points), ``rows`` (the training
+    index of each point in leaf order), ``position`` (the leaf position of
+    each point of the tree), ``X`` (scaled coordinates in leaf order),
+    ``starts``/``sizes`` of the tiles, their boxes ``lo``/``hi`` and weights
+    ``W``, ``reach`` (see the module docstring) and ``weights`` (the sample
+    weights it was built with, None for unit weights).
+    """
+
+    def __init__(self, X, w, scale, tile_elements=TILE_ELEMENTS):
+        n = X.shape[0]
+        positive = np.arange(n) if w is None else np.flatnonzero(w > 0)
+        self.weights = w
+        self.n_points = positive.size
+        self.tile_elements = tile_elements
+        self._exceeding = []
+        if not positive.size:
+            return
+        Xs = _scaled_rows(X, 0, n, scale)[positive]
+        self.tree = cKDTree(Xs, copy_data=False)
+        order = kd_order(Xs)
+        self.rows = positive[order]
+        self.position = np.empty_like(order)
+        self.position[order] = np.arange(order.size)
+        self._leaf = np.full(n, -1, dtype=np.intp)
+        self._leaf[self.rows] = np.arange(order.size)
+        self.X = np.ascontiguousarray(Xs[order])
+        self.starts = np.arange(0, order.size, TILE_ROWS)
+        self.sizes = np.diff(np.append(self.starts, order.size))
+        self.lo = np.minimum.reduceat(self.X, self.starts, axis=0)
+        self.hi = np.maximum.reduceat(self.X, self.starts, axis=0)
+        wl = np.ones(order.size) if w is None else np.asarray(w, float)[self.rows]
+        self.W = np.add.reduceat(wl, self.starts)
+        total, smallest = float(wl.sum()), float(wl.min())
+        self.reach = math.log(total / (TOLERANCE * smallest)) + math.log(4.0)
+
+    def nearest(self, Qs, own=None):
+        """``(near2, pos)``: each query's squared distance to its nearest
+        training point (other than its own, ``own``) and that point's leaf
+        position (``inf`` and -1 where there is none)."""
+        if own is None:
+            d, j = self.tree.query(Qs, k=1)
+        else:
+            d, j = self.tree.query(Qs, k=2)
+            valid = j[:, 0] < self.n_points
+            first_own = np.zeros(own.size, dtype=bool)
+            first_own[valid] = self.rows[self.position[j[valid, 0]]] == own[valid]
+            d = np.where(first_own, d[:, 1], d[:, 0])
+            j = np.where(first_own, j[:, 1], j[:, 0])
+        found = j < self.n_points
+        pos = np.full(j.shape, -1, dtype=np.intp)
+        pos[found] = self.position[j[found]]
+        return np.where(found, d * d, np.inf), pos
+
+    def leaf_of(self, rows):
+        """Leaf position of each training index (-1: a point of weight 0)."""
+        return self._leaf[rows]
+
+    def value_stats(self, V, w):
+        """Per call: the tiles' sums of ``w |v|`` (n_tiles, k), the spread
+        of each column over the points, and which columns change sign."""
+        k = V.shape[1]
+        A = np.zeros((self.starts.size, k))
+        lo, hi = np.full(k, np.inf), np.full(k, -np.inf)
+        pos = np.zeros(k, dtype=bool)
+        neg = np.zeros(k, dtype=bool)
+        step = max(1, self.tile_elements // max(k, 1) // TILE_ROWS) * TILE_ROWS
+        for a in range(0, self.rows.size, step):
+            rows = self.rows[a : a + step]
+            Vb = np.asarray(V[rows], dtype=np.float64)
+            wb = 1.0 if w is None else np.asarray(w, float)[rows][:, None]
+            A[a // TILE_ROWS : (a + rows.size - 1) // TILE_ROWS + 1] = np.add.reduceat(
+                np.abs(Vb) * wb, self.starts[: -(-rows.size // TILE_ROWS)], axis=0
+            )
+            lo, hi = np.minimum(lo, Vb.min(axis=0)), np.maximum(hi, Vb.max(axis=0))
+            pos |= (Vb > 0).any(axis=0)
+            neg |= (Vb < 0).any(axis=0)
+        return A, hi - lo, pos & neg
+
+    def exceeds(self, coef, limit):
+        """Whether a query tile meets more than ``limit`` of the points at
+        the coefficient ``coef`` (:meth:`share`; a wider bandwidth, smaller
+        ``|coef|``, meets at least as many as one known to exceed it)."""
+        if any(-coef <= -c and limit <= lim for c, lim in self._exceeding):
+            return True
+        if self.share(coef) > limit:
+            self._exceeding.append((coef, limit))
+            return True
+        return False
+
+    def share(self, coef):
+        """Estimated share of the training points a query tile meets, from
+        :data:`N_PROBE_TILES` tiles of training points as queries."""
+        n = self.n_points
+        firsts = np.unique(
+            np.linspace(0, max(n - QUERY_ROWS, 0), N_PROBE_TILES).astype(np.intp)
+        )
+        met = 0
+        for a in firsts:
+            Qt = self.X[a : a + QUERY_ROWS]
+            near2, _ = self.nearest(Qt, self.rows[a : a + QUERY_ROWS])
+            finite = np.isfinite(near2)
+            if not finite.any():
+                continue
+            s = coef * near2[finite]
+            tiles = _candidates(self, Qt[finite], s, coef)
+            gaps = _point_gaps(Qt[finite], self.lo[tiles], self.hi[tiles])
+            used = (coef * gaps - s[:, None] >= -self.reach).any(axis=0)
+            met += int(self.sizes[tiles[used]].sum())
+        return met / (max(firsts.size, 1) * max(n, 1))
+
+
+def kd_order(X):
+    """An order of the rows of ``X`` whose runs of :data:`TILE_ROWS` (the
+    last may be shorter) are the cells of a KD-tree: each cell is split on
+    its widest feature, at a multiple of :data:`TILE_ROWS` rows near its
+    median."""
+    order = np.arange(X.shape[0])
+    cells = [(0, order.size)]
+    while cells:
+        split = []
+        for a, b in cells:
+            if b - a <= TILE_ROWS:
+                continue
+            rows = order[a:b]
+            P = X[rows]
+            axis = int(np.argmax(P.max(axis=0) - P.min(axis=0)))
+            half = TILE_ROWS * -(-(b - a) // (2 * TILE_ROWS))
+            part = np.argpartition(P[:, axis], half - 1)
+            order[a:b] = rows[part]
+            split += [(a, a + half), (a + half, b)]
+        cells = split
+    return order
+
+
+def _box_gaps(lo, hi, tlo, thi):
+    """Squared smallest distance between the box ``[lo, hi]`` and each box
+    ``[tlo, thi]``."""
+    g = np.maximum(np.maximum(tlo - hi, lo - thi), 0.0)
+    return np.einsum("ij,ij->i", g, g)
+
+
+def _far_gaps(lo, hi, tlo, thi):
+    """Squared largest distance between the box ``[lo, hi]`` and each box
+    ``[tlo, thi]``."""
+    g = np.maximum(np.abs(thi - lo), np.abs(hi - tlo))
+    return np.einsum("ij,ij->i", g, g)
+
+
+def _point_gaps(Qt, tlo, thi):
+    """Squared smallest distance of each query to each box, (m, n_boxes)."""
+    g = np.maximum(
+        np.maximum(tlo[None, :, :] - Qt[:, None, :], Qt[:, None, :] - thi[None]), 0.0
+    )
+    return np.einsum("ijk,ijk->ij", g, g)
+
+
+def _candidates(index, Qt, s, coef):
+    """Tiles within reach of some query of the tile ``Qt`` (from its box)."""
+    gaps = _box_gaps(Qt.min(axis=0), Qt.max(axis=0), index.lo, index.hi)
+    return np.flatnonzero(coef * gaps >= float(np.min(s)) - index.reach)
+
+
+class _Sums:
+    """The sums of sorted queries (``acc``: ``[S, den]``; ``abs``: ``w K
+    |v|`` of the columns that change sign) and the bounds of their skipped
+    terms (``bound_den``, ``bound_S``)."""
+
+    def __init__(self, m, k, n_mixed):
+        self.acc = np.zeros((m, k + 1))
+        self.abs = np.zeros((m, n_mixed))
+        self.bound_den = np.zeros(m)
+        self.bound_S = np.zeros((m, k))
+
+    def view(self, rows):
+        """The same sums of the queries ``rows`` (a slice: views)."""
+        out = _Sums.__new__(_Sums)
+        out.acc, out.abs = self.acc[rows], self.abs[rows]
+        out.bound_den, out.bound_S = self.bound_den[rows], self.bound_S[rows]
+        return out
+
+
+def _sorted_sums(index, stats, Qo, so, coef, V, w, own, keep, tile_elements):
+    """:class:`_Sums` of queries ``Qo`` sorted in the tiles' order, with
+    shifts ``so`` (and training indices ``own`` for leave-one-out), a query
+    tile of :data:`QUERY_ROWS` at a time."""
+    A, _, mixed = stats
+    m, k = Qo.shape[0], V.shape[1]
+    out = _Sums(m, k, int(mixed.sum()))
+    starts = np.arange(0, m, QUERY_ROWS)
+    qlo = np.minimum.reduceat(Qo, starts, axis=0)
+    qhi = np.maximum.reduceat(Qo, starts, axis=0)
+    smin = np.minimum.reduceat(so, starts)
+    block = max(1, tile_elements // max(index.starts.size * Qo.shape[1], 1))
+    for b0 in range(0, starts.size, block):
+        blk = slice(b0, min(b0 + block, starts.size))
+        gaps = coef * _block_gaps(qlo[blk], qhi[blk], index.lo, index.hi)
+        near = gaps >= (smin[blk] - index.reach)[:, None]
+        top, F, FA = _far_sums(gaps, near, index.W, A)
+        for t in range(blk.start, blk.stop):
+            rows = slice(starts[t], min(starts[t] + QUERY_ROWS, m))
+            view = out.view(rows)
+            with np.errstate(over="ignore", invalid="ignore"):
+                scale = np.exp(top[t - b0] - so[rows])
+                # No tile beyond reach (F = 0) bounds nothing, at any scale.
+                view.bound_den += np.where(F[t - b0] > 0, F[t - b0] * scale, 0.0)
+                view.bound_S += np.where(
+                    FA[t - b0] > 0, FA[t - b0][None, :] * scale[:, None], 0.0
+                )
+            mine = None if own is None else own[rows]
+            tiles = np.flatnonzero(near[t - b0])
+            _tile_sums(index, A, mixed, Qo[rows], so[rows], coef, V, w, mine,
+                       keep, tiles, view, tile_elements)  # fmt: skip
+    return out
+
+
+def _block_gaps(qlo, qhi, tlo, thi):
+    """Squared smallest distances between query boxes and tile boxes."""
+    g = np.maximum(np.maximum(tlo[None] - qhi[:, None], qlo[:, None] - thi[None]), 0.0)
+    return np.einsum("ijk,ijk->ij", g, g)
+
+
+def _far_sums(logs, near, W, A):
+    """Per query box: ``top``, the largest log bound of the tiles beyond
+    reach (``near``: the others), and the sums of their weights ``F`` and of
+    their ``w |v|`` (``FA``) times ``exp(log bound - top)``."""
+    far = np.where(near, -np.inf, logs)
+    top = far.max(axis=1)
+    top = np.where(np.isfinite(top), top, 0.0)
+    base = np.exp(far - top[:, None])
+    return top, base @ W, base @ A
+
+
+def _tile_sums(index, A, mixed, Qt, s, coef, V, w, own, keep, near, out,
+               tile_elements):  # fmt: skip
+    """Add the terms of one query tile from the tiles ``near`` it to
+    ``out``, and the bounds of those it skips query by query."""
+    m = Qt.shape[0]
+    own_pos = None if own is None else index.leaf_of(own)
+    per_chunk = max(1, tile_elements // (m * TILE_ROWS))
+    for c0 in range(0, near.size, per_chunk):
+        tiles = near[c0 : c0 + per_chunk]
+        logs = coef * _point_gaps(Qt, index.lo[tiles], index.hi[tiles]) - s[:, None]
+        use = logs >= -index.reach
+        if not use.all():
+            skipped = np.where(use, 0.0, np.exp(np.minimum(logs, 0.0)))
+            out.bound_den += skipped @ index.W[tiles]
+            out.bound_S += skipped @ A[tiles]
+        met = use.any(axis=0)
+        if met.any():
+            _add_terms(index, out, Qt, s, coef, V, w, tiles[met], use[:, met],
+                       mixed, own_pos, own, keep)  # fmt: skip
+
+
+def _add_terms(index, out, Qt, s, coef, V, w, tiles, use, mixed, own_pos, own, keep):
+    """Add the terms of the training ``tiles`` that the queries ``use``."""
+    sizes = index.sizes[tiles]
+    ends = np.cumsum(sizes)
+    pos = np.repeat(index.starts[tiles] - ends + sizes, sizes) + np.arange(ends[-1])
+    L = _log_terms(Qt, index.X[pos], s, coef)
+    # The floor (see _exp) only where a term may fall below it; the terms
+    # left out are set to 0 after exp (exp is slow on -inf).
+    far = _far_gaps(Qt.min(axis=0), Qt.max(axis=0), index.lo[tiles], index.hi[tiles])
+    E = _exp(L, bool(coef * np.max(far) - np.max(s) < EXP_FLOOR))
+    if not use.all():
+        # Whole tiles of TILE_ROWS columns, as a (queries, tiles, rows) view.
+        full = tiles.size - (sizes[-1] != TILE_ROWS)
+        cut = full * TILE_ROWS
+        E[:, :cut].reshape(E.shape[0], full, TILE_ROWS)[~use[:, :full]] = 0.0
+        if full < tiles.size:
+            E[~use[:, -1], cut:] = 0.0
+    if own_pos is not None:
+        at = np.minimum(np.searchsorted(pos, own_pos), pos.size - 1)
+        hit = np.flatnonzero((pos[at] == own_pos) & (own_pos >= 0))
+        if hit.size:
+            E[hit, at[hit]] *= 0.0 if keep is None else keep[own[hit]]
+    rows = index.rows[pos]
+    out.acc += E @ _weighted_values(V, w, rows)
+    if out.abs.shape[1]:
+        Va = np.abs(np.asarray(V[rows][:, mixed], dtype=np.float64))
+        if w is not None:
+            Va *= w[rows][:, None]
+        out.abs += E @ Va
+
+
+def _log_terms(Qt, Xt, s, coef):
+    """The shifted log terms ``coef |q - x|**2 - s``: one GEMM of the
+    coordinates centred on the queries' middle where its rounding error is
+    within :data:`GEMM_ROUNDING`, else from :func:`cdist`.
+
+    The GEMM sums ``d + 2`` products whose absolute values add up to at most
+    ``|coef| (|q - c| + |x - c|)**2 + |s|``; with its rounded operands it errs
+    by at most ``(d + 4) u`` times that (``u`` the unit roundoff), a relative
+    error of each term.
+    """
+    c = (Qt.max(axis=0) + Qt.min(axis=0)) / 2
+    Qc, Xc = Qt - c, Xt - c
+    qn = np.einsum("ij,ij->i", Qc, Qc)
+    xn = np.einsum("ij,ij->i", Xc, Xc)
+    top = np.sqrt(qn.max()) + np.sqrt(xn.max())
+    d = Qt.shape[1]
+    error = (d + 4) * _EPS64 * (-coef * top * top + float(np.max(np.abs(s))))
+    if not error <= GEMM_ROUNDING:
+        L = cdist(Qt, Xt, "sqeuclidean")
+        L *= coef
+        L -= s[:, None]
+        return L
+    left = np.empty((Qt.shape[0], d + 2))
+    left[:, :d] = Qc
+    left[:, d] = qn - s / coef
+    left[:, d + 1] = 1.0
+    right = np.empty((d + 2, Xt.shape[0]))
+    right[:d] = -2.0 * coef * Xc.T
+    right[d] = coef
+    right[d + 1] = coef * xn
+    return left @ right
+
+
+def tiles_kernel_sums(
+    Q,
+    X,
+    V,
+    heads,
+    *,
+    index,
+    scale=None,
+    sample_weight=None,
+    metric="euclidean",
+    metric_params=None,
+    tile_elements=TILE_ELEMENTS,
+    **params,
+):
+    """:func:`~sknw._sums.kernel_sums` of a Gaussian head in several
+    features, from a :class:`TileIndex` of the same training points and
+    weights, within :data:`TOLERANCE` (see the module docstring; the other
+    queries are summed exactly).
+
+    With ``exclude_self`` (leave-one-out, see :func:`~sknw._sums.kernel_sums`)
+    each query's own term is left out of its terms (or kept in the share of
+    its weight it keeps), its shift is that of its nearest other point, and
+    the bound is checked against the sums that remain.
+    """
+    (head,) = heads
+    coef = log_linear_coef(head, True)
+    m, k = Q.shape[0], V.shape[1]
+    S, den, M = np.zeros((m, k)), np.zeros(m), np.zeros(m)
+    exact = np.ones(m, dtype=bool)
+    own = own_rows(m, **params)
+    w = None if sample_weight is None else np.asarray(sample_weight, np.float64)
+    keep = None
+    if own is not None:
+        keep = keep_ratios(params.get("self_weight"), w, X.shape[0])
+    if coef is not None and index.n_points and m:
+        stats = index.value_stats(V, w)
+        for q0 in range(0, m, QUERY_CHUNK):
+            q1 = min(q0 + QUERY_CHUNK, m)
+            _chunk_sums(index, stats, Q, q0, q1, coef, V, w, own, keep, scale,
+                        tile_elements, (S, den, M), exact)  # fmt: skip
+    exact_rows(
+        (S, den, M), exact, Q, X, V, heads,
+        metric=metric, metric_params=metric_params, scale=scale,
+        sample_weight=sample_weight, tile_elements=tile_elements, **params,
+    )  # fmt: skip
+    return [(S, den, M)]
+
+
+def _chunk_sums(index, stats, Q, q0, q1, coef, V, w, own, keep, scale,
+                tile_elements, sums, exact):  # fmt: skip
+    """The sums of the queries ``q0:q1`` that the bound accepts."""
+    S, den, M = sums
+    _, spread, mixed = stats
+    Qs = _scaled_rows(Q, q0, q1, scale)
+    finite = np.flatnonzero(np.isfinite(Qs).all(axis=1))
+    if not finite.size:
+        return
+    own_c = None if own is None else own[q0:q1][finite]
+    near2, pos = index.nearest(Qs[finite], own_c)
+    ok = np.flatnonzero(np.isfinite(near2))
+    ok = ok[np.argsort(pos[ok], kind="stable")]
+    order, so = finite[ok], coef * near2[ok]
+    if not order.size:
+        return
+    mine = None if own is None else own_c[ok]
+    got = _sorted_sums(index, stats, Qs[order], so, coef, V, w, mine, keep,
+                       tile_elements)  # fmt: skip
+    d = got.acc[:, -1]
+    absS = np.abs(got.acc[:, :-1])
+    absS[:, mixed] = got.abs
+    slack = np.maximum(absS, d[:, None] * spread[None, :])
+    accept = (
+        (d > 0)
+        & (got.bound_den <= SKIPPED * d)
+        & np.all(got.bound_S <= SKIPPED * slack, axis=1)
+    )
+    done = q0 + order[accept]
+    S[done], den[done], M[done] = got.acc[accept, :-1], d[accept], so[accept]
+    exact[done] = False
+
+
+def tiles_why_not(kernel, metric, metric_params, n_features):
+    """Why the tiles backend cannot serve (or None)."""
+    if (
+        n_features >= 2
+        and is_gaussian(kernel)
+        and use_squared(metric, [_Probe(kernel)], metric_params)
+    ):
+        return None
+    return (
+        "algorithm='tiles' needs at least two features, the Gaussian kernel "
+        f"(not {kernel!r}) and the plain euclidean metric (not {metric!r})."
+    )
+
+
+class _Probe:
+    """A head-like holder of a kernel, for the traits that take heads."""
+
+    def __init__(self, kernel):
+        self.kernel = kernel
+
+
+def _shared_index(request):
+    """The :class:`TileIndex` of the request's training points, weights and
+    scale, built once per grid (``request.shared``)."""
+    scale = request.scale
+    shared = request.shared if request.shared is not None else {}
+    for key, index in shared.get("tiles", []):
+        if key == scale if isinstance(scale, Frame) else np.array_equal(key, scale):
+            return index
+    index = TileIndex(request.X, request.sample_weight, scale, request.tile_elements)
+    shared.setdefault("tiles", []).append((scale, index))
+    return index
+
+
+class TilesBackend(Backend):
+    """The Gaussian in several features over tiles of a KD-tree order, to
+    :data:`TOLERANCE`; under ``"auto"`` from :data:`AUTO_MIN_POINTS`
+    training points where a query tile meets at most :data:`AUTO_MAX_SHARE`
+    of them (:data:`AUTO_GRID_SHARE` for one head of a grid). The index holds the
+    training points, not the values: it serves any values with the weights
+    it was built with."""
+
+    name = "tiles"
+    leave_one_out = True
+
+    def why_not(self, kernel, metric, metric_params, n_features):
+        return tiles_why_not(kernel, metric, metric_params, n_features)
+
+    def fit(self, request):
+        if request.auto and request.X.shape[0] < AUTO_MIN_POINTS:
+            return None
+        coef = log_linear_coef(request.head, True)
+        index = _shared_index(request)
+        if request.auto:
+            limits = AUTO_GRID_SHARE if request.grid else AUTO_MAX_SHARE
+            limit = limits[request.X.shape[1] > 3]
+            if coef is None or not index.n_points or index.exceeds(coef, limit):
+                return None
+        return index
+
+    def serves(self, index, V, heads, sample_weight):
+        if len(heads) != 1 or not is_gaussian(heads[0].kernel):
+            return False
+        w = index.weights
+        if w is None or sample_weight is None:
+            return w is None and sample_weight is None
+        return w is sample_weight or np.array_equal(w, sample_weight)
+
+    def sums(self, index, Q, X, V, heads, *, n_jobs=None, **params):
+        self.check_params(params)
+        return parallel_kernel_sums(
+            Q, X, V, heads, n_jobs=n_jobs, sums=tiles_kernel_sums, index=index,
+            **params,
+        )  # fmt: skip

@@ -1,0 +1,225 @@
+"""The tiles backend: the Gaussian in several features over tiles of a
+KD-tree order, skipping tiles beyond each query's reach, against the dense
+sums and brute-force definitions (the generic checks of every backend are in
+``test_backends.py``)."""
+
+import warnings
+
+import numpy as np
+import pytest
+from scipy.spatial.distance import cdist
+from test_memory import extra_memory
+
+from sknw import (
+    LocalLinearRegressor,
+    NadarayaWatsonClassifier,
+    NadarayaWatsonRegressor,
+    NadarayaWatsonRegressorCV,
+)
+from sknw._sums import FitRequest, Head, kernel_sums
+from sknw._sums._tiles import (
+    AUTO_MIN_POINTS,
+    TILE_ROWS,
+    TOLERANCE,
+    TileIndex,
+    TilesBackend,
+    kd_order,
+    tiles_kernel_sums,
+)
+from sknw.kernels import Gaussian
+
+
+def make_data(n=3000, d=2, m=400, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(0.0, 1.0, size=(n, d))
+    V = np.column_stack([np.sin(6 * X[:, 0]), X[:, 1] - 0.5, 2.0 + X[:, 0]])
+    Q = rng.uniform(-0.1, 1.1, size=(m, d))
+    return X, V, Q
+
+
+def reference(Q, X, V, w, h, exclude=None):
+    """``(S, den, sum of |terms| per column)`` from the definition."""
+    K = np.exp(-0.5 * cdist(Q, X, "sqeuclidean") / h**2)
+    if exclude is not None:
+        K[np.arange(Q.shape[0]), exclude] = 0.0
+    Kw = K * (1.0 if w is None else w)
+    return Kw @ V, Kw.sum(axis=1), Kw @ np.abs(V)
+
+
+def assert_within_tolerance(got, ref, V):
+    """The documented bound: weight sums within TOLERANCE relative, other
+    sums within TOLERANCE of the larger of the sum of their terms'
+    magnitudes and the weight sum times the spread of the values."""
+    S, den, M = got
+    refS, refden, absS = ref
+    shift = np.exp(M)
+    tol = TOLERANCE + 1e-13
+    assert np.all(np.abs(den * shift - refden) <= tol * refden)
+    spread = V.max(axis=0) - V.min(axis=0)
+    slack = np.maximum(absS, refden[:, None] * spread)
+    assert np.all(np.abs(S * shift[:, None] - refS) <= tol * slack)
+
+
+def test_kd_order_is_a_permutation_into_compact_cells():
+    X = np.random.default_rng(1).uniform(size=(5000, 3))
+    order = kd_order(X)
+    assert np.array_equal(np.sort(order), np.arange(5000))
+    # Runs of TILE_ROWS points are cells of a KD-tree: their boxes are small
+    # (a run of random points would span nearly the whole cube).
+    runs = X[order[: 5000 // TILE_ROWS * TILE_ROWS]].reshape(-1, TILE_ROWS, 3)
+    volume = np.prod(runs.max(axis=1) - runs.min(axis=1), axis=1)
+    assert np.sum(volume) < 1.5
+
+
+@pytest.mark.parametrize("d", [2, 3])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_sums_with_skipped_tiles_within_the_bound(d, weighted):
+    X, V, Q = make_data(d=d, seed=d)
+    w = None
+    if weighted:
+        w = np.random.default_rng(5).uniform(0.1, 3.0, X.shape[0])
+        w[::7] = 0.0
+    h = 0.02
+    index = TileIndex(X, w, None)
+    # Most tiles are beyond reach at this bandwidth.
+    assert index.share(-0.5 / h**2) < 0.5
+    got = tiles_kernel_sums(Q, X, V, [Head(Gaussian(), h)], index=index,
+                            sample_weight=w)[0]  # fmt: skip
+    assert_within_tolerance(got, reference(Q, X, V, w, h), V)
+
+
+def test_leave_one_out_with_skipped_tiles_and_kept_weights():
+    X, V, _ = make_data(n=2500, seed=3)
+    w = np.round(np.random.default_rng(2).uniform(0.5, 3.5, X.shape[0]))
+    kept = np.maximum(w - 1.0, 0.0)
+    rows = np.random.default_rng(4).permutation(X.shape[0])[:300]
+    h = 0.01
+    index = TileIndex(X, w, None)
+    (S, den, M), = tiles_kernel_sums(
+        X[rows], X, V, [Head(Gaussian(), h)], index=index, sample_weight=w,
+        exclude_self=True, self_index=rows, self_weight=kept,
+    )  # fmt: skip
+    refS, refden, absS = reference(X[rows], X, V, w, h, exclude=rows)
+    # Each point keeps ``kept`` of its weight in its own sums (K(0) = 1).
+    refS += kept[rows, None] * V[rows]
+    refden += kept[rows]
+    absS += kept[rows, None] * np.abs(V[rows])
+    assert_within_tolerance((S, den, M), (refS, refden, absS), V)
+
+
+def test_results_equal_the_dense_sums_and_do_not_depend_on_the_batch():
+    X, V, Q = make_data(seed=7)
+    head = Head(Gaussian(), 0.03)
+    index = TileIndex(X, None, None)
+    S, den, M = tiles_kernel_sums(Q, X, V, [head], index=index)[0]
+    S0, den0, M0 = kernel_sums(Q, X, V, [head], strategy="tiled")[0]
+    atol = 3 * TOLERANCE * np.ptp(V, axis=0).max()
+    np.testing.assert_allclose(S / den[:, None], S0 / den0[:, None], rtol=0, atol=atol)
+    # Each query alone, and the queries reversed.
+    for i in (0, 17, 399):
+        Si, deni, Mi = tiles_kernel_sums(Q[i : i + 1], X, V, [head], index=index)[0]
+        np.testing.assert_allclose(Si[0] * np.exp(Mi[0] - M[i]), S[i], rtol=1e-13)
+    Sr, denr, Mr = tiles_kernel_sums(Q[::-1], X, V, [head], index=index)[0]
+    np.testing.assert_allclose(Sr[::-1] / denr[::-1, None], S / den[:, None],
+                               rtol=1e-13)  # fmt: skip
+
+
+def test_queries_far_from_the_data_and_not_finite_take_the_exact_sums():
+    X, V, _ = make_data(n=2100, seed=8)
+    head = Head(Gaussian(), 0.02)
+    Q = np.array([[50.0, 50.0], [0.5, 0.5], [-3.0, 0.5], [np.inf, 0.5]])
+    index = TileIndex(X, None, None)
+    got = tiles_kernel_sums(Q, X, V, [head], index=index)[0]
+    ref = kernel_sums(Q, X, V, [head])[0]
+    for a, b in zip(got, ref, strict=True):
+        np.testing.assert_array_equal(np.isfinite(a), np.isfinite(b))
+    finite = np.isfinite(ref[1]) & (ref[1] > 0)
+    np.testing.assert_allclose(
+        got[0][finite] / got[1][finite, None],
+        ref[0][finite] / ref[1][finite, None],
+        rtol=1e-11,
+    )
+
+
+def test_auto_takes_the_tiles_where_they_pay():
+    X, V, _ = make_data(n=AUTO_MIN_POINTS + 500, seed=9)
+    y = V[:, 0]
+    assert NadarayaWatsonRegressor(bandwidth=0.01).fit(X, y).algorithm_ == "tiles"
+    # Wide windows meet every tile: the dense sums.
+    assert NadarayaWatsonRegressor(bandwidth=0.5).fit(X, y).algorithm_ == "brute"
+    few = X[: AUTO_MIN_POINTS - 1]
+    assert (
+        NadarayaWatsonRegressor(bandwidth=0.01).fit(few, y[: few.shape[0]]).algorithm_
+        == "brute"
+    )
+    # Not the Gaussian, or one feature: not eligible.
+    backend = TilesBackend()
+    assert backend.why_not(Gaussian(), "euclidean", None, 2) is None
+    assert "two features" in backend.why_not(Gaussian(), "euclidean", None, 1)
+    assert backend.why_not(Gaussian(), "cityblock", None, 2) is not None
+    with pytest.raises(ValueError, match="tiles"):
+        NadarayaWatsonRegressor(kernel="epanechnikov", algorithm="tiles").fit(X, y)
+
+
+def test_index_serves_the_weights_it_was_built_with_only():
+    X, V, _ = make_data(n=500, seed=10)
+    w = np.ones(X.shape[0])
+    head = Head(Gaussian(), 0.1)
+    request = FitRequest(X, w, lambda: (V, w), head, None, "euclidean", None)
+    backend = TilesBackend()
+    index = backend.fit(request)
+    assert backend.serves(index, V, [head], w)
+    assert backend.serves(index, V[:, :1], [head], w.copy())
+    assert not backend.serves(index, V, [head], None)
+    assert not backend.serves(index, V, [head], 2 * w)
+    assert not backend.serves(index, V, [head, head], w)
+
+
+@pytest.mark.parametrize(
+    ("make", "method"),
+    [
+        (NadarayaWatsonRegressor, "predict"),
+        (NadarayaWatsonRegressor, "standard_error"),
+        (NadarayaWatsonClassifier, "predict_proba"),
+        (LocalLinearRegressor, "predict"),
+    ],
+)
+def test_estimators_on_the_tiles_equal_the_dense_ones(make, method):
+    X, V, Q = make_data(n=2500, d=3, seed=11)
+    y = V[:, 0] + 0.1 * np.random.default_rng(0).normal(size=X.shape[0])
+    if make is NadarayaWatsonClassifier:
+        y = (y > 0).astype(int) + (X[:, 1] > 0.7)
+    w = np.random.default_rng(1).uniform(0.5, 2.0, X.shape[0])
+    tiles = make(bandwidth=0.04, algorithm="tiles").fit(X, y, sample_weight=w)
+    dense = make(bandwidth=0.04, algorithm="brute").fit(X, y, sample_weight=w)
+    assert tiles.algorithm_ == "tiles"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got, ref = getattr(tiles, method)(Q), getattr(dense, method)(Q)
+    np.testing.assert_allclose(got, ref, rtol=0, atol=1e-9 * np.ptp(ref))
+
+
+def test_leave_one_out_selection_on_the_tiles_equals_the_dense_one():
+    X, V, _ = make_data(n=2500, d=3, seed=12)
+    y = V[:, 0] + 0.1 * np.random.default_rng(0).normal(size=X.shape[0])
+    bandwidths = [0.01, 0.02, 0.04]
+    tiles = NadarayaWatsonRegressorCV(bandwidths=bandwidths, algorithm="tiles")
+    dense = NadarayaWatsonRegressorCV(bandwidths=bandwidths, algorithm="brute")
+    tiles.fit(X, y)
+    dense.fit(X, y)
+    np.testing.assert_allclose(
+        tiles.cv_results_["mean_test_score"],
+        dense.cv_results_["mean_test_score"],
+        rtol=1e-10,
+    )
+    assert tiles.bandwidth_ == dense.bandwidth_
+
+
+def test_extra_memory_does_not_grow_with_the_queries():
+    X, V, _ = make_data(n=3000, seed=13)
+    est = NadarayaWatsonRegressor(bandwidth=0.02, algorithm="tiles").fit(X, V[:, 0])
+    rng = np.random.default_rng(0)
+    small, large = rng.uniform(size=(20_000, 2)), rng.uniform(size=(80_000, 2))
+    extra_small = extra_memory(lambda: est.predict(small))
+    extra_large = extra_memory(lambda: est.predict(large))
+    assert extra_large <= extra_small + 4 * 2**20
