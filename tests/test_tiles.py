@@ -161,7 +161,7 @@ def test_auto_takes_the_tiles_where_they_pay():
         NadarayaWatsonRegressor(kernel="epanechnikov", algorithm="tiles").fit(X, y)
 
 
-def test_index_serves_the_weights_it_was_built_with_only():
+def test_index_serves_the_points_of_positive_weight_it_was_built_with():
     X, V, _ = make_data(n=500, seed=10)
     w = np.ones(X.shape[0])
     head = Head(Gaussian(), 0.1)
@@ -169,10 +169,68 @@ def test_index_serves_the_weights_it_was_built_with_only():
     backend = TilesBackend()
     index = backend.fit(request)
     assert backend.serves(index, V, [head], w)
-    assert backend.serves(index, V[:, :1], [head], w.copy())
+    # The tiles' weights come with each call: any weights of the same points.
+    assert backend.serves(index, V[:, :1], [head], 2.5 * w)
+    other = w.copy()
+    other[3] = 0.0
+    assert not backend.serves(index, V, [head], other)
     assert not backend.serves(index, V, [head], None)
-    assert not backend.serves(index, V, [head], 2 * w)
     assert not backend.serves(index, V, [head, head], w)
+
+
+def test_estimator_weights_of_any_scale_take_the_tiles(monkeypatch):
+    # The estimators pass their weights divided by a power of two.
+    import sknw._sums._tiles as tiles_module
+
+    calls = []
+    original = tiles_module.tiles_kernel_sums
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(tiles_module, "tiles_kernel_sums", counted)
+    X, V, Q = make_data(n=2500, seed=14)
+    w = np.random.default_rng(3).uniform(1.0, 5.0, X.shape[0])
+    est = NadarayaWatsonRegressor(bandwidth=0.02, algorithm="tiles")
+    est.fit(X, V[:, 0], sample_weight=w).predict(Q)
+    assert calls
+
+
+def test_a_kept_own_term_far_from_the_other_points_stays_finite():
+    # Leave-one-out with frequency weights: a point far from all others keeps
+    # part of its weight, the largest term of its sums.
+    rng = np.random.default_rng(6)
+    X = np.vstack([rng.uniform(size=(100, 2)), [[2.0, 2.0]]])
+    V = np.column_stack([X[:, 0] + 1.0, X[:, 1] - 0.5])
+    w = np.full(101, 3.0)
+    own = np.array([100, 5])
+    h = 0.01
+    S, den, M = tiles_kernel_sums(
+        X[own], X, V, [Head(Gaussian(), h)], index=TileIndex(X, w, None),
+        sample_weight=w, exclude_self=True, self_index=own, self_weight=w - 1.0,
+    )[0]  # fmt: skip
+    refS, refden, absS = reference(X[own], X, V, w, h, exclude=own)
+    refS += 2.0 * V[own]
+    refden += 2.0
+    absS += 2.0 * np.abs(V[own])
+    assert_within_tolerance((S, den, M), (refS, refden, absS), V)
+
+
+@pytest.mark.parametrize("smallest", [1e-200, 1e-320])
+def test_weights_beyond_the_floor_take_the_exact_sums(smallest):
+    # Weights spread over more than exp(660): terms the bound relies on would
+    # fall below the floor of exp; the index serves no query, and builds.
+    X, V, Q = make_data(n=300, seed=15)
+    w = np.ones(X.shape[0])
+    w[0], w[1] = smallest, 1e200
+    index = TileIndex(X, w, None)
+    assert not index.usable
+    head = Head(Gaussian(), 0.05)
+    got = tiles_kernel_sums(Q, X, V, [head], index=index, sample_weight=w)[0]
+    ref = kernel_sums(Q, X, V, [head], sample_weight=w)[0]
+    for a, b in zip(got, ref, strict=True):
+        np.testing.assert_array_equal(a, b)
 
 
 @pytest.mark.parametrize(

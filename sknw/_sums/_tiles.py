@@ -8,20 +8,25 @@ KD-tree over their scaled coordinates and cut into tiles of
 per call, the sum of ``w |v|`` of each column of the values. A query's shift
 ``s = c near**2`` (``c < 0`` the head's log-linear coefficient, so
 ``log K = c d**2``) comes from its nearest training point, found by the tree
-(for leave-one-out, its nearest other point): its largest log weight.
+(for leave-one-out, its nearest other point, or itself where it keeps part
+of its weight): its largest log weight.
 
 The smallest distance ``g`` from a query to a tile's box bounds every term of
 the tile by ``exp(c g**2 - s)`` relative to the query's largest. A tile is
 skipped for a query where ``c g**2 - s`` is below ``-reach``, with ``reach =
 log(W / (TOLERANCE w_min)) + log 4`` (``W`` the training points' total
 weight, ``w_min`` their smallest positive weight), so that the skipped terms
-weigh at most a quarter of :data:`TOLERANCE` of the query's weight sum. The
+weigh at most a quarter of :data:`TOLERANCE` of the query's weight sum
+(weights spread over so many orders of magnitude that ``reach`` exceeds
+:data:`MAX_REACH`, beyond the floor of ``exp``, take the exact sums). The
 terms of the other tiles are computed exactly (squared distances by
 :func:`~scipy.spatial.distance.cdist`). Whether a tile is skipped depends
 on the query and the fitted tiles alone, not on the other queries.
 
-The skipped terms are bounded per query, from the tiles' boxes, weights and
-sums of ``w |v|``: each query is served where its weight sum is within
+The skipped terms are bounded per query, from the tiles' boxes and their
+sums of ``w`` and ``w |v|`` (of the weights and values of the call: the
+index depends on which points have a positive weight only): each query is
+served where its weight sum is within
 :data:`TOLERANCE` (relative) of the exact one and each other sum within
 :data:`TOLERANCE` times the larger of its sum of ``w K |v|`` and its weight
 sum times the spread of the column's values (so that weighted averages are
@@ -70,6 +75,11 @@ GEMM_ROUNDING = TOLERANCE / 2
 #: Largest bound of the skipped terms (relative, see the module docstring).
 SKIPPED = TOLERANCE / 2
 
+#: Largest ``reach`` (see the module docstring): terms that far below a
+#: query's largest are beyond the floor of ``exp`` (``EXP_FLOOR``); weights
+#: spread over more than about ``exp(660)`` take the exact sums.
+MAX_REACH = 690.0
+
 #: Queries prepared at once (scaled, their nearest point found).
 QUERY_CHUNK = 1 << 13
 
@@ -94,15 +104,16 @@ class TileIndex:
     Attributes: ``tree`` (over the scaled points), ``rows`` (the training
     index of each point in leaf order), ``position`` (the leaf position of
     each point of the tree), ``X`` (scaled coordinates in leaf order),
-    ``starts``/``sizes`` of the tiles, their boxes ``lo``/``hi`` and weights
-    ``W``, ``reach`` (see the module docstring) and ``weights`` (the sample
-    weights it was built with, None for unit weights).
+    ``starts``/``sizes`` of the tiles and their boxes ``lo``/``hi``,
+    ``reach`` (see the module docstring; ``usable`` is False where it is
+    beyond :data:`MAX_REACH`) and ``positive`` (which training points have a
+    positive weight, None for unit weights).
     """
 
     def __init__(self, X, w, scale, tile_elements=TILE_ELEMENTS):
         n = X.shape[0]
         positive = np.arange(n) if w is None else np.flatnonzero(w > 0)
-        self.weights = w
+        self.positive = None if w is None else np.asarray(w) > 0
         self.n_points = positive.size
         self.tile_elements = tile_elements
         self._exceeding = []
@@ -122,9 +133,12 @@ class TileIndex:
         self.lo = np.minimum.reduceat(self.X, self.starts, axis=0)
         self.hi = np.maximum.reduceat(self.X, self.starts, axis=0)
         wl = np.ones(order.size) if w is None else np.asarray(w, float)[self.rows]
-        self.W = np.add.reduceat(wl, self.starts)
-        total, smallest = float(wl.sum()), float(wl.min())
-        self.reach = math.log(total / (TOLERANCE * smallest)) + math.log(4.0)
+        # In logarithms: the smallest weight may be subnormal.
+        self.reach = (
+            math.log(float(wl.sum())) - math.log(float(wl.min()))
+            - math.log(TOLERANCE) + math.log(4.0)
+        )  # fmt: skip
+        self.usable = bool(self.reach <= MAX_REACH)
 
     def nearest(self, Qs, own=None):
         """``(near2, pos)``: each query's squared distance to its nearest
@@ -150,9 +164,12 @@ class TileIndex:
 
     def value_stats(self, V, w):
         """Per call: the tiles' sums of ``w |v|`` (n_tiles, k), the spread
-        of each column over the points, and which columns change sign."""
+        of each column over the points, which columns change sign, and the
+        tiles' weights (for the weights of this call)."""
         k = V.shape[1]
         A = np.zeros((self.starts.size, k))
+        wl = np.ones(self.rows.size) if w is None else np.asarray(w, float)[self.rows]
+        W = np.add.reduceat(wl, self.starts)
         lo, hi = np.full(k, np.inf), np.full(k, -np.inf)
         pos = np.zeros(k, dtype=bool)
         neg = np.zeros(k, dtype=bool)
@@ -167,7 +184,7 @@ class TileIndex:
             lo, hi = np.minimum(lo, Vb.min(axis=0)), np.maximum(hi, Vb.max(axis=0))
             pos |= (Vb > 0).any(axis=0)
             neg |= (Vb < 0).any(axis=0)
-        return A, hi - lo, pos & neg
+        return A, hi - lo, pos & neg, W
 
     def exceeds(self, coef, limit):
         """Whether a query tile meets more than ``limit`` of the points at
@@ -195,10 +212,13 @@ class TileIndex:
             if not finite.any():
                 continue
             s = coef * near2[finite]
-            tiles = _candidates(self, Qt[finite], s, coef)
-            gaps = _point_gaps(Qt[finite], self.lo[tiles], self.hi[tiles])
-            used = (coef * gaps - s[:, None] >= -self.reach).any(axis=0)
-            met += int(self.sizes[tiles[used]].sum())
+            near = _candidates(self, Qt[finite], s, coef)
+            per_chunk = max(1, self.tile_elements // (QUERY_ROWS * Qt.shape[1]))
+            for c0 in range(0, near.size, per_chunk):
+                tiles = near[c0 : c0 + per_chunk]
+                gaps = _point_gaps(Qt[finite], self.lo[tiles], self.hi[tiles])
+                used = (coef * gaps - s[:, None] >= -self.reach).any(axis=0)
+                met += int(self.sizes[tiles[used]].sum())
         return met / (max(firsts.size, 1) * max(n, 1))
 
 
@@ -276,7 +296,7 @@ def _sorted_sums(index, stats, Qo, so, coef, V, w, own, keep, tile_elements):
     """:class:`_Sums` of queries ``Qo`` sorted in the tiles' order, with
     shifts ``so`` (and training indices ``own`` for leave-one-out), a query
     tile of :data:`QUERY_ROWS` at a time."""
-    A, _, mixed = stats
+    A, _, mixed, W = stats
     m, k = Qo.shape[0], V.shape[1]
     out = _Sums(m, k, int(mixed.sum()))
     starts = np.arange(0, m, QUERY_ROWS)
@@ -288,7 +308,7 @@ def _sorted_sums(index, stats, Qo, so, coef, V, w, own, keep, tile_elements):
         blk = slice(b0, min(b0 + block, starts.size))
         gaps = coef * _block_gaps(qlo[blk], qhi[blk], index.lo, index.hi)
         near = gaps >= (smin[blk] - index.reach)[:, None]
-        top, F, FA = _far_sums(gaps, near, index.W, A)
+        top, F, FA = _far_sums(gaps, near, W, A)
         for t in range(blk.start, blk.stop):
             rows = slice(starts[t], min(starts[t] + QUERY_ROWS, m))
             view = out.view(rows)
@@ -301,8 +321,8 @@ def _sorted_sums(index, stats, Qo, so, coef, V, w, own, keep, tile_elements):
                 )
             mine = None if own is None else own[rows]
             tiles = np.flatnonzero(near[t - b0])
-            _tile_sums(index, A, mixed, Qo[rows], so[rows], coef, V, w, mine,
-                       keep, tiles, view, tile_elements)  # fmt: skip
+            _tile_sums(index, (A, W, mixed), Qo[rows], so[rows], coef, V, w,
+                       mine, keep, tiles, view, tile_elements)  # fmt: skip
     return out
 
 
@@ -323,10 +343,11 @@ def _far_sums(logs, near, W, A):
     return top, base @ W, base @ A
 
 
-def _tile_sums(index, A, mixed, Qt, s, coef, V, w, own, keep, near, out,
+def _tile_sums(index, tiles_stats, Qt, s, coef, V, w, own, keep, near, out,
                tile_elements):  # fmt: skip
     """Add the terms of one query tile from the tiles ``near`` it to
     ``out``, and the bounds of those it skips query by query."""
+    A, W, mixed = tiles_stats
     m = Qt.shape[0]
     own_pos = None if own is None else index.leaf_of(own)
     per_chunk = max(1, tile_elements // (m * TILE_ROWS))
@@ -336,7 +357,7 @@ def _tile_sums(index, A, mixed, Qt, s, coef, V, w, own, keep, near, out,
         use = logs >= -index.reach
         if not use.all():
             skipped = np.where(use, 0.0, np.exp(np.minimum(logs, 0.0)))
-            out.bound_den += skipped @ index.W[tiles]
+            out.bound_den += skipped @ W[tiles]
             out.bound_S += skipped @ A[tiles]
         met = use.any(axis=0)
         if met.any():
@@ -442,7 +463,7 @@ def tiles_kernel_sums(
     keep = None
     if own is not None:
         keep = keep_ratios(params.get("self_weight"), w, X.shape[0])
-    if coef is not None and index.n_points and m:
+    if coef is not None and index.n_points and index.usable and m:
         stats = index.value_stats(V, w)
         for q0 in range(0, m, QUERY_CHUNK):
             q1 = min(q0 + QUERY_CHUNK, m)
@@ -460,13 +481,17 @@ def _chunk_sums(index, stats, Q, q0, q1, coef, V, w, own, keep, scale,
                 tile_elements, sums, exact):  # fmt: skip
     """The sums of the queries ``q0:q1`` that the bound accepts."""
     S, den, M = sums
-    _, spread, mixed = stats
+    _, spread, mixed, _ = stats
     Qs = _scaled_rows(Q, q0, q1, scale)
     finite = np.flatnonzero(np.isfinite(Qs).all(axis=1))
     if not finite.size:
         return
     own_c = None if own is None else own[q0:q1][finite]
     near2, pos = index.nearest(Qs[finite], own_c)
+    if keep is not None:
+        # A point that keeps part of its weight is its own nearest point.
+        mine = keep[own_c] > 0
+        near2[mine], pos[mine] = 0.0, index.leaf_of(own_c[mine])
     ok = np.flatnonzero(np.isfinite(near2))
     ok = ok[np.argsort(pos[ok], kind="stable")]
     order, so = finite[ok], coef * near2[ok]
@@ -545,17 +570,20 @@ class TilesBackend(Backend):
         if request.auto:
             limits = AUTO_GRID_SHARE if request.grid else AUTO_MAX_SHARE
             limit = limits[request.X.shape[1] > 3]
-            if coef is None or not index.n_points or index.exceeds(coef, limit):
+            if coef is None or not index.n_points or not index.usable:
+                return None
+            if index.exceeds(coef, limit):
                 return None
         return index
 
     def serves(self, index, V, heads, sample_weight):
+        # The index depends on which points have a positive weight only (the
+        # tiles' weights come with each call).
         if len(heads) != 1 or not is_gaussian(heads[0].kernel):
             return False
-        w = index.weights
-        if w is None or sample_weight is None:
-            return w is None and sample_weight is None
-        return w is sample_weight or np.array_equal(w, sample_weight)
+        if index.positive is None or sample_weight is None:
+            return index.positive is None and sample_weight is None
+        return np.array_equal(index.positive, np.asarray(sample_weight) > 0)
 
     def sums(self, index, Q, X, V, heads, *, n_jobs=None, **params):
         self.check_params(params)
