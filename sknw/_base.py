@@ -11,6 +11,7 @@ from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._bandwidth import BANDWIDTH_RULES, rule_bandwidth
+from ._default import default_bandwidth
 from ._scaling import scaling_of
 from ._sums import (
     ALGORITHMS,
@@ -60,7 +61,7 @@ class NadarayaWatsonBase(BaseEstimator):
         "kernel": [StrOptions(set(KERNELS)), Kernel],
         "bandwidth": [
             NotBoolInterval(Real, 0, np.inf, closed="neither"),
-            StrOptions(set(BANDWIDTH_RULES)),
+            StrOptions({*BANDWIDTH_RULES, "cv"}),
             "array-like",
         ],
         "metric": [StrOptions(set(CDIST_METRICS)), callable],
@@ -79,7 +80,7 @@ class NadarayaWatsonBase(BaseEstimator):
         self,
         *,
         kernel="gaussian",
-        bandwidth="scott",
+        bandwidth="cv",
         metric="euclidean",
         metric_params=None,
         empty_window="nearest",
@@ -104,7 +105,19 @@ class NadarayaWatsonBase(BaseEstimator):
         return kernel
 
     def _resolve_bandwidth(self, X, sample_weight):
+        """``bandwidth_``, and how it was chosen (``bandwidth_selection_``)."""
         bw = self.bandwidth
+        if isinstance(bw, str) and bw == "cv":
+            bandwidth, self.bandwidth_selection_ = default_bandwidth(
+                self, X, self.y_fit_, sample_weight
+            )
+            return bandwidth
+        self.bandwidth_selection_ = {
+            "method": bw if isinstance(bw, str) else "given",
+            "n_samples": X.shape[0]
+            if sample_weight is None
+            else int(np.sum(sample_weight > 0)),
+        }
         if isinstance(bw, str):
             w = sample_weight
             Xp = X if w is None else X[w > 0]

@@ -31,9 +31,9 @@ class NadarayaWatsonClassifier(ClassifierMixin, NadarayaWatsonBase):
         :class:`sknw.kernels.Kernel` instance. The kernel must be non-negative
         (so the Silverman kernel is not accepted): probabilities are weighted
         frequencies.
-    bandwidth : {"scott", "silverman"}, float or array-like, default="scott"
-        A rule name, a float, or an array-like of shape (n_features,); as in
-        :class:`NadarayaWatsonRegressor`.
+    bandwidth : {"cv", "scott", "silverman"}, float or array-like, default="cv"
+        As in :class:`NadarayaWatsonRegressor`; ``"cv"`` scores the log-loss
+        (the choice of :class:`NadarayaWatsonClassifierCV`).
     metric : str or callable, default="euclidean"
         Any metric of :func:`scipy.spatial.distance.cdist`.
     metric_params : dict, default=None
@@ -70,6 +70,8 @@ class NadarayaWatsonClassifier(ClassifierMixin, NadarayaWatsonBase):
         The resolved kernel object.
     bandwidth_ : float or ndarray of shape (n_features,)
         The resolved bandwidth.
+    bandwidth_selection_ : dict
+        How ``bandwidth_`` was chosen, as in :class:`NadarayaWatsonRegressor`.
     metric_ : str or callable
         The metric used: ``metric`` at fit. Predictions read it (and
         ``metric_params_``), so changing ``metric`` takes effect at the next
@@ -133,7 +135,7 @@ class NadarayaWatsonClassifier(ClassifierMixin, NadarayaWatsonBase):
         self,
         *,
         kernel="gaussian",
-        bandwidth="scott",
+        bandwidth="cv",
         metric="euclidean",
         metric_params=None,
         empty_window="nearest",
@@ -182,6 +184,20 @@ class NadarayaWatsonClassifier(ClassifierMixin, NadarayaWatsonBase):
         self._fit_common(X, sample_weight)
         self._resolve_algorithm()
         return self
+
+    def _bandwidth_search(self):
+        """The search of ``bandwidth="cv"``:
+        :class:`NadarayaWatsonClassifierCV` over the default grid of this
+        estimator's kernel."""
+        accepted = NadarayaWatsonClassifierCV._algorithms
+        return NadarayaWatsonClassifierCV(
+            kernels=[self.kernel_],
+            metric=self.metric,
+            metric_params=self.metric_params,
+            empty_window=self.empty_window,
+            algorithm=self.algorithm if self.algorithm in accepted else "auto",
+            n_jobs=self.n_jobs,
+        )
 
     def _validate_labels(self, X, y):
         """Validate ``X`` and ``y``; set ``classes_`` and the encoded ``y_fit_``."""

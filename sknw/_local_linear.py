@@ -56,8 +56,10 @@ class LocalLinearRegressor(NadarayaWatsonRegressor):
     ----------
     kernel : str or Kernel, default="gaussian"
         As in :class:`NadarayaWatsonRegressor`.
-    bandwidth : {"scott", "silverman"}, float or array-like, default="scott"
-        As in :class:`NadarayaWatsonRegressor`.
+    bandwidth : {"cv", "scott", "silverman"}, float or array-like, default="cv"
+        As in :class:`NadarayaWatsonRegressor`; ``"cv"`` is the choice of
+        :class:`LocalLinearRegressorCV` (leave-one-out of the local linear
+        fit).
     metric : str or callable, default="euclidean"
         As in :class:`NadarayaWatsonRegressor`. The local hyperplane is fitted
         in the coordinates of the features (divided by a per-feature
@@ -100,6 +102,8 @@ class LocalLinearRegressor(NadarayaWatsonRegressor):
         The resolved kernel object.
     bandwidth_ : float or ndarray of shape (n_features,)
         The resolved bandwidth.
+    bandwidth_selection_ : dict
+        How ``bandwidth_`` was chosen, as in :class:`NadarayaWatsonRegressor`.
     algorithm_ : {"fgt", "sorted", "tree", "tiles", "brute"}
         The summation used by predictions.
     metric_ : str or callable
@@ -197,7 +201,7 @@ class LocalLinearRegressor(NadarayaWatsonRegressor):
         self,
         *,
         kernel="gaussian",
-        bandwidth="scott",
+        bandwidth="cv",
         metric="euclidean",
         metric_params=None,
         empty_window="nearest",
@@ -225,6 +229,20 @@ class LocalLinearRegressor(NadarayaWatsonRegressor):
     # The local fits hold about a hundred numbers per query while they solve:
     # smaller batches.
     _MIN_BATCH_ROWS = 1 << 13
+
+    def _bandwidth_search(self):
+        """The search of ``bandwidth="cv"``: :class:`LocalLinearRegressorCV` over the
+        default grid of this estimator's kernel."""
+        accepted = LocalLinearRegressorCV._algorithms
+        return LocalLinearRegressorCV(
+            kernels=[self.kernel_],
+            metric=self.metric,
+            metric_params=self.metric_params,
+            empty_window=self.empty_window,
+            min_eigenvalue=self.min_eigenvalue,
+            algorithm=self.algorithm if self.algorithm in accepted else "auto",
+            n_jobs=self.n_jobs,
+        )
 
     def predict(self, X, return_std=False):
         """Local linear estimate at each query.

@@ -30,14 +30,23 @@ class NadarayaWatsonRegressor(RegressorMixin, NadarayaWatsonBase):
         A kernel name from :data:`sknw.kernels.KERNELS` (``"gaussian"``,
         ``"epanechnikov"``, ``"boxcar"``, ``"triangular"``, …) or a
         :class:`sknw.kernels.Kernel` instance, including user subclasses.
-    bandwidth : {"scott", "silverman"}, float or array-like, default="scott"
-        A float divides the distances: :math:`u = d(x, q) / h`. An array-like
-        of shape (n_features,) gives one bandwidth per feature: features are
-        divided by it before distances are computed (:math:`u = d(x / h, q /
-        h)`; for the euclidean metric, an anisotropic kernel). A rule name
-        computes a bandwidth from the spread of the data: one per feature for
-        the coordinate metrics (euclidean, sqeuclidean, cityblock, chebyshev,
-        minkowski), a float for the others (see Notes).
+    bandwidth : {"cv", "scott", "silverman"}, float or array-like, default="cv"
+        ``"cv"``: chosen at fit by exact leave-one-out cross-validation (the
+        mean squared error) over the default grid of
+        :class:`NadarayaWatsonRegressorCV`, 30 multipliers of the Scott-rule
+        bandwidth of the kernel (so with its shape across features), the same
+        choice as that estimator's; training sets of more than 4,000 points
+        (50,000 with one feature and a kernel the sorted or fgt backends serve)
+        score a deterministic subsample of that size, the choice rescaled by
+        ``(n_sub / n) ** (1 / (n_features + 4))``, and those of fewer than 4
+        points take Scott's rule. A float divides the distances:
+        :math:`u = d(x, q) / h`. An array-like of shape (n_features,) gives one
+        bandwidth per feature: features are divided by it before distances are
+        computed (:math:`u = d(x / h, q / h)`; for the euclidean metric, an
+        anisotropic kernel). A rule name computes a bandwidth from the spread
+        of the data: one per feature for the coordinate metrics (euclidean,
+        sqeuclidean, cityblock, chebyshev, minkowski), a float for the others
+        (see Notes).
     metric : str or callable, default="euclidean"
         Any metric of :func:`scipy.spatial.distance.cdist`.
     metric_params : dict, default=None
@@ -126,6 +135,13 @@ class NadarayaWatsonRegressor(RegressorMixin, NadarayaWatsonBase):
     bandwidth_ : float or ndarray of shape (n_features,)
         The resolved bandwidth: a float for a scalar ``bandwidth``, otherwise one
         bandwidth per feature.
+    bandwidth_selection_ : dict
+        How ``bandwidth_`` was chosen: ``"method"`` (``"leave-one-out"``,
+        ``"scott"``, ``"silverman"`` or ``"given"``) and ``"n_samples"`` (the
+        training points of positive weight it used); for leave-one-out also
+        ``"scoring"``, ``"score"`` (the best mean score), ``"multiplier"`` (of
+        the rule bandwidth), ``"n_candidates"`` and ``"rescaled"`` (the factor
+        of a subsample, 1.0 without).
     metric_ : str or callable
         The metric used: ``metric`` at fit. Predictions read it (and
         ``metric_params_``), so changing ``metric`` takes effect at the next
@@ -215,7 +231,7 @@ class NadarayaWatsonRegressor(RegressorMixin, NadarayaWatsonBase):
         self,
         *,
         kernel="gaussian",
-        bandwidth="scott",
+        bandwidth="cv",
         metric="euclidean",
         metric_params=None,
         empty_window="nearest",
@@ -453,6 +469,19 @@ class NadarayaWatsonRegressor(RegressorMixin, NadarayaWatsonBase):
             leverage=sq.self_weight,
             undefined=sq.undefined,
             y_scale=y_scale,
+        )
+
+    def _bandwidth_search(self):
+        """The search of ``bandwidth="cv"``: :class:`NadarayaWatsonRegressorCV` over the
+        default grid of this estimator's kernel."""
+        accepted = NadarayaWatsonRegressorCV._algorithms
+        return NadarayaWatsonRegressorCV(
+            kernels=[self.kernel_],
+            metric=self.metric,
+            metric_params=self.metric_params,
+            empty_window=self.empty_window,
+            algorithm=self.algorithm if self.algorithm in accepted else "auto",
+            n_jobs=self.n_jobs,
         )
 
     def _fit_noise_variance(self):

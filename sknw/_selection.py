@@ -15,7 +15,7 @@ import warnings
 from numbers import Integral
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, is_classifier
 from sklearn.metrics import get_scorer, get_scorer_names
 from sklearn.model_selection import check_cv
 from sklearn.utils._param_validation import StrOptions
@@ -574,6 +574,30 @@ class CVSelectionMixin:
         self._resolve_algorithm(self._selected_scaling)
         self._fit_noise_variance()
         return self
+
+    def _select_on(self, X, y, w):
+        """Select kernel and bandwidth on validated training data (targets,
+        or a classifier's encoded labels), without fitting: the plain
+        estimators' ``bandwidth="cv"``."""
+        if is_classifier(self):
+            self.y_fit_ = y
+            self._select(X, self._onehot(), y, w, "classification", self.classes_)
+            return self
+        try:
+            V, finish = self._cv_values(
+                X, y.reshape(y.shape[0], -1), normalised_weights(w)[0]
+            )
+            self._select(X, V, y, w, "regression", finish=finish)
+        finally:
+            self.__dict__.pop("_cv_targets", None)
+        return self
+
+    @property
+    def _default_scoring_name(self):
+        """The name of the default scoring of the search."""
+        if is_classifier(self):
+            return "neg_log_loss"
+        return "neg_mean_squared_error"
 
     def _cv_values(self, X, Y, w):
         """The values whose weighted averages the selection needs, and the

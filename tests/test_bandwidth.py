@@ -266,8 +266,9 @@ def test_rule_and_array_bandwidths_are_per_feature(bandwidth):
 def test_rule_bandwidth_follows_kernel():
     rng = np.random.default_rng(7)
     X = rng.normal(size=(30, 1))
-    gauss = NadarayaWatsonRegressor().fit(X, X[:, 0])
-    epa = NadarayaWatsonRegressor(kernel="epanechnikov").fit(X, X[:, 0])
+    gauss = NadarayaWatsonRegressor(bandwidth="scott").fit(X, X[:, 0])
+    epa = NadarayaWatsonRegressor(kernel="epanechnikov", bandwidth="scott")
+    epa = epa.fit(X, X[:, 0])
     assert_allclose(epa.bandwidth_, gauss.bandwidth_ * EPANECHNIKOV_FACTOR)
 
 

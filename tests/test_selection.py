@@ -211,7 +211,11 @@ def test_d2l_selection_is_close_to_best_in_hindsight():
         ]  # fmt: skip
         selected = np.mean((cv.predict(X_val) - y_val) ** 2)
         scott = np.mean(
-            (NadarayaWatsonRegressor().fit(X, y).predict(X_val) - y_val) ** 2
+            (
+                NadarayaWatsonRegressor(bandwidth="scott").fit(X, y).predict(X_val)
+                - y_val
+            )
+            ** 2
         )
         ratios.append(selected / min(mse))
         scott_ratios.append(scott / min(mse))
@@ -239,7 +243,8 @@ def test_cv_results_structure():
     assert cv.best_score_ == np.max(res["mean_test_score"])
     np.testing.assert_array_equal(cv.bandwidth_, res["param_bandwidth"][cv.best_index_])
     # Multipliers of each kernel's own rule bandwidth.
-    ref = NadarayaWatsonRegressor(kernel=Triangular()).fit(X, y).bandwidth_
+    ref = NadarayaWatsonRegressor(kernel=Triangular(), bandwidth="scott")
+    ref = ref.fit(X, y).bandwidth_
     np.testing.assert_allclose(res["param_bandwidth"][7], 0.0625 * ref)
     # Refit: predicts like the plain estimator with the chosen parameters.
     plain = NadarayaWatsonRegressor(kernel=cv.kernel_, bandwidth=cv.bandwidth_)

@@ -1,0 +1,80 @@
+"""The data-driven default bandwidth, ``bandwidth="cv"``: exact leave-one-out
+selection over the default grid of the ``*CV`` estimators (the same code
+path), on a deterministic subsample of large training sets."""
+
+import numpy as np
+
+from ._bandwidth import rule_bandwidth
+from ._sums._traits import gaussian_eligible, sorted_eligible
+
+#: Fewest training points of positive weight for a leave-one-out selection;
+#: below, the Scott rule.
+MIN_POINTS = 4
+
+#: Most training points (of positive weight) the selection scores: with one
+#: feature and a kernel the sorted or fgt backends serve (leave-one-out in
+#: about ``O(n log n)`` per candidate) ...
+LINE_SUBSAMPLE = 50_000
+
+#: ... and otherwise (each candidate costs ``O(n**2)``).
+SUBSAMPLE = 4_000
+
+#: Number of candidates: the default grid of the ``*CV`` estimators.
+N_CANDIDATES = 30
+
+
+def subsample_size(kernel, metric, metric_params, n_features):
+    """Most points the selection scores for this kernel, metric and number of
+    features (see :data:`LINE_SUBSAMPLE` and :data:`SUBSAMPLE`)."""
+    fast = sorted_eligible(kernel, metric, metric_params, n_features) or (
+        gaussian_eligible(kernel, metric, metric_params, n_features)
+    )
+    return LINE_SUBSAMPLE if fast else SUBSAMPLE
+
+
+def subsample_rows(positive, size):
+    """A deterministic subsample of ``size`` of the rows ``positive`` (sorted;
+    all of them where there are at most ``size``)."""
+    if positive.size <= size:
+        return positive
+    pick = np.random.RandomState(0).choice(positive.size, size, replace=False)
+    return positive[np.sort(pick)]
+
+
+def default_bandwidth(est, X, y, w):
+    """``(bandwidth, selection)`` of ``bandwidth="cv"`` for the estimator
+    ``est`` (kernel and metric parameters resolved) on validated training
+    data: ``y`` the targets (the encoded labels of a classifier), ``w`` the
+    sample weights or None. ``selection`` is the fitted
+    ``bandwidth_selection_`` (see the estimators' docstrings)."""
+    n, d = X.shape
+    positive = np.arange(n) if w is None else np.flatnonzero(w > 0)
+    if positive.size < MIN_POINTS:
+        Xp = X[positive]
+        wp = None if w is None else w[positive]
+        bandwidth = rule_bandwidth(
+            Xp, "scott", est.kernel_, wp, est.metric, est.metric_params_
+        )
+        return bandwidth, {"method": "scott", "n_samples": int(positive.size)}
+    size = subsample_size(est.kernel_, est.metric, est.metric_params_, d)
+    rows = subsample_rows(positive, size)
+    search = est._bandwidth_search()
+    search.metric_, search.metric_params_ = est.metric_, est.metric_params_
+    search.n_features_in_ = d
+    if hasattr(est, "classes_"):
+        search.classes_ = est.classes_
+    search._select_on(X[rows], y[rows], None if w is None else w[rows])
+    # The rate of a bandwidth that minimises the mean squared error.
+    factor = (rows.size / positive.size) ** (1.0 / (d + 4))
+    bandwidth = search.bandwidth_ * factor
+    results = search.cv_results_
+    selection = {
+        "method": "leave-one-out",
+        "scoring": search._default_scoring_name,
+        "score": search.best_score_,
+        "multiplier": float(results["bandwidth_multiplier"][search.best_index_]),
+        "n_candidates": len(results["mean_test_score"]),
+        "n_samples": int(rows.size),
+        "rescaled": float(factor),
+    }
+    return bandwidth, selection

@@ -1,0 +1,144 @@
+"""The data-driven default bandwidth, ``bandwidth="cv"``: the choice of the
+``*CV`` estimators on the same data, a documented rule for tiny training
+sets, a deterministic rescaled subsample for large ones."""
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose, assert_array_equal
+
+from sknw import (
+    LocalLinearRegressor,
+    LocalLinearRegressorCV,
+    NadarayaWatsonClassifier,
+    NadarayaWatsonClassifierCV,
+    NadarayaWatsonRegressor,
+    NadarayaWatsonRegressorCV,
+)
+from sknw._default import SUBSAMPLE, subsample_rows
+
+
+def sine(n, d=1, seed=0, noise=0.1):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(0.0, 1.0, size=(n, d))
+    y = np.sin(2 * np.pi * X[:, 0] ** 3) ** 3 + noise * rng.normal(size=n)
+    return X, y
+
+
+PAIRS = [
+    (NadarayaWatsonRegressor, NadarayaWatsonRegressorCV),
+    (LocalLinearRegressor, LocalLinearRegressorCV),
+    (NadarayaWatsonClassifier, NadarayaWatsonClassifierCV),
+]
+
+
+@pytest.mark.parametrize("kernel", ["gaussian", "epanechnikov"])
+@pytest.mark.parametrize("d", [1, 2])
+@pytest.mark.parametrize(("plain", "search"), PAIRS)
+def test_default_is_the_choice_of_the_cv_estimator(plain, search, d, kernel):
+    X, y = sine(150, d=d, seed=d)
+    if plain is NadarayaWatsonClassifier:
+        y = np.where(y > 0, "up", "down")
+    w = np.random.default_rng(1).uniform(0.5, 2.0, y.shape[0])
+    est = plain(kernel=kernel).fit(X, y, sample_weight=w)
+    ref = search(kernels=[kernel]).fit(X, y, sample_weight=w)
+    assert_array_equal(est.bandwidth_, ref.bandwidth_)
+    selection = est.bandwidth_selection_
+    assert selection["method"] == "leave-one-out"
+    assert selection["score"] == ref.best_score_
+    assert selection["n_candidates"] == 30
+    assert selection["n_samples"] == 150
+    assert selection["rescaled"] == 1.0
+    assert (
+        selection["multiplier"]
+        == ref.cv_results_["bandwidth_multiplier"][ref.best_index_]
+    )
+    expected = (
+        "neg_log_loss"
+        if plain is NadarayaWatsonClassifier
+        else ("neg_mean_squared_error")
+    )
+    assert selection["scoring"] == expected
+    # It predicts as the search does.
+    assert_allclose(
+        est.predict(X[:20]) if plain is not NadarayaWatsonClassifier
+        else est.predict_proba(X[:20]),
+        ref.predict(X[:20]) if plain is not NadarayaWatsonClassifier
+        else ref.predict_proba(X[:20]),
+        rtol=1e-12,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_tiny_training_sets_take_scotts_rule(n):
+    X, y = sine(n)
+    est = NadarayaWatsonRegressor().fit(X, y)
+    scott = NadarayaWatsonRegressor(bandwidth="scott").fit(X, y)
+    assert_array_equal(est.bandwidth_, scott.bandwidth_)
+    assert est.bandwidth_selection_ == {"method": "scott", "n_samples": n}
+    # Points of weight zero do not count.
+    X5, y5 = sine(5)
+    w = np.array([1.0, 1.0, 0.0, 0.0, 1.0])
+    est = NadarayaWatsonRegressor().fit(X5, y5, sample_weight=w)
+    assert est.bandwidth_selection_["method"] == "scott"
+
+
+def test_given_bandwidths_and_rules_say_so():
+    X, y = sine(40)
+    assert NadarayaWatsonRegressor(bandwidth=0.1).fit(X, y).bandwidth_selection_ == {
+        "method": "given",
+        "n_samples": 40,
+    }
+    silverman = NadarayaWatsonRegressor(bandwidth="silverman").fit(X, y)
+    assert silverman.bandwidth_selection_["method"] == "silverman"
+
+
+def test_large_training_sets_score_a_rescaled_deterministic_subsample():
+    n = SUBSAMPLE + 700
+    X, y = sine(n, d=2, seed=3)
+    est = NadarayaWatsonRegressor().fit(X, y)
+    selection = est.bandwidth_selection_
+    assert selection["n_samples"] == SUBSAMPLE
+    factor = (SUBSAMPLE / n) ** (1 / 6)
+    assert_allclose(selection["rescaled"], factor)
+    rows = subsample_rows(np.arange(n), SUBSAMPLE)
+    assert rows.size == SUBSAMPLE and np.all(np.diff(rows) > 0)
+    ref = NadarayaWatsonRegressorCV().fit(X[rows], y[rows])
+    assert_allclose(est.bandwidth_, ref.bandwidth_ * factor, rtol=1e-15)
+    # The same subsample at every fit.
+    again = NadarayaWatsonRegressor().fit(X, y)
+    assert_array_equal(again.bandwidth_, est.bandwidth_)
+
+
+def test_one_feature_fast_paths_score_every_point():
+    X, y = sine(SUBSAMPLE + 500, seed=4)
+    est = NadarayaWatsonRegressor().fit(X, y)
+    assert est.bandwidth_selection_["n_samples"] == SUBSAMPLE + 500
+    # A kernel no fast backend serves: the subsample.
+    est = NadarayaWatsonRegressor(kernel="cauchy").fit(X, y)
+    assert est.bandwidth_selection_["n_samples"] == SUBSAMPLE
+
+
+def test_default_beats_the_rule_of_thumb_out_of_sample():
+    # The rule oversmooths a function that varies faster than the data's
+    # spread; the default is near the best fixed bandwidth in hindsight.
+    X, y = sine(500, seed=5)
+    Xt = np.linspace(0, 1, 2001).reshape(-1, 1)
+    truth = np.sin(2 * np.pi * Xt[:, 0] ** 3) ** 3
+    for make in (NadarayaWatsonRegressor, LocalLinearRegressor):
+        default = np.mean((make().fit(X, y).predict(Xt) - truth) ** 2)
+        scott = make(bandwidth="scott").fit(X, y).predict(Xt)
+        best = min(
+            np.mean((make(bandwidth=h).fit(X, y).predict(Xt) - truth) ** 2)
+            for h in np.geomspace(0.005, 0.2, 40)
+        )
+        assert default <= 1.5 * best
+        assert default < 0.25 * np.mean((scott - truth) ** 2)
+
+
+def test_several_outputs_share_one_default():
+    X, y = sine(120, seed=6)
+    Y = np.column_stack([y, 2 * y + 1])
+    est = NadarayaWatsonRegressor().fit(X, Y)
+    ref = NadarayaWatsonRegressorCV().fit(X, Y)
+    assert_array_equal(est.bandwidth_, ref.bandwidth_)
+    assert est.predict(X[:3]).shape == (3, 2)
