@@ -9,7 +9,12 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
 from ._base import NadarayaWatsonBase
-from ._selection import CV_ALGORITHMS, CVSelectionMixin, cv_parameter_constraints
+from ._selection import (
+    CV_ALGORITHMS,
+    CVSelectionMixin,
+    check_groups,
+    cv_parameter_constraints,
+)
 from ._validation import check_dense_target, check_not_text, check_sample_weight
 from .kernels import KERNELS, Kernel
 
@@ -379,7 +384,7 @@ class NadarayaWatsonClassifierCV(CVSelectionMixin, NadarayaWatsonClassifier):
     )
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, sample_weight=None):
+    def fit(self, X, y, sample_weight=None, groups=None):
         """Select kernel and bandwidth by cross-validation, then fit.
 
         Parameters
@@ -391,6 +396,11 @@ class NadarayaWatsonClassifierCV(CVSelectionMixin, NadarayaWatsonClassifier):
         sample_weight : array-like of shape (n_samples,), default=None
             Non-negative frequency weights.
 
+        groups : array-like of shape (n_samples,), default=None
+            Group labels of the samples, for a splitter that uses them
+            (``cv=GroupKFold(...)``, ``LeaveOneGroupOut()``, ...); refused
+            with ``cv=None``.
+
         Returns
         -------
         self : NadarayaWatsonClassifierCV
@@ -398,6 +408,7 @@ class NadarayaWatsonClassifierCV(CVSelectionMixin, NadarayaWatsonClassifier):
         """
         X, y = self._validate_labels(X, y)
         w = check_sample_weight(sample_weight, X.shape[0])
+        self._groups = check_groups(groups, X.shape[0], self.cv)
         self.metric_params_ = self._resolve_metric_params(X, w)
         self._select(X, self._onehot(), self.y_fit_, w, "classification", self.classes_)
         self.X_fit_, self.sample_weight_ = X, w

@@ -731,7 +731,7 @@ class NadarayaWatsonRegressorCV(CVSelectionMixin, NadarayaWatsonRegressor):
         self.noise_variance = noise_variance
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, sample_weight=None):
+    def fit(self, X, y, sample_weight=None, groups=None):
         """Select kernel and bandwidth by cross-validation, then fit.
 
         Parameters
@@ -744,9 +744,14 @@ class NadarayaWatsonRegressorCV(CVSelectionMixin, NadarayaWatsonRegressor):
             Non-negative frequency weights, used in the weighted sums and in the
             scores.
 
+        groups : array-like of shape (n_samples,), default=None
+            Group labels of the samples, for a splitter that uses them
+            (``cv=GroupKFold(...)``, ``LeaveOneGroupOut()``, ...); refused
+            with ``cv=None``.
+
         Returns
         -------
         self : NadarayaWatsonRegressorCV
             The fitted estimator.
         """
-        return self._fit_regression(X, y, sample_weight)
+        return self._fit_regression(X, y, sample_weight, groups)

@@ -19,6 +19,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, is_clas
 from sklearn.metrics import get_scorer, get_scorer_names
 from sklearn.model_selection import check_cv
 from sklearn.utils._param_validation import StrOptions
+from sklearn.utils.validation import column_or_1d
 
 from ._bandwidth import rule_bandwidth
 from ._scaling import group_candidates, scalings
@@ -506,6 +507,27 @@ def _check_bandwidth_grid(bandwidths, n_features):
     return grid
 
 
+def check_groups(groups, n, cv):
+    """The ``groups`` of a CV estimator's fit as an array of ``n`` labels (or
+    None); refused with exact leave-one-out (``cv=None``), which has no use
+    for them."""
+    if groups is None:
+        return None
+    if cv is None:
+        raise ValueError(
+            "groups were given, but cv=None is exact leave-one-out, which "
+            "splits no groups: give a splitter that uses them, such as "
+            "cv=GroupKFold(5) or cv=LeaveOneGroupOut()."
+        )
+    groups = column_or_1d(groups)
+    if groups.shape[0] != n:
+        raise ValueError(
+            f"groups has {groups.shape[0]} labels for {n} samples: give one "
+            "group label per sample."
+        )
+    return groups
+
+
 def cv_parameter_constraints(base_constraints, kernel_names, algorithm_names):
     """Constraints of a ``*CV`` estimator from those of its plain estimator."""
     return {
@@ -561,10 +583,11 @@ class CVSelectionMixin:
         self.algorithm = algorithm
         self.n_jobs = n_jobs
 
-    def _fit_regression(self, X, y, sample_weight):
+    def _fit_regression(self, X, y, sample_weight, groups=None):
         """Validate, select kernel and bandwidth, then fit (the regressors)."""
         X, y = validate_regression_data(self, X, y)
         w = check_sample_weight(sample_weight, X.shape[0])
+        self._groups = check_groups(groups, X.shape[0], self.cv)
         self.metric_params_ = self._resolve_metric_params(X, w)
         V, finish = self._cv_values(
             X, y.reshape(y.shape[0], -1), normalised_weights(w)[0]
@@ -608,7 +631,8 @@ class CVSelectionMixin:
 
     def _select(self, X, V, y_score, w, kind, classes=None, finish=None):
         """Score every candidate out of sample, store ``cv_results_`` and the
-        best ``kernel_`` and ``bandwidth_`` (refined with ``refine``)."""
+        best ``kernel_`` and ``bandwidth_`` (refined with ``refine``); the
+        splitter takes the ``groups`` of fit (``_groups``)."""
         kernels, resolved = self._candidate_kernels()
         if self.bandwidths is None or isinstance(self.bandwidths, Integral):
             n_bw = 30 if self.bandwidths is None else int(self.bandwidths)
@@ -616,7 +640,7 @@ class CVSelectionMixin:
         else:
             grid = _check_bandwidth_grid(self.bandwidths, X.shape[1])
             n_bw = len(grid)
-        folds = self._folds(X, y_score, w, kind)
+        folds = self._folds(X, y_score, w, kind, self.__dict__.pop("_groups", None))
         scorer = make_scorer(self.scoring, kind, classes)
         w_n, unit = normalised_weights(w)
         owner = type(self).__name__
@@ -702,8 +726,9 @@ class CVSelectionMixin:
                 self._check_algorithm(kernel)
         return kernels, resolved
 
-    def _folds(self, X, y_score, w, kind):
-        """None for leave-one-out, else the (train, test) splits of ``cv``."""
+    def _folds(self, X, y_score, w, kind, groups=None):
+        """None for leave-one-out, else the (train, test) splits of ``cv``
+        (given the ``groups`` of fit)."""
         if self.cv is None:
             n_positive = int(np.sum(w > 0)) if w is not None else X.shape[0]
             if n_positive < 2:
@@ -713,7 +738,7 @@ class CVSelectionMixin:
                 )
             return None
         splitter = check_cv(self.cv, y_score, classifier=kind == "classification")
-        folds = list(splitter.split(X, y_score))
+        folds = list(splitter.split(X, y_score, groups))
         if w is not None:
             for f, (_, test) in enumerate(folds):
                 if not np.any(w[test] > 0):

@@ -865,3 +865,52 @@ def test_local_linear_cv_on_the_tree_equals_the_dense_one(cv):
         fits[1].cv_results_["mean_test_score"],
         rtol=1e-9,
     )
+
+
+@pytest.mark.parametrize(
+    "search", [NadarayaWatsonRegressorCV, LocalLinearRegressorCV, "classifier"]
+)
+def test_groups_reach_the_splitter(search):
+    from sklearn.model_selection import GroupKFold
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(size=(120, 1))
+    y = np.sin(6 * X[:, 0]) + 0.1 * rng.normal(size=120)
+    if search == "classifier":
+        search, y = NadarayaWatsonClassifierCV, y > 0
+    groups = np.repeat(np.arange(12), 10)
+    got = search(cv=GroupKFold(4), bandwidths=6).fit(X, y, groups=groups)
+    splits = list(GroupKFold(4).split(X, y, groups))
+    ref = search(cv=splits, bandwidths=6).fit(X, y)
+    np.testing.assert_array_equal(
+        got.cv_results_["mean_test_score"], ref.cv_results_["mean_test_score"]
+    )
+    # Every test fold holds whole groups.
+    for _, test in splits:
+        assert np.all(np.isin(groups, groups[test]) == np.isin(np.arange(120), test))
+    with pytest.raises(ValueError, match="cv=None is exact leave-one-out"):
+        search().fit(X, y, groups=groups)
+    with pytest.raises(ValueError, match="119 labels for 120 samples"):
+        search(cv=GroupKFold(4)).fit(X, y, groups=groups[1:])
+
+
+def test_groups_through_metadata_routing():
+    import sklearn
+    from sklearn.model_selection import GroupKFold, cross_validate
+
+    rng = np.random.default_rng(1)
+    X = rng.uniform(size=(90, 1))
+    y = np.sin(6 * X[:, 0]) + 0.1 * rng.normal(size=90)
+    groups = np.repeat(np.arange(9), 10)
+    with sklearn.config_context(enable_metadata_routing=True):
+        search = NadarayaWatsonRegressorCV(cv=GroupKFold(3), bandwidths=5)
+        search.set_fit_request(groups=True)
+        got = cross_validate(
+            search, X, y, cv=GroupKFold(3), params={"groups": groups},
+            return_estimator=True,
+        )  # fmt: skip
+    outer = list(GroupKFold(3).split(X, y, groups))
+    for (train, _), fitted in zip(outer, got["estimator"], strict=True):
+        ref = NadarayaWatsonRegressorCV(cv=GroupKFold(3), bandwidths=5)
+        ref.fit(X[train], y[train], groups=groups[train])
+        np.testing.assert_array_equal(fitted.bandwidth_, ref.bandwidth_)
