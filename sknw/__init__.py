@@ -7,6 +7,7 @@ from ._local_linear import LocalLinearRegressor, LocalLinearRegressorCV
 from ._regression import NadarayaWatsonRegressor, NadarayaWatsonRegressorCV
 from .exceptions import (
     EmptyWindowWarning,
+    GridEdgeWarning,
     SingularDesignWarning,
     UndefinedDistanceError,
     UndefinedStdWarning,
@@ -16,6 +17,7 @@ __version__ = "0.1.0.dev0"
 
 __all__ = [
     "EmptyWindowWarning",
+    "GridEdgeWarning",
     "LocalLinearRegressor",
     "LocalLinearRegressorCV",
     "NadarayaWatsonClassifier",

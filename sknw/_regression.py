@@ -564,8 +564,13 @@ class NadarayaWatsonRegressorCV(CVSelectionMixin, NadarayaWatsonRegressor):
         kernel's Scott-rule bandwidth (per feature for coordinate metrics, see
         :class:`NadarayaWatsonRegressor`), log-spaced by ``2**(1/j)`` or
         ``2**j`` over about 0.05 to 5 (30 multipliers: ``2**(1/4)`` apart,
-        0.041 to 6.2). Otherwise a sequence of bandwidths, each a positive
-        float or an array of shape (n_features,), tried with every kernel.
+        0.041 to 6.2), extended 4 multipliers at a time at the spacing of the
+        grid where the best is at an edge, until it is inside (or up to a
+        factor ``2**10`` beyond either end; see ``cv_results_``). Otherwise a
+        sequence of bandwidths, each a positive float or an array of shape
+        (n_features,), tried with every kernel; a
+        :class:`~sknw.exceptions.GridEdgeWarning` says when its best is its
+        smallest or largest (of at least three sizes).
     cv : int, cross-validation generator, iterable or None, default=None
         ``None``: exact, efficient leave-one-out. Otherwise K-fold as in
         :func:`sklearn.model_selection.check_cv`, through the same machinery

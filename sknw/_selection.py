@@ -21,7 +21,14 @@ from sklearn.model_selection import check_cv
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import column_or_1d
 
-from ._bandwidth import rule_bandwidth
+from ._grid import (  # noqa: F401 - the grid's names, here too
+    DEFAULT_GRID_RANGE,
+    GridEdgeWarning,
+    candidate_grid,
+    extend_at_edges,
+    grid_multipliers,
+    warn_at_edge,
+)
 from ._scaling import group_candidates, scalings
 from ._sums import (
     algorithms,
@@ -37,9 +44,6 @@ from ._validation import (
     validate_regression_data,
 )
 from .kernels import Kernel, get_kernel
-
-#: Multipliers of the rule-of-thumb bandwidth in the default grid.
-DEFAULT_GRID_RANGE = (0.05, 5.0)
 
 #: The ``algorithm`` values of the CV estimators of Nadaraya--Watson (their
 #: passes need exact sums: no tolerance).
@@ -72,52 +76,6 @@ class _ClassificationPredictions(ClassifierMixin, _Predictions):
     @property
     def classes_(self):
         return self.classes
-
-
-def grid_multipliers(n):
-    """``n`` multipliers of the rule bandwidth for the default grid.
-
-    Log-spaced about the centre of :data:`DEFAULT_GRID_RANGE`, a factor
-    ``2**(1/j)`` or ``2**j`` apart (``j`` a positive integer), whichever
-    spacing of these makes ``n`` multipliers span that range most nearly in
-    octaves (30 multipliers: ``2**(1/4)`` apart, from 0.041 to 6.2). The
-    Gaussian and Laplacian coefficients of some pairs of bandwidths are then
-    powers of two apart, and the shared pass derives those candidates' terms
-    by squaring (see :class:`sknw._sums._chains._SquareChains`).
-    """
-    lo, hi = DEFAULT_GRID_RANGE
-    octaves = np.log2(hi / lo)
-    centre = np.log2(lo * hi) / 2
-    if n <= 1:
-        return np.exp2(np.full(n, centre))
-    per_step = octaves / (n - 1)
-    step = float(round(per_step)) if per_step >= 1 else 1.0 / round(1 / per_step)
-    return np.exp2(centre + (np.arange(n) - (n - 1) / 2) * step)
-
-
-def candidate_grid(X, w, kernels, bandwidths, metric, metric_params):
-    """List the (kernel, bandwidth) candidates, kernels outer, bandwidths inner.
-
-    ``bandwidths`` is an int (the number of multipliers of the rule-of-thumb
-    bandwidth of each kernel, log-spaced over :data:`DEFAULT_GRID_RANGE`) or a
-    sequence of bandwidths (floats or per-feature arrays).
-
-    Returns a list of dicts with keys ``kernel`` (resolved object), ``bandwidth``
-    (float or array) and ``multiplier`` (of the rule bandwidth, or NaN).
-    """
-    if isinstance(bandwidths, Integral):
-        multipliers = grid_multipliers(int(bandwidths))
-        cands = []
-        for kernel in kernels:
-            ref = rule_bandwidth(X, "scott", kernel, w, metric, metric_params)
-            for c in multipliers:
-                cands.append({"kernel": kernel, "bandwidth": c * ref, "multiplier": c})
-        return cands
-    return [
-        {"kernel": kernel, "bandwidth": bw, "multiplier": np.nan}
-        for kernel in kernels
-        for bw in bandwidths
-    ]
 
 
 def cv_predictions(
@@ -653,6 +611,19 @@ class CVSelectionMixin:
 
         cands = candidate_grid(X, w, resolved, grid, self.metric, self.metric_params_)
         (mean, splits), n_empty = evaluate(cands)
+        if isinstance(grid, Integral):
+
+            def scored(new):
+                (m, s), e = evaluate(new)
+                return m, s, e
+
+            scores = (mean, splits, n_empty)
+            cands, mean, splits, n_empty = extend_at_edges(
+                cands, len(kernels), scores, scored
+            )
+            n_bw = len(cands) // len(kernels)
+        else:
+            warn_at_edge(cands, mean, n_bw, owner)
         best = select(mean)
         self.cv_results_ = _cv_results(kernels, n_bw, cands, mean, splits, n_empty)
         self.best_index_ = best

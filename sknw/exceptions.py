@@ -7,6 +7,7 @@ import numpy as np
 
 __all__ = [
     "EmptyWindowWarning",
+    "GridEdgeWarning",
     "SingularDesignWarning",
     "UndefinedDistanceError",
     "UndefinedStdWarning",
@@ -16,9 +17,42 @@ __all__ = [
 def warn(message, category):
     """Warn with the location of the first caller outside sknw (not public)."""
     level, frame = 2, sys._getframe(1)
-    while frame is not None and frame.f_globals.get("__name__", "").startswith("sknw."):
+    while frame is not None and _internal(frame.f_globals.get("__name__", "")):
         frame, level = frame.f_back, level + 1
     warnings.warn(message, category, stacklevel=level)
+
+
+def _internal(module):
+    """Whether a frame of ``module`` is sknw's, or scikit-learn's wrapper of
+    every ``fit`` (its parameter validation)."""
+    return module.startswith("sknw.") or module == "sklearn.base"
+
+
+class GridEdgeWarning(UserWarning):
+    """The best bandwidth of a user grid is at its edge.
+
+    Raised by the ``*CV`` estimators when the best candidate of a given
+    ``bandwidths`` grid (of at least three distinct sizes) has its kernel's
+    smallest or largest bandwidth: the optimum may lie beyond the grid. The
+    default grid extends itself instead.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import numpy as np
+    >>> from sknw import NadarayaWatsonRegressorCV
+    >>> from sknw.exceptions import GridEdgeWarning
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(0, 1, (100, 1))
+    >>> y = np.sin(6 * X[:, 0]) + 0.1 * rng.normal(size=100)
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     cv = NadarayaWatsonRegressorCV(bandwidths=[0.2, 0.4, 0.8]).fit(X, y)
+    >>> [w.category.__name__ for w in caught]
+    ['GridEdgeWarning']
+    >>> cv.bandwidth_
+    0.2
+    """
 
 
 class EmptyWindowWarning(UserWarning):

@@ -1,0 +1,164 @@
+"""The candidates of the cross-validated searches: the default grid of
+multipliers of each kernel's rule-of-thumb bandwidth, its extension where the
+best candidate is at an edge, and the warning for a user grid's edge."""
+
+from numbers import Integral
+
+import numpy as np
+
+from ._bandwidth import rule_bandwidth
+from .exceptions import GridEdgeWarning, warn
+
+#: Multipliers of the rule-of-thumb bandwidth in the default grid.
+DEFAULT_GRID_RANGE = (0.05, 5.0)
+
+#: Candidates added per kernel each time the default grid is extended at an
+#: edge (an octave of the default 30-candidate grid's spacing).
+EXTENSION_STEPS = 4
+
+#: The default grid is extended at most this factor beyond each end of
+#: :data:`DEFAULT_GRID_RANGE`: above, the estimate is the (weighted) global
+#: mean of Nadaraya--Watson or the global linear fit of local linear to
+#: within about ``1e-6`` of the targets' spread for a Gaussian; below, each
+#: window holds the nearest training points only.
+EXTENSION_LIMIT = 2.0**10
+
+
+def grid_multipliers(n):
+    """``n`` multipliers of the rule bandwidth for the default grid.
+
+    Log-spaced about the centre of :data:`DEFAULT_GRID_RANGE`, a factor
+    ``2**(1/j)`` or ``2**j`` apart (``j`` a positive integer), whichever
+    spacing of these makes ``n`` multipliers span that range most nearly in
+    octaves (30 multipliers: ``2**(1/4)`` apart, from 0.041 to 6.2). The
+    Gaussian and Laplacian coefficients of some pairs of bandwidths are then
+    powers of two apart, and the shared pass derives those candidates' terms
+    by squaring (see :class:`sknw._sums._chains._SquareChains`).
+    """
+    lo, hi = DEFAULT_GRID_RANGE
+    octaves = np.log2(hi / lo)
+    centre = np.log2(lo * hi) / 2
+    if n <= 1:
+        return np.exp2(np.full(n, centre))
+    per_step = octaves / (n - 1)
+    step = float(round(per_step)) if per_step >= 1 else 1.0 / round(1 / per_step)
+    return np.exp2(centre + (np.arange(n) - (n - 1) / 2) * step)
+
+
+def candidate_grid(X, w, kernels, bandwidths, metric, metric_params):
+    """List the (kernel, bandwidth) candidates, kernels outer, bandwidths inner.
+
+    ``bandwidths`` is an int (the number of multipliers of the rule-of-thumb
+    bandwidth of each kernel, log-spaced over :data:`DEFAULT_GRID_RANGE`) or a
+    sequence of bandwidths (floats or per-feature arrays).
+
+    Returns a list of dicts with keys ``kernel`` (resolved object), ``bandwidth``
+    (float or array) and ``multiplier`` (of the rule bandwidth, or NaN).
+    """
+    if isinstance(bandwidths, Integral):
+        multipliers = grid_multipliers(int(bandwidths))
+        cands = []
+        for kernel in kernels:
+            ref = rule_bandwidth(X, "scott", kernel, w, metric, metric_params)
+            for c in multipliers:
+                cands.append(
+                    {"kernel": kernel, "bandwidth": c * ref, "multiplier": c,
+                     "rule": ref}
+                )  # fmt: skip
+        return cands
+    return [
+        {"kernel": kernel, "bandwidth": bw, "multiplier": np.nan}
+        for kernel in kernels
+        for bw in bandwidths
+    ]
+
+
+def _best(mean):
+    """The best candidate (first on ties), None where every score is NaN."""
+    return None if np.all(np.isnan(mean)) else int(np.nanargmax(mean))
+
+
+def extend_at_edges(cands, n_kernels, scored, evaluate):
+    """Extend the default grid while its best candidate is at an edge.
+
+    ``cands`` are the default grid's candidates (kernels outer, multipliers
+    inner, from :func:`candidate_grid`), ``scored`` their ``(mean, splits,
+    n_empty)`` and ``evaluate(new)`` those of new candidates. Where the best
+    candidate has a kernel's smallest (largest) multiplier, every kernel gets
+    :data:`EXTENSION_STEPS` more at the grid's spacing below (above) it,
+    until the best is inside or :data:`EXTENSION_LIMIT` is reached. Returns
+    ``(cands, mean, splits, n_empty)``, extended.
+    """
+    mean, splits, n_empty = scored
+    lo_limit = DEFAULT_GRID_RANGE[0] / EXTENSION_LIMIT * (1 - 1e-9)
+    hi_limit = DEFAULT_GRID_RANGE[1] * EXTENSION_LIMIT * (1 + 1e-9)
+    while True:
+        n_bw = len(cands) // n_kernels
+        best = _best(mean)
+        if n_bw < 2 or best is None or 0 < best % n_bw < n_bw - 1:
+            break
+        mults = np.array([c["multiplier"] for c in cands[:n_bw]])
+        ratio = mults[1] / mults[0]
+        if best % n_bw == 0:
+            new = mults[0] / ratio ** np.arange(EXTENSION_STEPS, 0, -1)
+            new = new[new >= lo_limit]
+        else:
+            new = mults[-1] * ratio ** np.arange(1, EXTENSION_STEPS + 1)
+            new = new[new <= hi_limit]
+        if not new.size:
+            break
+        added = [
+            {"kernel": cands[k * n_bw]["kernel"], "bandwidth": c * rule,
+             "multiplier": float(c), "rule": rule}
+            for k in range(n_kernels)
+            for rule in [cands[k * n_bw]["rule"]]
+            for c in new
+        ]  # fmt: skip
+        m2, s2, e2 = evaluate(added)
+        below = best % n_bw == 0
+        cands, mean, splits, n_empty = (
+            _merged(old, extra, n_kernels, below) if old is not None else None
+            for old, extra in ((cands, added), (mean, m2), (splits, s2), (n_empty, e2))
+        )
+    return cands, mean, splits, n_empty
+
+
+def _merged(old, extra, n_kernels, below):
+    """Each kernel's block of ``old`` with its block of ``extra`` before
+    (``below``) or after it."""
+    n_old, n_new = len(old) // n_kernels, len(extra) // n_kernels
+    blocks = []
+    for k in range(n_kernels):
+        a, b = old[k * n_old : (k + 1) * n_old], extra[k * n_new : (k + 1) * n_new]
+        blocks += [b, a] if below else [a, b]
+    if isinstance(old, list):
+        return [c for block in blocks for c in block]
+    return np.concatenate(blocks)
+
+
+def warn_at_edge(cands, mean, n_bw, owner):
+    """Warn where the best candidate of a user grid has its kernel's
+    smallest or largest bandwidth (of at least three distinct sizes): the
+    optimum may lie beyond it."""
+    best = _best(mean)
+    if best is None:
+        return
+    start = best - best % n_bw
+    sizes = np.array([
+        float(np.exp(np.mean(np.log(np.asarray(c["bandwidth"], dtype=float)))))
+        for c in cands[start : start + n_bw]
+    ])  # fmt: skip
+    if np.unique(sizes).size < 3:
+        return
+    size = sizes[best - start]
+    if size not in (sizes.min(), sizes.max()):
+        return
+    edge = "smallest" if size == sizes.min() else "largest"
+    side = "below" if edge == "smallest" else "above"
+    warn(
+        f"{owner}: the best bandwidth, {cands[best]['bandwidth']!r}, is the "
+        f"{edge} of the bandwidths grid; the optimum may lie {side} it. Extend "
+        "the grid, or use the default grid (bandwidths=None or an int), which "
+        "extends itself at its edges.",
+        GridEdgeWarning,
+    )

@@ -1,0 +1,113 @@
+"""The candidate grids of the searches: the default grid extends itself where
+its best candidate is at an edge; a user grid's edge is warned about."""
+
+import warnings
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose
+
+from sknw import (
+    LocalLinearRegressor,
+    LocalLinearRegressorCV,
+    NadarayaWatsonClassifierCV,
+    NadarayaWatsonRegressorCV,
+)
+from sknw._grid import DEFAULT_GRID_RANGE, EXTENSION_LIMIT, EXTENSION_STEPS
+from sknw.exceptions import GridEdgeWarning
+
+
+def line(n=200, seed=0, noise=0.1):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(0.0, 1.0, size=(n, 1))
+    return X, 2.0 * X[:, 0] + noise * rng.normal(size=n)
+
+
+def assert_geometric(multipliers):
+    ratios = multipliers[1:] / multipliers[:-1]
+    assert_allclose(ratios, 2.0**0.25, rtol=1e-12)
+
+
+def test_a_straight_line_extends_local_linear_to_its_limit():
+    # The best local linear fit of a line is the global linear fit: the grid
+    # grows above its default edge up to the documented limit.
+    X, y = line()
+    cv = LocalLinearRegressorCV().fit(X, y)
+    mult = cv.cv_results_["bandwidth_multiplier"]
+    assert len(mult) > 30 and (len(mult) - 30) % EXTENSION_STEPS in (0, 2)
+    assert_geometric(mult)
+    assert mult.max() <= DEFAULT_GRID_RANGE[1] * EXTENSION_LIMIT
+    assert mult.max() * 2.0**0.25 > DEFAULT_GRID_RANGE[1] * EXTENSION_LIMIT
+    assert cv.best_index_ == len(mult) - 1
+    # Its estimates are the least-squares line's to within the targets' spread.
+    slope, intercept = np.polyfit(X[:, 0], y, 1)
+    Q = np.linspace(0, 1, 11).reshape(-1, 1)
+    assert_allclose(cv.predict(Q), slope * Q[:, 0] + intercept, atol=1e-4)
+
+
+def test_an_interior_optimum_stops_the_extension():
+    # A wiggly noiseless target: the optimum is below the default grid's
+    # smallest multiplier, and the grid grows downwards until it is inside.
+    rng = np.random.default_rng(1)
+    X = rng.uniform(0.0, 1.0, size=(3000, 1))
+    y = np.sin(80 * X[:, 0])
+    cv = NadarayaWatsonRegressorCV().fit(X, y)
+    mult = cv.cv_results_["bandwidth_multiplier"]
+    assert len(mult) > 30 and mult.min() < 0.041
+    assert_geometric(mult)
+    assert 0 < cv.best_index_ < len(mult) - 1
+    # The added candidates score as the same bandwidths given as a grid.
+    grid = list(cv.cv_results_["param_bandwidth"][:EXTENSION_STEPS])
+    ref = NadarayaWatsonRegressorCV(bandwidths=grid)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", GridEdgeWarning)
+        ref.fit(X, y)
+    assert_allclose(
+        ref.cv_results_["mean_test_score"],
+        cv.cv_results_["mean_test_score"][:EXTENSION_STEPS],
+        rtol=1e-10,
+    )
+
+
+def test_every_kernel_is_extended_alike():
+    X, y = line(seed=2)
+    labels = y > 1.0
+    cv = NadarayaWatsonClassifierCV(kernels=["gaussian", "epanechnikov"]).fit(X, labels)
+    mult = cv.cv_results_["bandwidth_multiplier"]
+    half = len(mult) // 2
+    assert len(mult) == 2 * half
+    assert_allclose(mult[:half], mult[half:])
+    assert_geometric(mult[:half])
+
+
+def test_the_default_of_the_plain_estimators_extends_too():
+    X, y = line()
+    est = LocalLinearRegressor().fit(X, y)
+    assert est.bandwidth_selection_["n_candidates"] > 30
+    ref = LocalLinearRegressorCV().fit(X, y)
+    np.testing.assert_array_equal(est.bandwidth_, ref.bandwidth_)
+
+
+@pytest.mark.parametrize(
+    ("grid", "edge"),
+    [([0.2, 0.4, 0.8], "smallest"), ([0.001, 0.002, 0.004], "largest")],
+)
+def test_a_user_grid_warns_at_its_edge(grid, edge):
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0, 1, (100, 1))
+    y = np.sin(6 * X[:, 0]) + 0.1 * rng.normal(size=100)
+    with pytest.warns(GridEdgeWarning, match=f"is the {edge} of the bandwidths"):
+        cv = NadarayaWatsonRegressorCV(bandwidths=grid).fit(X, y)
+    assert len(cv.cv_results_["mean_test_score"]) == 3
+
+
+def test_no_warning_inside_a_user_grid_or_for_two_sizes():
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0, 1, (100, 1))
+    y = np.sin(6 * X[:, 0]) + 0.1 * rng.normal(size=100)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", GridEdgeWarning)
+        cv = NadarayaWatsonRegressorCV(bandwidths=[0.01, 0.05, 0.3]).fit(X, y)
+        assert cv.best_index_ == 1
+        NadarayaWatsonRegressorCV(bandwidths=[0.3, 0.6]).fit(X, y)
+        NadarayaWatsonRegressorCV(bandwidths=[0.3]).fit(X, y)
