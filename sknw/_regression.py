@@ -581,6 +581,14 @@ class NadarayaWatsonRegressorCV(CVSelectionMixin, NadarayaWatsonRegressor):
         ``"neg_mean_absolute_error"``, …); a callable ``scorer(estimator, X,
         y)`` is called with an estimator whose ``predict`` returns ``X``, the
         out-of-sample predictions. Sample weights are passed to the scorer.
+        ``"aicc"`` and ``"gcv"`` (with ``cv=None``): minus the in-sample
+        criteria of the fit to every training point, the corrected AIC of
+        Hurvich, Simonoff and Tsai (1998), ``log(RSS / n) + 1 + 2 (tr(H) + 1)
+        / (n - tr(H) - 2)``, and generalised cross-validation, ``n RSS / (n -
+        tr(H))**2``, with ``H`` the smoother matrix; the fitted values and
+        ``tr(H)`` follow from the leave-one-out estimates and each point's
+        self weight, from the same pass. Frequency weights count as repeated
+        rows; several outputs average their criteria.
     refine : bool, default=False
         After the grid, maximise the same cross-validated score continuously
         over the logarithm of the bandwidth, with the selected kernel: Brent's
@@ -705,6 +713,9 @@ class NadarayaWatsonRegressorCV(CVSelectionMixin, NadarayaWatsonRegressor):
     _parameter_constraints = cv_parameter_constraints(
         NadarayaWatsonRegressor._parameter_constraints, set(KERNELS), _algorithms
     )
+
+    # Leave-one-out drops each point's own weight: the in-sample criteria.
+    _self_weights = True
 
     def __init__(
         self,

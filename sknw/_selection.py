@@ -21,6 +21,7 @@ from sklearn.model_selection import check_cv
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import column_or_1d
 
+from ._criteria import IN_SAMPLE, check_in_sample, in_sample_scores
 from ._grid import (  # noqa: F401 - the grid's names, here too
     DEFAULT_GRID_RANGE,
     GridEdgeWarning,
@@ -94,6 +95,7 @@ def cv_predictions(
     unit=1.0,
     algorithm="auto",
     accepted=CV_ALGORITHMS,
+    shares=None,
 ):
     """Out-of-sample weighted averages of ``V`` for every candidate.
 
@@ -111,7 +113,9 @@ def cv_predictions(
     ``accepted`` names; an index per training fold), of the values centred
     on their mid-range where it exceeds their range, so that the
     approximations' bounds are relative to the spread of the values, not
-    their magnitude.
+    their magnitude. With leave-one-out, ``shares`` (an array of shape
+    (n_candidates, n_samples), or None) receives each point's removed share
+    (see :mod:`sknw._criteria`).
     """
     n, k = V.shape
     mid = np.zeros(k)
@@ -166,7 +170,9 @@ def cv_predictions(
                 self_weight=kept if train is None else None,
                 self_index=own,
             )  # fmt: skip
-            for (i, head), (S, den, _) in zip(members, results, strict=True):
+            for (i, head), (S, den, M) in zip(members, results, strict=True):
+                if shares is not None and train is None:
+                    shares[i] = _removed_shares(head, den, M, w, kept)
                 empty = ~(den != 0)
                 with np.errstate(invalid="ignore", divide="ignore"):
                     out = S / den[:, None] + mid
@@ -190,6 +196,18 @@ def cv_predictions(
                         out[empty] = np.nan
                 preds[i][test] = out
     return preds, n_empty, empties
+
+
+def _removed_shares(head, den, M, w, kept):
+    """Each training point's share, in its full weight sum, of the own weight
+    leaving out removes, from its leave-one-out sums ``(den, M)``."""
+    k0 = float(np.asarray(head.kernel(np.zeros(1)), dtype=np.float64)[0])
+    removed = np.ones(den.shape[0]) if w is None else w - kept
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        own = k0 * removed
+        # den exp(M) underflows to 0 where the own term dominates (share 1).
+        share = own / (den * np.exp(M) + own)
+    return np.where(den > 0, share, 1.0)
 
 
 class _Fallbacks:
@@ -502,7 +520,11 @@ def cv_parameter_constraints(base_constraints, kernel_names, algorithm_names):
             "array-like",
         ],
         "cv": ["cv_object"],
-        "scoring": [StrOptions(set(get_scorer_names())), callable, None],
+        "scoring": [
+            StrOptions(set(get_scorer_names()) | set(IN_SAMPLE)),
+            callable,
+            None,
+        ],
         "refine": ["boolean"],
     }
 
@@ -599,13 +621,26 @@ class CVSelectionMixin:
             grid = _check_bandwidth_grid(self.bandwidths, X.shape[1])
             n_bw = len(grid)
         folds = self._folds(X, y_score, w, kind, self.__dict__.pop("_groups", None))
-        scorer = make_scorer(self.scoring, kind, classes)
         w_n, unit = normalised_weights(w)
         owner = type(self).__name__
-        check_scoring(scorer, self.scoring, kind, y_score, w_n, folds, classes, owner)
+        criterion = check_in_sample(
+            self.scoring, kind, self.cv, owner, self._self_weights
+        )
+        if criterion is None:
+            scorer = make_scorer(self.scoring, kind, classes)
+            check_scoring(
+                scorer, self.scoring, kind, y_score, w_n, folds, classes, owner
+            )
 
         def evaluate(cands):
             """Out-of-sample scores and empty-window counts of candidates."""
+            if criterion is not None:
+                shares = np.full((len(cands), X.shape[0]), np.nan)
+                preds, n_empty = self._cv_estimates(
+                    X, V, w_n, unit, cands, folds, finish, shares=shares
+                )
+                mean = in_sample_scores(preds, shares, y_score, w_n, unit, criterion)
+                return (mean, None), n_empty
             preds, n_empty = self._cv_estimates(X, V, w_n, unit, cands, folds, finish)
             return score_candidates(preds, y_score, w_n, folds, scorer), n_empty
 
@@ -649,12 +684,18 @@ class CVSelectionMixin:
                 self._selected_scaling = scalings([bandwidth], self.metric, X)[0][1]
             self.bandwidth_, self.best_score_ = bandwidth, score
 
-    def _cv_estimates(self, X, V, w, unit, cands, folds, finish):
+    #: Whether the leave-one-out estimates drop each point's own weight and
+    #: renormalise, so that the self weights give the in-sample criteria
+    #: (:mod:`sknw._criteria`).
+    _self_weights = False
+
+    def _cv_estimates(self, X, V, w, unit, cands, folds, finish, shares=None):
         """Out-of-sample estimates of every candidate, ``(n_candidates, n,
         k)``, and their numbers of empty windows (see :func:`cv_predictions`,
-        whose averages ``finish`` turns into estimates). An ``algorithm``
-        the passes may not take (a backend of the estimator's other sums)
-        leaves them to ``"auto"``."""
+        whose averages ``finish`` turns into estimates; ``shares`` receives
+        the removed shares of leave-one-out). An ``algorithm`` the passes
+        may not take (a backend of the estimator's other sums) leaves them
+        to ``"auto"``."""
         accepted = self._pass_algorithms
         algorithm = self.algorithm if self.algorithm in accepted else "auto"
         preds, n_empty, empties = cv_predictions(
@@ -672,6 +713,7 @@ class CVSelectionMixin:
             unit=unit,
             algorithm=algorithm,
             accepted=accepted,
+            shares=shares,
         )
         if finish is not None:
             preds = finish(preds, cands, empties)

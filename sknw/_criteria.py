@@ -1,0 +1,75 @@
+"""In-sample selection criteria of linear smoothers, ``scoring="aicc"`` and
+``scoring="gcv"``, from the leave-one-out estimates and each point's self
+weight (the diagonal of the smoother matrix), both from the one
+leave-one-out pass.
+
+For a smoother whose leave-one-out estimate drops a point's own weight and
+renormalises (Nadaraya--Watson), the fitted value at a training point is
+``yhat_i = (1 - r_i) yloo_i + r_i y_i``, with ``r_i`` the share, in its full
+weight sum, of the own weight leaving out removes (all of it, or one unit of
+a frequency weight). Its self weight is ``H_ii = r_i w_i / removed_i``. With
+``n`` the total weight, the residual sum of squares ``RSS = sum_i w_i (y_i -
+yhat_i)**2``, ``sigma2 = RSS / n`` and ``tr = sum_i H_ii``:
+
+* AICc (Hurvich, Simonoff and Tsai, 1998):
+  ``log(sigma2) + 1 + 2 (tr + 1) / (n - tr - 2)``;
+* GCV (Craven and Wahba, 1979): ``n RSS / (n - tr)**2``.
+
+The score is minus the criterion (higher is better, as for scikit-learn's
+scorers), averaged over the outputs; ``-inf`` where ``n - tr - 2`` (AICc) or
+``n - tr`` (GCV) is not positive.
+"""
+
+import numpy as np
+
+#: The in-sample criteria ``scoring`` may name.
+IN_SAMPLE = ("aicc", "gcv")
+
+
+def check_in_sample(scoring, kind, cv, owner, supported):
+    """The criterion ``scoring`` names (None for any other scoring), refused
+    with a ValueError where it does not apply: a classifier, an estimator
+    that does not compute self weights (``supported`` False) or K-fold."""
+    if not isinstance(scoring, str) or scoring not in IN_SAMPLE:
+        return None
+    if kind != "regression" or not supported:
+        raise ValueError(
+            f"scoring={scoring!r} is an in-sample criterion of Nadaraya--Watson "
+            f"regression: {owner} does not take it. Use NadarayaWatsonRegressorCV, "
+            "or a scikit-learn scorer."
+        )
+    if cv is not None:
+        raise ValueError(
+            f"scoring={scoring!r} is an in-sample criterion of the fit to every "
+            f"training point: it takes cv=None (not cv={cv!r})."
+        )
+    return scoring
+
+
+def in_sample_scores(preds, shares, y, w, unit, criterion):
+    """Minus ``criterion`` of each candidate from its leave-one-out estimates
+    ``preds`` (n_candidates, n, k) and removed shares ``shares``
+    (n_candidates, n; see the module docstring); ``w`` the normalised
+    frequency weights (None for unit weights) of which ``unit`` is one. A
+    candidate with any NaN estimate scores NaN."""
+    n_pts = y.shape[0]
+    Y = np.asarray(y, dtype=np.float64).reshape(n_pts, -1)
+    counts = np.ones(n_pts) if w is None else w / unit
+    copies = np.ones(n_pts) if w is None else w / np.minimum(w, unit)
+    n = float(counts.sum())
+    scores = np.full(preds.shape[0], np.nan)
+    for i, (pred, share) in enumerate(zip(preds, shares, strict=True)):
+        if np.isnan(pred).any() or np.isnan(share).any():
+            continue
+        fitted = (1.0 - share)[:, None] * pred + share[:, None] * Y
+        rss = counts @ (Y - fitted) ** 2
+        tr = float(np.sum(share * copies))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            if criterion == "aicc":
+                room = n - tr - 2.0
+                value = np.log(rss / n) + 1.0 + 2.0 * (tr + 1.0) / room
+            else:
+                room = n - tr
+                value = n * rss / room**2
+        scores[i] = -np.inf if room <= 0 else -float(np.mean(value))
+    return scores

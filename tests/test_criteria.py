@@ -1,0 +1,113 @@
+"""In-sample criteria, ``scoring="aicc"`` and ``"gcv"``, against explicit
+smoother matrices."""
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose
+from scipy.spatial.distance import cdist
+
+from sknw import (
+    LocalLinearRegressorCV,
+    NadarayaWatsonClassifierCV,
+    NadarayaWatsonRegressorCV,
+)
+from sknw.kernels import get_kernel
+
+
+def smoother(X, h, kernel, w=None):
+    """The Nadaraya--Watson smoother matrix ``H`` at the training points."""
+    K = np.asarray(get_kernel(kernel)(cdist(X, X) / h), dtype=np.float64)
+    Kw = K * (1.0 if w is None else w)
+    return Kw / Kw.sum(axis=1, keepdims=True)
+
+
+def criterion(H, Y, name, w=None):
+    """AICc or GCV of the smoother ``H`` (frequency weights ``w``), averaged
+    over the outputs, from the definitions."""
+    counts = np.ones(Y.shape[0]) if w is None else w
+    n = counts.sum()
+    fitted = H @ Y
+    rss = counts @ (Y - fitted) ** 2
+    # The diagonal of the weighted smoother is already each point's share
+    # with all its copies: its trace is that of the repeated rows' smoother.
+    tr = np.trace(H)
+    if name == "aicc":
+        value = np.log(rss / n) + 1 + 2 * (tr + 1) / (n - tr - 2)
+    else:
+        value = n * rss / (n - tr) ** 2
+    return float(np.mean(value))
+
+
+def data(n=60, d=1, k=1, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(0, 1, (n, d))
+    Y = np.column_stack(
+        [np.sin(6 * X[:, 0] + j) + 0.2 * rng.normal(size=n) for j in range(k)]
+    )
+    return X, Y
+
+
+@pytest.mark.parametrize("name", ["aicc", "gcv"])
+@pytest.mark.parametrize(
+    ("kernel", "d", "k"),
+    [("gaussian", 1, 1), ("epanechnikov", 2, 1), ("gaussian", 2, 2)],
+)
+def test_scores_are_minus_the_criteria_of_the_smoother_matrices(name, kernel, d, k):
+    X, Y = data(d=d, k=k, seed=d + k)
+    bandwidths = [0.08, 0.15, 0.3, 0.6]
+    y = Y[:, 0] if k == 1 else Y
+    cv = NadarayaWatsonRegressorCV(kernels=kernel, bandwidths=bandwidths, scoring=name)
+    cv.fit(X, y)
+    expected = [-criterion(smoother(X, h, kernel), Y, name) for h in bandwidths]
+    assert_allclose(cv.cv_results_["mean_test_score"], expected, rtol=1e-10)
+    assert cv.best_index_ == int(np.argmax(expected))
+
+
+@pytest.mark.parametrize("name", ["aicc", "gcv"])
+def test_frequency_weights_count_as_repeated_rows(name):
+    X, Y = data(n=40, seed=3)
+    w = np.random.default_rng(4).integers(1, 4, 40).astype(float)
+    bandwidths = [0.1, 0.2, 0.4]
+    weighted = NadarayaWatsonRegressorCV(bandwidths=bandwidths, scoring=name)
+    weighted.fit(X, Y[:, 0], sample_weight=w)
+    rows = np.repeat(np.arange(40), w.astype(int))
+    repeated = NadarayaWatsonRegressorCV(bandwidths=bandwidths, scoring=name)
+    repeated.fit(X[rows], Y[rows, 0])
+    assert_allclose(
+        weighted.cv_results_["mean_test_score"],
+        repeated.cv_results_["mean_test_score"],
+        rtol=1e-10,
+    )
+    # And equal the definitions with weights.
+    expected = [
+        -criterion(smoother(X, h, "gaussian", w), Y, name, w) for h in bandwidths
+    ]
+    assert_allclose(weighted.cv_results_["mean_test_score"], expected, rtol=1e-10)
+
+
+def test_a_smoother_too_rough_for_its_points_scores_minus_infinity():
+    # Interpolating bandwidths leave no degrees of freedom: tr(H) = n.
+    X, Y = data(n=12, seed=5)
+    cv = NadarayaWatsonRegressorCV(bandwidths=[1e-6, 0.3], scoring="aicc")
+    cv.fit(X, Y[:, 0])
+    assert cv.cv_results_["mean_test_score"][0] == -np.inf
+    assert cv.best_index_ == 1
+
+
+def test_the_default_grid_and_refinement_take_the_criteria():
+    X, Y = data(n=150, seed=6)
+    cv = NadarayaWatsonRegressorCV(scoring="gcv", refine=True).fit(X, Y[:, 0])
+    h = float(np.ravel(cv.bandwidth_)[0])
+    assert_allclose(
+        cv.best_score_, -criterion(smoother(X, h, "gaussian"), Y, "gcv"), rtol=1e-9
+    )
+
+
+def test_where_the_criteria_do_not_apply():
+    X, Y = data(n=50, seed=7)
+    with pytest.raises(ValueError, match="takes cv=None"):
+        NadarayaWatsonRegressorCV(scoring="aicc", cv=5).fit(X, Y[:, 0])
+    with pytest.raises(ValueError, match="LocalLinearRegressorCV does not take"):
+        LocalLinearRegressorCV(scoring="gcv").fit(X, Y[:, 0])
+    with pytest.raises(ValueError, match="NadarayaWatsonClassifierCV does not take"):
+        NadarayaWatsonClassifierCV(scoring="aicc").fit(X, Y[:, 0] > 0)
