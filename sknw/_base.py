@@ -11,7 +11,7 @@ from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._bandwidth import BANDWIDTH_RULES, rule_bandwidth
-from ._default import default_bandwidth
+from ._default import default_bandwidth, plugin_for
 from ._scaling import scaling_of
 from ._sums import (
     ALGORITHMS,
@@ -111,6 +111,10 @@ class NadarayaWatsonBase(BaseEstimator):
             bandwidth, self.bandwidth_selection_ = default_bandwidth(
                 self, X, self.y_fit_, sample_weight
             )
+            return bandwidth
+        if isinstance(bw, str) and bw == "plugin":
+            bandwidth = plugin_for(self, X, self.y_fit_, sample_weight)
+            self.bandwidth_selection_ = {"method": "plugin", "n_samples": X.shape[0]}
             return bandwidth
         self.bandwidth_selection_ = {
             "method": bw if isinstance(bw, str) else "given",

@@ -4,8 +4,9 @@ path), on a deterministic subsample of large training sets."""
 
 import numpy as np
 
-from ._bandwidth import rule_bandwidth
-from ._sums._traits import gaussian_eligible, sorted_eligible
+from ._bandwidth import kernel_factor, rule_bandwidth
+from ._plugin import plugin_bandwidth
+from ._sums._traits import gaussian_eligible, line_metric, sorted_eligible
 
 #: Fewest training points of positive weight for a leave-one-out selection;
 #: below, the Scott rule.
@@ -78,3 +79,29 @@ def default_bandwidth(est, X, y, w):
         "rescaled": float(factor),
     }
     return bandwidth, selection
+
+
+def plugin_for(est, X, y, w):
+    """``bandwidth="plugin"`` for a regressor on validated training data:
+    the direct plug-in of :mod:`sknw._plugin`, for the Gaussian and, through
+    the ratio of the canonical scales, any other kernel. One feature, a
+    metric that is ``|x - q|`` there, one target and no sample weights."""
+    d = X.shape[1]
+    problems = []
+    if d != 1:
+        problems.append(f"one feature (not {d})")
+    if not line_metric(est.metric, est.metric_params_):
+        problems.append(
+            f"a metric that is |x - q| in one dimension (not {est.metric!r})"
+        )
+    if np.ndim(y) > 1 and np.shape(y)[1] > 1:
+        problems.append("one target")
+    if w is not None:
+        problems.append("no sample_weight")
+    if problems:
+        raise ValueError(
+            "bandwidth='plugin' (the direct plug-in of local linear regression) "
+            f"needs {', '.join(problems)}; use bandwidth='cv'."
+        )
+    h = plugin_bandwidth(np.asarray(X[:, 0], float), np.ravel(y).astype(float))
+    return np.array([h * kernel_factor(est.kernel_)])

@@ -56,10 +56,10 @@ class LocalLinearRegressor(NadarayaWatsonRegressor):
     ----------
     kernel : str or Kernel, default="gaussian"
         As in :class:`NadarayaWatsonRegressor`.
-    bandwidth : {"cv", "scott", "silverman"}, float or array-like, default="cv"
-        As in :class:`NadarayaWatsonRegressor`; ``"cv"`` is the choice of
-        :class:`LocalLinearRegressorCV` (leave-one-out of the local linear
-        fit).
+    bandwidth : {"cv", "plugin", "scott", "silverman"}, float or array-like
+        As in :class:`NadarayaWatsonRegressor` (default ``"cv"``); ``"cv"``
+        is the choice of :class:`LocalLinearRegressorCV` (leave-one-out of the
+        local linear fit).
     metric : str or callable, default="euclidean"
         As in :class:`NadarayaWatsonRegressor`. The local hyperplane is fitted
         in the coordinates of the features (divided by a per-feature

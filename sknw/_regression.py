@@ -8,11 +8,12 @@ from sklearn.base import RegressorMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
+from ._bandwidth import BANDWIDTH_RULES
 from ._base import NadarayaWatsonBase
 from ._selection import CV_ALGORITHMS, CVSelectionMixin, cv_parameter_constraints
 from ._sums import power_of_two_scale
 from ._uncertainty import LocalFit, global_noise_variance, local_noise_variance
-from ._validation import validate_regression_data
+from ._validation import NotBoolInterval, validate_regression_data
 from .exceptions import UndefinedStdWarning, warn
 from .kernels import KERNELS
 
@@ -30,8 +31,8 @@ class NadarayaWatsonRegressor(RegressorMixin, NadarayaWatsonBase):
         A kernel name from :data:`sknw.kernels.KERNELS` (``"gaussian"``,
         ``"epanechnikov"``, ``"boxcar"``, ``"triangular"``, …) or a
         :class:`sknw.kernels.Kernel` instance, including user subclasses.
-    bandwidth : {"cv", "scott", "silverman"}, float or array-like, default="cv"
-        ``"cv"``: chosen at fit by exact leave-one-out cross-validation (the
+    bandwidth : {"cv", "plugin", "scott", "silverman"}, float or array-like
+        Default ``"cv"``: chosen at fit by exact leave-one-out cross-validation (the
         mean squared error) over the default grid of
         :class:`NadarayaWatsonRegressorCV`, 30 multipliers of the Scott-rule
         bandwidth of the kernel (so with its shape across features), the same
@@ -39,7 +40,15 @@ class NadarayaWatsonRegressor(RegressorMixin, NadarayaWatsonBase):
         (50,000 with one feature and a kernel the sorted or fgt backends serve)
         score a deterministic subsample of that size, the choice rescaled by
         ``(n_sub / n) ** (1 / (n_features + 4))``, and those of fewer than 4
-        points take Scott's rule. A float divides the distances:
+        points take Scott's rule. ``"plugin"`` (one feature, one target, no
+        sample weights, at least 10 points): the direct plug-in bandwidth of
+        local linear regression of Ruppert, Sheather and Wand (1995), as
+        ``KernSmooth::dpill`` computes it (equal to it to about 1e-10), in
+        milliseconds; for other kernels than the Gaussian, through the
+        ratio of canonical scales. It targets the mean integrated squared
+        error of a smooth function with constant noise, and oversmooths
+        functions whose roughness varies across the design. A float divides
+        the distances:
         :math:`u = d(x, q) / h`. An array-like of shape (n_features,) gives one
         bandwidth per feature: features are divided by it before distances are
         computed (:math:`u = d(x / h, q / h)`; for the euclidean metric, an
@@ -220,6 +229,11 @@ class NadarayaWatsonRegressor(RegressorMixin, NadarayaWatsonBase):
 
     _parameter_constraints = {
         **NadarayaWatsonBase._parameter_constraints,
+        "bandwidth": [
+            NotBoolInterval(Real, 0, np.inf, closed="neither"),
+            StrOptions({*BANDWIDTH_RULES, "cv", "plugin"}),
+            "array-like",
+        ],
         "noise_variance": [
             StrOptions({"local", "global"}),
             Interval(Real, 0, None, closed="left"),
