@@ -1,7 +1,8 @@
 """Demo: the Dive into Deep Learning chapter on attention pooling, with sknw.
 
 Run ``python -m sknw [--output PATH]``: prints the validation error of the four
-chapter kernels and of Gaussian bandwidths 0.1, 0.2, 0.5 and 1, and writes a
+chapter kernels, of Gaussian bandwidths 0.1, 0.2, 0.5 and 1, of Scott's rule
+and of the default bandwidth (leave-one-out cross-validation), and writes a
 figure of the estimates and attention weights when matplotlib is installed.
 """
 
@@ -28,6 +29,7 @@ def run(output="sknw_demo.png", random_state=0):
     models += [
         (f"gaussian h={h}", NadarayaWatsonRegressor(bandwidth=h)) for h in WIDTHS
     ]
+    models.append(("gaussian (scott)", NadarayaWatsonRegressor(bandwidth="scott")))
     models.append(("gaussian (default)", NadarayaWatsonRegressor()))
     rows, fits = [], []
     with warnings.catch_warnings():

@@ -56,6 +56,7 @@ def test_run_rows(tmp_path, capsys, no_figure):
     assert names == [
         *KERNELS,
         *(f"gaussian h={h}" for h in WIDTHS),
+        "gaussian (scott)",
         "gaussian (default)",
     ]
     table = {name: (bw, mse) for name, bw, mse in rows}
