@@ -24,10 +24,12 @@ from sknw.datasets import make_d2l_sine
 
 X, y, X_val, y_val = make_d2l_sine(n_train=150, random_state=0)
 
-scott = NadarayaWatsonRegressor().fit(X, y)
+scott = NadarayaWatsonRegressor(bandwidth="scott").fit(X, y)
 models = {
     "h = 0.03: too small": NadarayaWatsonRegressor(bandwidth=0.03),
-    f"h = {scott.bandwidth_[0]:.2f}: Scott's rule": NadarayaWatsonRegressor(),
+    f"h = {scott.bandwidth_[0]:.2f}: Scott's rule": NadarayaWatsonRegressor(
+        bandwidth="scott"
+    ),
     "h = 2: too large": NadarayaWatsonRegressor(bandwidth=2.0),
 }
 fig, axes = plt.subplots(1, 3, figsize=(12, 3.3), sharey=True, layout="constrained")

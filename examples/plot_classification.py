@@ -28,7 +28,7 @@ X_train, X_test, y_train, y_test = train_test_split(
 )
 
 models = {
-    "Nadaraya-Watson, Scott's rule": NadarayaWatsonClassifier(),
+    "Nadaraya-Watson, Scott's rule": NadarayaWatsonClassifier(bandwidth="scott"),
     "Nadaraya-Watson, leave-one-out": NadarayaWatsonClassifierCV(
         kernels=["gaussian", "epanechnikov"]
     ),

@@ -91,17 +91,17 @@ ax.legend(fontsize=8, ncol=2)
 # %%
 # Fits at matched bandwidths
 # --------------------------
-# The default ``bandwidth="scott"`` applies Scott's rule to each feature and
-# multiplies it by the ratio of the kernel's canonical scale to the Gaussian's,
-# so every kernel smooths about as much. The fits on 100 samples of the Dive
-# into Deep Learning data:
+# ``bandwidth="scott"`` applies Scott's rule to each feature and multiplies it
+# by the ratio of the kernel's canonical scale to the Gaussian's, so every
+# kernel smooths about as much. The fits on 100 samples of the Dive into Deep
+# Learning data:
 X, y, X_val, y_val = make_d2l_sine(n_train=100, random_state=0)
 fig, axes = plt.subplots(
     3, 5, figsize=(13, 7.5), sharex=True, sharey=True, layout="constrained"
 )
 rows = []
 for ax, name in zip(axes.flat, kernels, strict=False):
-    model = NadarayaWatsonRegressor(kernel=name).fit(X, y)
+    model = NadarayaWatsonRegressor(kernel=name, bandwidth="scott").fit(X, y)
     pred = model.predict(X_val)
     mse = np.mean((pred - y_val) ** 2)
     rows.append((name, float(model.bandwidth_[0]), mse))

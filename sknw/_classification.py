@@ -408,9 +408,12 @@ class NadarayaWatsonClassifierCV(CVSelectionMixin, NadarayaWatsonClassifier):
         """
         X, y = self._validate_labels(X, y)
         w = check_sample_weight(sample_weight, X.shape[0])
-        self._groups = check_groups(groups, X.shape[0], self.cv)
+        groups = check_groups(groups, X.shape[0], self.cv)
         self.metric_params_ = self._resolve_metric_params(X, w)
-        self._select(X, self._onehot(), self.y_fit_, w, "classification", self.classes_)
+        self._select(
+            X, self._onehot(), self.y_fit_, w, "classification", self.classes_,
+            groups=groups,
+        )  # fmt: skip
         self.X_fit_, self.sample_weight_ = X, w
         self._resolve_algorithm(self._selected_scaling)
         return self

@@ -55,7 +55,10 @@ def in_sample_scores(preds, shares, y, w, unit, criterion):
     n_pts = y.shape[0]
     Y = np.asarray(y, dtype=np.float64).reshape(n_pts, -1)
     counts = np.ones(n_pts) if w is None else w / unit
-    copies = np.ones(n_pts) if w is None else w / np.minimum(w, unit)
+    copies = np.ones(n_pts)
+    if w is not None:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            copies = np.where(w > 0, w / np.minimum(w, unit), 0.0)
     n = float(counts.sum())
     scores = np.full(preds.shape[0], np.nan)
     for i, (pred, share) in enumerate(zip(preds, shares, strict=True)):

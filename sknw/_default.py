@@ -24,11 +24,16 @@ SUBSAMPLE = 4_000
 N_CANDIDATES = 30
 
 
-def subsample_size(kernel, metric, metric_params, n_features):
-    """Most points the selection scores for this kernel, metric and number of
-    features (see :data:`LINE_SUBSAMPLE` and :data:`SUBSAMPLE`)."""
-    fast = sorted_eligible(kernel, metric, metric_params, n_features) or (
-        gaussian_eligible(kernel, metric, metric_params, n_features)
+def subsample_size(kernel, metric, metric_params, n_features, algorithm="auto"):
+    """Most points the selection scores for this kernel, metric, number of
+    features and ``algorithm`` (see :data:`LINE_SUBSAMPLE` and
+    :data:`SUBSAMPLE`)."""
+    fast = (
+        algorithm in ("auto", "sorted")
+        and sorted_eligible(kernel, metric, metric_params, n_features)
+    ) or (
+        algorithm in ("auto", "fgt")
+        and gaussian_eligible(kernel, metric, metric_params, n_features)
     )
     return LINE_SUBSAMPLE if fast else SUBSAMPLE
 
@@ -57,7 +62,7 @@ def default_bandwidth(est, X, y, w):
             Xp, "scott", est.kernel_, wp, est.metric, est.metric_params_
         )
         return bandwidth, {"method": "scott", "n_samples": int(positive.size)}
-    size = subsample_size(est.kernel_, est.metric, est.metric_params_, d)
+    size = subsample_size(est.kernel_, est.metric, est.metric_params_, d, est.algorithm)
     rows = subsample_rows(positive, size)
     search = est._bandwidth_search()
     search.metric_, search.metric_params_ = est.metric_, est.metric_params_

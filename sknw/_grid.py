@@ -86,7 +86,10 @@ def extend_at_edges(cands, n_kernels, scored, evaluate):
     n_empty)`` and ``evaluate(new)`` those of new candidates. Where the best
     candidate has a kernel's smallest (largest) multiplier, every kernel gets
     :data:`EXTENSION_STEPS` more at the grid's spacing below (above) it,
-    until the best is inside or :data:`EXTENSION_LIMIT` is reached. Returns
+    until the best is inside or :data:`EXTENSION_LIMIT` is reached; an edge
+    that scores no better than its neighbour (a plateau, such as every
+    bandwidth small enough to give each point its nearest neighbour's
+    estimate) is not extended. Returns
     ``(cands, mean, splits, n_empty)``, extended.
     """
     mean, splits, n_empty = scored
@@ -96,6 +99,10 @@ def extend_at_edges(cands, n_kernels, scored, evaluate):
         n_bw = len(cands) // n_kernels
         best = _best(mean)
         if n_bw < 2 or best is None or 0 < best % n_bw < n_bw - 1:
+            break
+        # A plateau (the edge no better than its neighbour) is not extended.
+        inner = best + 1 if best % n_bw == 0 else best - 1
+        if not mean[best] > mean[inner]:
             break
         mults = np.array([c["multiplier"] for c in cands[:n_bw]])
         ratio = mults[1] / mults[0]

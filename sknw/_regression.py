@@ -43,7 +43,8 @@ class NadarayaWatsonRegressor(RegressorMixin, NadarayaWatsonBase):
         points take Scott's rule. ``"plugin"`` (one feature, one target, no
         sample weights, at least 10 points): the direct plug-in bandwidth of
         local linear regression of Ruppert, Sheather and Wand (1995), as
-        ``KernSmooth::dpill`` computes it (equal to it to about 1e-10), in
+        ``KernSmooth::dpill`` computes it (equal to it to about 1e-10 where
+        ``dpill`` gives a number; its binned fits skip empty bins), in
         milliseconds; for other kernels than the Gaussian, through the
         ratio of canonical scales. It targets the mean integrated squared
         error of a smooth function with constant noise, and oversmooths
@@ -601,8 +602,9 @@ class NadarayaWatsonRegressorCV(CVSelectionMixin, NadarayaWatsonRegressor):
         / (n - tr(H) - 2)``, and generalised cross-validation, ``n RSS / (n -
         tr(H))**2``, with ``H`` the smoother matrix; the fitted values and
         ``tr(H)`` follow from the leave-one-out estimates and each point's
-        self weight, from the same pass. Frequency weights count as repeated
-        rows; several outputs average their criteria.
+        self weight, from the same pass. Sample weights are frequency weights
+        there (repeated rows: their total is ``n``, so scaling them changes the
+        criteria); several outputs average their criteria.
     refine : bool, default=False
         After the grid, maximise the same cross-validated score continuously
         over the logarithm of the bandwidth, with the selected kernel: Brent's

@@ -207,7 +207,8 @@ def _removed_shares(head, den, M, w, kept):
         own = k0 * removed
         # den exp(M) underflows to 0 where the own term dominates (share 1).
         share = own / (den * np.exp(M) + own)
-    return np.where(den > 0, share, 1.0)
+    # A signed kernel's sum may be negative; only an empty one has no share.
+    return np.where(den != 0, share, 1.0)
 
 
 class _Fallbacks:
@@ -567,12 +568,12 @@ class CVSelectionMixin:
         """Validate, select kernel and bandwidth, then fit (the regressors)."""
         X, y = validate_regression_data(self, X, y)
         w = check_sample_weight(sample_weight, X.shape[0])
-        self._groups = check_groups(groups, X.shape[0], self.cv)
+        groups = check_groups(groups, X.shape[0], self.cv)
         self.metric_params_ = self._resolve_metric_params(X, w)
         V, finish = self._cv_values(
             X, y.reshape(y.shape[0], -1), normalised_weights(w)[0]
         )
-        self._select(X, V, y, w, "regression", finish=finish)
+        self._select(X, V, y, w, "regression", finish=finish, groups=groups)
         self.X_fit_, self.y_fit_, self.sample_weight_ = X, y, w
         self._resolve_algorithm(self._selected_scaling)
         self._fit_noise_variance()
@@ -609,10 +610,10 @@ class CVSelectionMixin:
         averages are the estimates, as for Nadaraya--Watson)."""
         return Y, None
 
-    def _select(self, X, V, y_score, w, kind, classes=None, finish=None):
+    def _select(self, X, V, y_score, w, kind, classes=None, finish=None, groups=None):
         """Score every candidate out of sample, store ``cv_results_`` and the
         best ``kernel_`` and ``bandwidth_`` (refined with ``refine``); the
-        splitter takes the ``groups`` of fit (``_groups``)."""
+        splitter takes the ``groups`` of fit."""
         kernels, resolved = self._candidate_kernels()
         if self.bandwidths is None or isinstance(self.bandwidths, Integral):
             n_bw = 30 if self.bandwidths is None else int(self.bandwidths)
@@ -620,7 +621,7 @@ class CVSelectionMixin:
         else:
             grid = _check_bandwidth_grid(self.bandwidths, X.shape[1])
             n_bw = len(grid)
-        folds = self._folds(X, y_score, w, kind, self.__dict__.pop("_groups", None))
+        folds = self._folds(X, y_score, w, kind, groups)
         w_n, unit = normalised_weights(w)
         owner = type(self).__name__
         criterion = check_in_sample(

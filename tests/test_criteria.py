@@ -111,3 +111,39 @@ def test_where_the_criteria_do_not_apply():
         LocalLinearRegressorCV(scoring="gcv").fit(X, Y[:, 0])
     with pytest.raises(ValueError, match="NadarayaWatsonClassifierCV does not take"):
         NadarayaWatsonClassifierCV(scoring="aicc").fit(X, Y[:, 0] > 0)
+
+
+def test_zero_weights_leave_their_points_out():
+    X, Y = data(n=60, seed=8)
+    w = np.ones(60)
+    w[[0, 7, 30]] = 0.0
+    keep = w > 0
+    for name in ("aicc", "gcv"):
+        got = NadarayaWatsonRegressorCV(bandwidths=[0.1, 0.2, 0.4], scoring=name)
+        got.fit(X, Y[:, 0], sample_weight=w)
+        ref = NadarayaWatsonRegressorCV(bandwidths=[0.1, 0.2, 0.4], scoring=name)
+        ref.fit(X[keep], Y[keep, 0])
+        assert_allclose(
+            got.cv_results_["mean_test_score"],
+            ref.cv_results_["mean_test_score"],
+            rtol=1e-10,
+        )
+
+
+def test_a_signed_kernel_with_negative_weight_sums():
+    # The Silverman kernel's negative lobes: some leave-one-out sums are
+    # negative, and the self weights exceed 1.
+    rng = np.random.default_rng(9)
+    X = np.concatenate([rng.uniform(0, 0.01, 100), rng.uniform(0, 1, 100)])[:, None]
+    Y = np.sin(6 * X) + 0.1 * rng.normal(size=(200, 1))
+    h = 0.002
+    for name in ("aicc", "gcv"):
+        cv = NadarayaWatsonRegressorCV(
+            kernels="silverman", bandwidths=[h, 10 * h, 100 * h], scoring=name
+        )
+        cv.fit(X, Y[:, 0])
+        expected = [
+            -criterion(smoother(X, b, "silverman"), Y, name)
+            for b in (h, 10 * h, 100 * h)
+        ]
+        assert_allclose(cv.cv_results_["mean_test_score"], expected, rtol=1e-8)

@@ -143,3 +143,13 @@ def test_several_outputs_share_one_default():
     ref = NadarayaWatsonRegressorCV().fit(X, Y)
     assert_array_equal(est.bandwidth_, ref.bandwidth_)
     assert est.predict(X[:3]).shape == (3, 2)
+
+
+def test_an_explicit_dense_algorithm_scores_the_smaller_subsample():
+    # One feature, but the dense sums: each candidate costs O(n**2).
+    from sknw._default import LINE_SUBSAMPLE, subsample_size
+    from sknw.kernels import Gaussian
+
+    assert subsample_size(Gaussian(), "euclidean", None, 1) == LINE_SUBSAMPLE
+    assert subsample_size(Gaussian(), "euclidean", None, 1, "fgt") == LINE_SUBSAMPLE
+    assert subsample_size(Gaussian(), "euclidean", None, 1, "brute") == SUBSAMPLE

@@ -111,3 +111,13 @@ def test_no_warning_inside_a_user_grid_or_for_two_sizes():
         assert cv.best_index_ == 1
         NadarayaWatsonRegressorCV(bandwidths=[0.3, 0.6]).fit(X, y)
         NadarayaWatsonRegressorCV(bandwidths=[0.3]).fit(X, y)
+
+
+def test_a_plateau_at_an_edge_is_not_extended():
+    # Two well-separated classes: every small bandwidth gives each point its
+    # nearest neighbour's class, a log-loss of 0; the grid stays as it is.
+    rng = np.random.default_rng(5)
+    X = np.concatenate([rng.normal(0, 0.1, 50), rng.normal(10, 0.1, 50)])[:, None]
+    labels = np.repeat([0, 1], 50)
+    cv = NadarayaWatsonClassifierCV().fit(X, labels)
+    assert len(cv.cv_results_["mean_test_score"]) == 30
