@@ -20,9 +20,6 @@ LINE_SUBSAMPLE = 50_000
 #: ... and otherwise (each candidate costs ``O(n**2)``).
 SUBSAMPLE = 4_000
 
-#: Number of candidates: the default grid of the ``*CV`` estimators.
-N_CANDIDATES = 30
-
 
 def subsample_size(kernel, metric, metric_params, n_features, algorithm="auto"):
     """Most points the selection scores for this kernel, metric, number of

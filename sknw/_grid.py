@@ -53,7 +53,9 @@ def candidate_grid(X, w, kernels, bandwidths, metric, metric_params):
     sequence of bandwidths (floats or per-feature arrays).
 
     Returns a list of dicts with keys ``kernel`` (resolved object), ``bandwidth``
-    (float or array) and ``multiplier`` (of the rule bandwidth, or NaN).
+    (float or array) and ``multiplier`` (of the rule bandwidth, or NaN), and,
+    for the default grid, ``rule`` (the rule bandwidth, which
+    :func:`extend_at_edges` multiplies).
     """
     if isinstance(bandwidths, Integral):
         multipliers = grid_multipliers(int(bandwidths))
