@@ -4,7 +4,10 @@ weight (the diagonal of the smoother matrix), both from the one
 leave-one-out pass.
 
 For a smoother whose leave-one-out estimate drops a point's own weight and
-renormalises (Nadaraya--Watson), the fitted value at a training point is
+renormalises (Nadaraya--Watson), or refits the point's local weighted least
+squares without it (local linear, by Sherman--Morrison; see
+:func:`sknw._local_linear._local_shares`), the fitted value at a training
+point is
 ``yhat_i = (1 - r_i) yloo_i + r_i y_i``, with ``r_i`` the share, in its full
 weight sum, of the own weight leaving out removes (all of it, or one unit of
 a frequency weight). Its self weight is ``H_ii = r_i w_i / removed_i``. With
@@ -34,9 +37,9 @@ def check_in_sample(scoring, kind, cv, owner, supported):
         return None
     if kind != "regression" or not supported:
         raise ValueError(
-            f"scoring={scoring!r} is an in-sample criterion of Nadaraya--Watson "
-            f"regression: {owner} does not take it. Use NadarayaWatsonRegressorCV, "
-            "or a scikit-learn scorer."
+            f"scoring={scoring!r} is an in-sample criterion of regression "
+            f"smoothers: {owner} does not take it. Use a scikit-learn scorer "
+            "(for a classifier, 'neg_log_loss' or 'accuracy')."
         )
     if cv is not None:
         raise ValueError(

@@ -522,6 +522,20 @@ class LocalLinearRegressor(NadarayaWatsonRegressor):
         return counts if own is None else counts + stays
 
 
+def _local_shares(shares, distance):
+    """The removed shares of the local linear fit at the training points from
+    those of Nadaraya--Watson (``shares``, ``r``) and each left-out point's
+    squared Mahalanobis distance ``l`` from its window's mean: by
+    Sherman--Morrison on the local design, ``h = r' q / (1 + r' q)`` with
+    ``r' = r / (1 - r)`` (the removed weight over the weight that remains)
+    and ``q = 1 + l`` (1 where the design is singular: Nadaraya--Watson)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = shares / (1.0 - shares)
+        rq = ratio * (1.0 + distance)
+        h = rq / (1.0 + rq)
+    return np.where(shares >= 1.0, 1.0, h)
+
+
 class LocalLinearRegressorCV(CVSelectionMixin, LocalLinearRegressor):
     r"""Local linear regression with kernel and bandwidth chosen by CV.
 
@@ -547,7 +561,11 @@ class LocalLinearRegressorCV(CVSelectionMixin, LocalLinearRegressor):
         :func:`sklearn.model_selection.check_cv`, through the same machinery.
     scoring : str, callable or None, default=None
         As in :class:`NadarayaWatsonRegressorCV`; ``None`` is the negative
-        mean squared error.
+        mean squared error. ``"aicc"`` and ``"gcv"`` take the self weight of
+        each point's local fit from its leave-one-out fit (Sherman--Morrison:
+        the removed weight's share times ``1 +`` its squared Mahalanobis
+        distance from its window's mean); every candidate then takes the
+        exact passes, not the one-feature fast paths.
     refine : bool, default=False
         As in :class:`NadarayaWatsonRegressorCV`: a bounded continuous search
         of the log-bandwidth after the grid.
@@ -644,6 +662,10 @@ class LocalLinearRegressorCV(CVSelectionMixin, LocalLinearRegressor):
         LocalLinearRegressor._algorithms,
     )
 
+    # The local fit at a training point is a weighted least-squares fit of
+    # its window: the in-sample criteria follow from leave-one-out.
+    _self_weights = True
+
     def __init__(
         self,
         *,
@@ -711,22 +733,29 @@ class LocalLinearRegressorCV(CVSelectionMixin, LocalLinearRegressor):
         # query come from the one-feature backends (_cv_estimates).
         return algorithms(fixed_values=False, tolerance=False)
 
-    def _cv_estimates(self, X, V, w, unit, cands, folds, finish):
+    def _cv_estimates(self, X, V, w, unit, cands, folds, finish, shares=None):
         """The estimates of the candidates the one-feature backends serve
         from the moments about each left-out point
         (:func:`~sknw._local_cv.query_centred_cv`); the others' by the exact
         passes, whose left-out points of ill-conditioned frames, and the
         points beyond the fast paths' bound, take the exact path of
-        predictions (see :func:`~sknw._local_cv.exact_estimates`)."""
-        local = query_centred_cv(self, X, self._cv_targets, w, unit, cands, folds)
+        predictions (see :func:`~sknw._local_cv.exact_estimates`). With
+        ``shares`` (the in-sample criteria), every candidate takes the exact
+        passes, and ``shares`` receives each point's removed share of the
+        local linear fit (:func:`_local_shares`)."""
+        local = {}
+        if shares is None:
+            local = query_centred_cv(self, X, self._cv_targets, w, unit, cands, folds)
         rest = [i for i in range(len(cands)) if i not in local]
         preds = np.full((len(cands), X.shape[0], self._cv_targets.shape[1]), np.nan)
         n_empty = np.zeros(len(cands), dtype=np.intp)
         if rest:
             p, e = super()._cv_estimates(
-                X, V, w, unit, [cands[i] for i in rest], folds, finish
+                X, V, w, unit, [cands[i] for i in rest], folds, finish, shares=shares
             )
             preds[rest], n_empty[rest] = p, e
+            if shares is not None:
+                shares[:] = _local_shares(shares, finish.distance)
             if folds is None:  # points whose frame lost digits: again, exactly
                 for j, i in enumerate(rest):
                     redo = np.flatnonzero(finish.rounding[j] > FRAME_ROUNDING)
@@ -766,6 +795,9 @@ class LocalLinearRegressorCV(CVSelectionMixin, LocalLinearRegressor):
             # The rounding of each left-out point's local covariance in this
             # one frame, in bandwidths squared (see FRAME_ROUNDING).
             finish.rounding = np.zeros((len(cands), Z.shape[0]))
+            # Each left-out point's squared Mahalanobis distance from its
+            # window's mean (its leverage, for the in-sample criteria).
+            finish.distance = np.zeros((len(cands), Z.shape[0]))
             for i, cand in enumerate(cands):
                 t = unit / np.asarray(cand["bandwidth"], dtype=np.float64)
                 t = np.broadcast_to(t, (d,))
@@ -780,6 +812,7 @@ class LocalLinearRegressorCV(CVSelectionMixin, LocalLinearRegressor):
                     to_bandwidth=t / np.max(t),
                 )
                 out[i] = sol.estimate + mean
+                finish.distance[i] = sol.distance
                 # sol.second is in bandwidths over max(t).
                 with np.errstate(invalid="ignore", over="ignore"):
                     rounding = _EPS * sol.second * np.max(t) ** 2

@@ -21,6 +21,21 @@ def smoother(X, h, kernel, w=None):
     return Kw / Kw.sum(axis=1, keepdims=True)
 
 
+def local_linear_smoother(X, h, kernel, w=None):
+    """The local linear smoother matrix at the training points: row ``i`` is
+    ``e1' (D' W D)^-1 D' W`` with ``D = [1, x_j - x_i]`` and the kernel
+    weights ``W`` of ``x_i``."""
+    n, d = X.shape
+    K = np.asarray(get_kernel(kernel)(cdist(X, X) / h), dtype=np.float64)
+    K = K * (1.0 if w is None else w)
+    H = np.empty((n, n))
+    for i in range(n):
+        D = np.hstack([np.ones((n, 1)), X - X[i]])
+        DW = D.T * K[i]
+        H[i] = np.linalg.solve(DW @ D, DW)[0]
+    return H
+
+
 def criterion(H, Y, name, w=None):
     """AICc or GCV of the smoother ``H`` (frequency weights ``w``), averaged
     over the outputs, from the definitions."""
@@ -107,8 +122,6 @@ def test_where_the_criteria_do_not_apply():
     X, Y = data(n=50, seed=7)
     with pytest.raises(ValueError, match="takes cv=None"):
         NadarayaWatsonRegressorCV(scoring="aicc", cv=5).fit(X, Y[:, 0])
-    with pytest.raises(ValueError, match="LocalLinearRegressorCV does not take"):
-        LocalLinearRegressorCV(scoring="gcv").fit(X, Y[:, 0])
     with pytest.raises(ValueError, match="NadarayaWatsonClassifierCV does not take"):
         NadarayaWatsonClassifierCV(scoring="aicc").fit(X, Y[:, 0] > 0)
 
@@ -147,3 +160,34 @@ def test_a_signed_kernel_with_negative_weight_sums():
             for b in (h, 10 * h, 100 * h)
         ]
         assert_allclose(cv.cv_results_["mean_test_score"], expected, rtol=1e-8)
+
+
+@pytest.mark.parametrize("name", ["aicc", "gcv"])
+@pytest.mark.parametrize(
+    ("kernel", "d"), [("gaussian", 1), ("epanechnikov", 1), ("gaussian", 2)]
+)
+def test_local_linear_scores_are_minus_the_criteria_of_its_smoother(name, kernel, d):
+    X, Y = data(n=80, d=d, seed=10 + d)
+    bandwidths = [0.12, 0.25, 0.5]
+    cv = LocalLinearRegressorCV(kernels=kernel, bandwidths=bandwidths, scoring=name)
+    cv.fit(X, Y[:, 0])
+    expected = [
+        -criterion(local_linear_smoother(X, h, kernel), Y, name) for h in bandwidths
+    ]
+    assert_allclose(cv.cv_results_["mean_test_score"], expected, rtol=1e-8)
+
+
+def test_local_linear_criteria_with_frequency_weights():
+    X, Y = data(n=50, seed=12)
+    w = np.random.default_rng(5).integers(1, 4, 50).astype(float)
+    rows = np.repeat(np.arange(50), w.astype(int))
+    for name in ("aicc", "gcv"):
+        got = LocalLinearRegressorCV(bandwidths=[0.15, 0.3, 0.6], scoring=name)
+        got.fit(X, Y[:, 0], sample_weight=w)
+        ref = LocalLinearRegressorCV(bandwidths=[0.15, 0.3, 0.6], scoring=name)
+        ref.fit(X[rows], Y[rows, 0])
+        assert_allclose(
+            got.cv_results_["mean_test_score"],
+            ref.cv_results_["mean_test_score"],
+            rtol=1e-8,
+        )
