@@ -131,7 +131,10 @@ def _split_estimates(
     n_positive = Xt.shape[0] if wt is None else int(np.sum(wt > 0))
     if train is None:
         n_positive = n_positive - removed_entirely(rows, wt, kept)
-    fit = query_centred_fit(moments, spread / 2, spread, est.min_eigenvalue, n_positive)
+    fit = query_centred_fit(
+        moments, spread / 2, spread, est.min_eigenvalue, n_positive,
+        max_leverage=est.max_leverage,
+    )  # fmt: skip
     return fit.estimate, fit.served, rows
 
 

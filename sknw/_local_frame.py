@@ -108,9 +108,14 @@ class LocalSolution:
     smallest: np.ndarray
     second: np.ndarray
     distance: np.ndarray
+    ridge: np.ndarray = None
+    ridged: np.ndarray = None
 
 
-def local_solution(A, cols, d, k, Zq, min_eigenvalue, few=None, to_bandwidth=None):
+def local_solution(
+    A, cols, d, k, Zq, min_eigenvalue, few=None, to_bandwidth=None,
+    max_leverage=None,
+):  # fmt: skip
     """Solve the local least-squares problems from averaged moments.
 
     ``A`` holds the kernel-weighted averages of :func:`moment_columns` at the
@@ -119,8 +124,11 @@ def local_solution(A, cols, d, k, Zq, min_eigenvalue, few=None, to_bandwidth=Non
     they are), where a design is singular when the smallest eigenvalue of the
     local covariance is at most ``min_eigenvalue`` times the largest, or
     within rounding of zero, or (``few``) the window holds fewer than d + 1
-    points. Singular designs keep the local-constant estimate. Estimates are
-    of the centred targets.
+    points. Singular designs keep the local-constant estimate. With
+    ``max_leverage``, the others whose leverage ``1 + l`` (``l`` the squared
+    Mahalanobis distance of the query from the window's mean) exceeds it are
+    ridged (:func:`ridge_to_leverage`). Estimates are of the centred
+    targets.
     """
     mean_y = A[:, cols[0] : cols[1]]
     mean_z = A[:, cols[1] : cols[2]]
@@ -146,15 +154,48 @@ def local_solution(A, cols, d, k, Zq, min_eigenvalue, few=None, to_bandwidth=Non
     # a = C^{-1} (z_bar - z_q): the estimate is mean_y - a . cross.
     a = np.zeros((A.shape[0], d))
     distance = np.zeros(A.shape[0])
+    ridge = np.zeros((A.shape[0], d))
+    ridged = np.zeros(A.shape[0], dtype=bool)
     if ok.any():
-        dz = mean_z[ok] - Zq[ok]
-        a[ok] = np.linalg.solve(cov[ok], dz[:, :, None])[:, :, 0]
+        dz = mean_z - Zq
+        a[ok] = np.linalg.solve(cov[ok], dz[ok][:, :, None])[:, :, 0]
+        distance[ok] = np.einsum("md,md->m", a[ok], dz[ok])
+        over = np.flatnonzero(ok & (distance > np.inf if max_leverage is None
+                                    else distance > max_leverage - 1.0))  # fmt: skip
+        if over.size:
+            # In bandwidth units (T C T, T dz) the ridge is isotropic.
+            lift = ridge_to_leverage(scaled[over], dz[over] * t, max_leverage - 1.0)
+            ridge[over] = lift[:, None] / (t * t)[None, :]
+            cov = cov.copy()
+            cov[over] += ridge[over][:, :, None] * np.eye(d)[None]
+            a[over] = np.linalg.solve(cov[over], dz[over][:, :, None])[:, :, 0]
+            distance[over] = np.einsum("md,md->m", a[over], dz[over])
+            ridged[over] = True
         estimate[ok] = mean_y[ok] - np.einsum("md,mdk->mk", a[ok], cross[ok])
-        distance[ok] = np.einsum("md,md->m", a[ok], dz)
     return LocalSolution(
         mean_y, mean_z, cov, cross, a, ok, finite, estimate, eig[:, 0], trace,
-        distance,
+        distance, ridge, ridged,
     )  # fmt: skip
+
+
+def ridge_to_leverage(C, dz, target, iterations=100):
+    """The ridge ``rho >= 0`` of each design ``C`` (m, d, d) at which the
+    squared Mahalanobis distance ``dz' (C + rho I)^-1 dz`` of its query is
+    ``target`` (where it exceeds it at ``rho = 0``), by bisection on the
+    eigenvalues (the distance decreases with ``rho``; it is at most ``|dz|**2
+    / rho``)."""
+    lam, vec = np.linalg.eigh(C)
+    lam = np.maximum(lam, 0.0)
+    c2 = np.einsum("mdk,md->mk", vec, dz) ** 2
+    lo = np.zeros(C.shape[0])
+    hi = c2.sum(axis=1) / target
+    for _ in range(iterations):
+        mid = (lo + hi) / 2
+        with np.errstate(divide="ignore", invalid="ignore"):
+            f = np.sum(c2 / (lam + mid[:, None]), axis=1)
+        above = f > target
+        lo, hi = np.where(above, mid, lo), np.where(above, hi, mid)
+    return hi
 
 
 @dataclass(frozen=True)
@@ -319,7 +360,9 @@ class QueryCentredFit:
     empty: object = None
 
 
-def query_centred_fit(moments, vmax, value_range, min_eigenvalue, n_positive=None):
+def query_centred_fit(
+    moments, vmax, value_range, min_eigenvalue, n_positive=None, max_leverage=None
+):
     """The local linear fit at each query from its moments about itself.
 
     The averages of :func:`moment_columns` in the frame of the query (``z = u``,
@@ -342,8 +385,9 @@ def query_centred_fit(moments, vmax, value_range, min_eigenvalue, n_positive=Non
     + d_m1 d_a0``; plus the solve's own rounding. A query is served where that is within
     :data:`QUERY_CENTRED_TOLERANCE` times ``value_range`` (per output), its
     window holds a positive weight, and its design is not singular but for
-    too few points (a decision exact from the counts; near-singular designs
-    take the exact path, which decides in its own frame).
+    too few points (a decision exact from the counts; near-singular designs,
+    and those ``max_leverage`` ridges, take the exact path, which decides in
+    its own frame).
     """
     S, bound = moments.sums, moments.bound
     m, k = S.shape[0], S.shape[2] - 1
@@ -363,7 +407,10 @@ def query_centred_fit(moments, vmax, value_range, min_eigenvalue, n_positive=Non
     elif n_positive is not None:  # a number, or one per query
         few[:] = np.asarray(n_positive) < 2
     cols = moment_columns(np.zeros((1, 1)), np.zeros((1, k)))[1]
-    sol = local_solution(A, cols, 1, k, np.zeros((m, 1)), min_eigenvalue, few=few)
+    sol = local_solution(
+        A, cols, 1, k, np.zeros((m, 1)), min_eigenvalue, few=few,
+        max_leverage=max_leverage,
+    )  # fmt: skip
     a0, m1, a1, m2 = A[:, :k], A[:, k], A[:, k + 1 : 2 * k + 1], A[:, -1]
     vmax = np.asarray(vmax, dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
@@ -392,6 +439,8 @@ def query_centred_fit(moments, vmax, value_range, min_eigenvalue, n_positive=Non
     # Too few points: the local-constant estimate a0, whose error is d_a0.
     error = np.where(few[:, None], da0, error)
     error[~sol.ok & ~few] = np.inf
+    # Ridged designs take the exact path (which ridges in its own frame).
+    error[sol.ridged] = np.inf
     error[sol.ok & ~(low > 0)] = np.inf
     served = (
         positive

@@ -77,6 +77,18 @@ class LocalLinearRegressor(NadarayaWatsonRegressor):
         collinear neighbours. Such queries get the local-constant estimate
         instead, and a :class:`~sknw.exceptions.SingularDesignWarning` says how
         many.
+    max_leverage : float or None, default=100.0
+        The ridge of near-singular or extrapolating local designs (Seifert and
+        Gasser, 1996; R's np ridges too): where a query's leverage ``1 + l``
+        (``l`` its squared Mahalanobis distance from its window's weighted
+        mean, in the window's own covariance) exceeds this, a ridge
+        ``rho I`` is added to the local covariance (in bandwidth units), with
+        ``rho`` such that the leverage is ``max_leverage``. The slope is
+        shrunk towards the local-constant fit, and the estimate stays within
+        ``sqrt(max_leverage - 1)`` kernel-weighted standard deviations of the
+        targets of its window from their mean. Designs within it are solved
+        as they are (no change). ``None``: never ridge (the plain local
+        linear fit, which extrapolates a slope fitted to however few points).
     noise_variance : {"local", "global"} or float, default="local"
         The noise variance behind the standard errors, as in
         :class:`NadarayaWatsonRegressor`; ``"local"`` is the weighted residual
@@ -195,6 +207,7 @@ class LocalLinearRegressor(NadarayaWatsonRegressor):
         },
         "algorithm": [StrOptions(set(_algorithms))],
         "min_eigenvalue": [Interval(Real, 0, 1, closed="both")],
+        "max_leverage": [Interval(Real, 1, None, closed="neither"), None],
     }
 
     def __init__(
@@ -206,6 +219,7 @@ class LocalLinearRegressor(NadarayaWatsonRegressor):
         metric_params=None,
         empty_window="nearest",
         min_eigenvalue=1e-8,
+        max_leverage=100.0,
         noise_variance="local",
         algorithm="auto",
         n_jobs=None,
@@ -222,6 +236,7 @@ class LocalLinearRegressor(NadarayaWatsonRegressor):
         )
         self.noise_variance = noise_variance
         self.min_eigenvalue = min_eigenvalue
+        self.max_leverage = max_leverage
 
     # The local least-squares solves amplify the rounding of the moments: they
     # are summed in float64 whatever the input dtype.
@@ -240,6 +255,7 @@ class LocalLinearRegressor(NadarayaWatsonRegressor):
             metric_params=self.metric_params,
             empty_window=self.empty_window,
             min_eigenvalue=self.min_eigenvalue,
+            max_leverage=self.max_leverage,
             algorithm=self.algorithm if self.algorithm in accepted else "auto",
             n_jobs=self.n_jobs,
         )
@@ -329,8 +345,9 @@ class LocalLinearRegressor(NadarayaWatsonRegressor):
             return None
         n_positive = V.shape[0] if w is None else int(np.sum(w > 0))
         fit = query_centred_fit(
-            moments, spread / 2, spread, self.min_eigenvalue, n_positive
-        )
+            moments, spread / 2, spread, self.min_eigenvalue, n_positive,
+            max_leverage=self.max_leverage,
+        )  # fmt: skip
         fit.estimate = (fit.estimate + mid) * y_scale
         counts = moments.counts
         fit.empty = np.zeros(Q.shape[0], dtype=bool) if counts is None else counts == 0
@@ -382,8 +399,9 @@ class LocalLinearRegressor(NadarayaWatsonRegressor):
         def solve(rows):
             z = frame.coordinates(Q64[rows], mom.C[rows], mom.R[rows])
             return local_solution(
-                mom.A[rows], cols, d, k, z, self.min_eigenvalue, few=few[rows]
-            )
+                mom.A[rows], cols, d, k, z, self.min_eigenvalue, few=few[rows],
+                max_leverage=self.max_leverage,
+            )  # fmt: skip
 
         rows = np.flatnonzero(~empty)
         for attempt in range(MAX_RECENTRINGS + 1):
@@ -474,6 +492,8 @@ class LocalLinearRegressor(NadarayaWatsonRegressor):
         if ok.any():
             slope = np.linalg.solve(cov[ok], cross[ok])  # (m, d, k)
             rss[ok] -= np.einsum("mdk,mdk->mk", cross[ok], slope)
+            # A ridged slope b fits worse than least squares by b' D b.
+            rss[ok] -= np.einsum("md,mdk->mk", sol.ridge[ok], slope * slope)
         # Squared-weight moments about the local mean: s0, s1 and S2.
         s0 = sq.total
         m1 = sq.average[:, cols[1] : cols[2]]
@@ -582,6 +602,10 @@ class LocalLinearRegressorCV(CVSelectionMixin, LocalLinearRegressor):
         As in :class:`LocalLinearRegressor`. Left-out points whose local
         design is singular are scored with the local-constant estimate, as
         they would be predicted (without a warning during the search).
+    max_leverage : float or None, default=100.0
+        As in :class:`LocalLinearRegressor`, for the cross-validation passes
+        (each left-out point's fit ridged as its refit would be) and the
+        predictions.
     noise_variance : {"local", "global"} or float, default="local"
         As in :class:`LocalLinearRegressor`, with the selected kernel and
         bandwidth.
@@ -678,6 +702,7 @@ class LocalLinearRegressorCV(CVSelectionMixin, LocalLinearRegressor):
         metric_params=None,
         empty_window="nearest",
         min_eigenvalue=1e-8,
+        max_leverage=100.0,
         noise_variance="local",
         algorithm="auto",
         n_jobs=None,
@@ -695,6 +720,7 @@ class LocalLinearRegressorCV(CVSelectionMixin, LocalLinearRegressor):
             n_jobs=n_jobs,
         )
         self.min_eigenvalue = min_eigenvalue
+        self.max_leverage = max_leverage
         self.noise_variance = noise_variance
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -777,7 +803,8 @@ class LocalLinearRegressorCV(CVSelectionMixin, LocalLinearRegressor):
         return LocalLinearRegressor(
             kernel=cand["kernel"], bandwidth=cand["bandwidth"], metric=self.metric,
             metric_params=self.metric_params, empty_window=empty_window,
-            min_eigenvalue=self.min_eigenvalue, algorithm="brute",
+            min_eigenvalue=self.min_eigenvalue, max_leverage=self.max_leverage,
+            algorithm="brute",
         )  # fmt: skip
 
     def _cv_values(self, X, Y, w):
@@ -810,6 +837,7 @@ class LocalLinearRegressorCV(CVSelectionMixin, LocalLinearRegressor):
                     self.min_eigenvalue,
                     few=empty[i],
                     to_bandwidth=t / np.max(t),
+                    max_leverage=self.max_leverage,
                 )
                 out[i] = sol.estimate + mean
                 finish.distance[i] = sol.distance

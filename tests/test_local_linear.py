@@ -207,7 +207,9 @@ def test_equals_least_squares_at_extrapolating_queries(d, far):
             [np.column_stack([out, np.full(4, 0.5)]), np.repeat(out[:3, None], 2, 1)]
         )
         Q = np.vstack([Q, corners, 1 - Q, [[0.0, 0.0], [0.5, 0.5], [1.0, 0.0]]])
-    est = LocalLinearRegressor(bandwidth=h if d > 1 else h[0]).fit(X, y)
+    # The plain local linear fit (no ridge): extrapolation at full slope.
+    est = LocalLinearRegressor(bandwidth=h if d > 1 else h[0], max_leverage=None)
+    est.fit(X, y)
     with warnings.catch_warnings():
         warnings.simplefilter("error", SingularDesignWarning)
         got = est.predict(Q)
@@ -599,7 +601,9 @@ def test_cv_on_the_fast_paths_equals_least_squares_refits(kernel, cv):
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(backend, "moment_sums", spy)
-        est = LocalLinearRegressorCV(kernels=[kernel], bandwidths=grid, cv=cv)
+        est = LocalLinearRegressorCV(
+            kernels=[kernel], bandwidths=grid, cv=cv, max_leverage=None
+        )
         est.fit(X, y, sample_weight=w)
     assert len(calls) == len(grid) * (1 if cv is None else cv)
     kept = w - 1.0
@@ -712,3 +716,83 @@ def test_exact_path_leaves_each_point_out_as_a_refit(kernel):
         refit.fit(X[keep], y[keep], sample_weight=left[keep])
         assert_allclose(got[r], refit.predict(X[i : i + 1])[0], rtol=1e-12)
         assert counts[r] == refit._window_counts(X[i : i + 1])[0]
+
+
+def _window_mean_and_sd(X, y, h, Q, kernel="gaussian"):
+    """The kernel-weighted mean and standard deviation of the targets in each
+    query's window (from the definitions)."""
+    from scipy.spatial.distance import cdist
+
+    from sknw.kernels import get_kernel
+
+    L = get_kernel(kernel).log_value(cdist(Q, X) / h)
+    K = np.exp(L - L.max(axis=1, keepdims=True))  # shifted: no underflow
+    W = K / K.sum(axis=1, keepdims=True)
+    mean = W @ y
+    return mean, np.sqrt(np.maximum(W @ y**2 - mean**2, 0.0))
+
+
+def test_the_ridge_leaves_well_posed_designs_alone():
+    rng = np.random.default_rng(20)
+    X = rng.uniform(0, 1, (400, 2))
+    y = np.sin(4 * X[:, 0]) + X[:, 1] + 0.1 * rng.normal(size=400)
+    Q = rng.uniform(0.05, 0.95, (100, 2))
+    ridged = LocalLinearRegressor(bandwidth=0.15).fit(X, y).predict(Q)
+    plain = LocalLinearRegressor(bandwidth=0.15, max_leverage=None).fit(X, y)
+    np.testing.assert_array_equal(ridged, plain.predict(Q))
+
+
+@pytest.mark.parametrize("max_leverage", [4.0, 100.0])
+def test_the_ridge_bounds_extrapolation_by_the_window_spread(max_leverage):
+    # Queries far beyond a noisy sample: the plain fit follows a slope from a
+    # sliver of points; the ridged one stays within sqrt(L - 1) window
+    # standard deviations of the window's mean.
+    rng = np.random.default_rng(21)
+    X = rng.uniform(0, 1, (60, 2))
+    y = X[:, 0] + rng.normal(size=60)
+    Q = np.array([[3.0, 0.5], [-2.0, 2.0], [0.5, 6.0], [4.0, 4.0]])
+    h = 0.1
+    est = LocalLinearRegressor(bandwidth=h, max_leverage=max_leverage).fit(X, y)
+    mean, sd = _window_mean_and_sd(X, y, h, Q)
+    pred = est.predict(Q)
+    assert np.all(np.abs(pred - mean) <= np.sqrt(max_leverage - 1) * sd * (1 + 1e-9))
+    plain = LocalLinearRegressor(bandwidth=h, max_leverage=None).fit(X, y).predict(Q)
+    assert np.max(np.abs(plain - mean)) > np.max(np.abs(pred - mean))
+
+
+def test_ridged_designs_have_the_target_leverage():
+    from sknw._local_frame import local_solution, moment_columns
+
+    rng = np.random.default_rng(22)
+    Z = rng.normal(size=(30, 2)) * [1.0, 0.01]  # a thin window
+    yk = rng.normal(size=(30, 1))
+    V, cols = moment_columns(Z, yk)
+    A = V.mean(axis=0, keepdims=True).repeat(3, axis=0)
+    Zq = np.array([[0.0, 0.0], [0.0, 1.0], [1.0, 0.0]])
+    sol = local_solution(A, cols, 2, 1, Zq, 1e-8, max_leverage=10.0)
+    plain = local_solution(A, cols, 2, 1, Zq, 1e-8)
+    assert list(sol.ridged) == [False, True, False]
+    np.testing.assert_allclose(sol.distance[1], 9.0, rtol=1e-9)
+    assert plain.distance[1] > 9.0
+    np.testing.assert_array_equal(sol.estimate[[0, 2]], plain.estimate[[0, 2]])
+
+
+@pytest.mark.parametrize("kernel", ["gaussian", "epanechnikov"])
+def test_cv_with_the_ridge_equals_ridged_refits(kernel):
+    # Leave-one-out of the ridged fit: each point from the others, by
+    # refits of the plain estimator with the same max_leverage.
+    rng = np.random.default_rng(23)
+    X = rng.uniform(0, 1, (40, 2))
+    y = np.sin(3 * X[:, 0]) + rng.normal(scale=0.3, size=40)
+    h = 0.2 if kernel == "gaussian" else 0.45
+    cv = LocalLinearRegressorCV(kernels=[kernel], bandwidths=[h], max_leverage=4.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cv.fit(X, y)
+        loo = np.array([
+            LocalLinearRegressor(kernel=kernel, bandwidth=h, max_leverage=4.0)
+            .fit(np.delete(X, i, 0), np.delete(y, i))
+            .predict(X[i : i + 1])[0]
+            for i in range(40)
+        ])  # fmt: skip
+    np.testing.assert_allclose(-cv.best_score_, np.mean((loo - y) ** 2), rtol=1e-9)
