@@ -8,6 +8,7 @@ from ._regression import NadarayaWatsonRegressor, NadarayaWatsonRegressorCV
 from .exceptions import (
     EmptyWindowWarning,
     GridEdgeWarning,
+    RidgedDesignWarning,
     SingularDesignWarning,
     UndefinedDistanceError,
     UndefinedStdWarning,
@@ -24,6 +25,7 @@ __all__ = [
     "NadarayaWatsonClassifierCV",
     "NadarayaWatsonRegressor",
     "NadarayaWatsonRegressorCV",
+    "RidgedDesignWarning",
     "SingularDesignWarning",
     "UndefinedDistanceError",
     "UndefinedStdWarning",

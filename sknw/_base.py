@@ -44,6 +44,7 @@ from ._validation import (
 )
 from .exceptions import (
     EmptyWindowWarning,
+    RidgedDesignWarning,
     SingularDesignWarning,
     UndefinedStdWarning,
     warn,
@@ -542,7 +543,12 @@ class NadarayaWatsonBase(BaseEstimator):
 
 #: The warnings whose message starts with "N of M queries": merged over the
 #: batches of a prediction.
-_COUNTED = (EmptyWindowWarning, SingularDesignWarning, UndefinedStdWarning)
+_COUNTED = (
+    EmptyWindowWarning,
+    RidgedDesignWarning,
+    SingularDesignWarning,
+    UndefinedStdWarning,
+)
 _COUNT = re.compile(r"^(\d+) of (\d+) queries")
 
 

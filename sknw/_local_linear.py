@@ -30,7 +30,12 @@ from ._selection import CVSelectionMixin, cv_parameter_constraints
 from ._sums import BACKENDS, Head, algorithms, local_moments, power_of_two_scale
 from ._sums._base import nan_rows
 from ._uncertainty import LocalFit, SquaredWeights
-from .exceptions import SingularDesignWarning, UndefinedDistanceError, warn
+from .exceptions import (
+    RidgedDesignWarning,
+    SingularDesignWarning,
+    UndefinedDistanceError,
+    warn,
+)
 from .kernels import KERNELS, Boxcar
 
 _EPS = np.finfo(np.float64).eps
@@ -87,7 +92,8 @@ class LocalLinearRegressor(NadarayaWatsonRegressor):
         shrunk towards the local-constant fit, and the estimate stays within
         ``sqrt(max_leverage - 1)`` kernel-weighted standard deviations of the
         targets of its window from their mean. Designs within it are solved
-        as they are (no change). ``None``: never ridge (the plain local
+        as they are (no change). A :class:`~sknw.exceptions.RidgedDesignWarning`
+        counts the ridged queries. ``None``: never ridge (the plain local
         linear fit, which extrapolates a slope fitted to however few points).
     noise_variance : {"local", "global"} or float, default="local"
         The noise variance behind the standard errors, as in
@@ -367,6 +373,15 @@ class LocalLinearRegressor(NadarayaWatsonRegressor):
         n_singular = int((sol.finite & ~sol.ok & (counts > 0)).sum())
         if n_singular:
             warn(_singular_message(n_singular, Q.shape[0]), SingularDesignWarning)
+        n_ridged = int(sol.ridged.sum())
+        if n_ridged:
+            warn(
+                f"{n_ridged} of {Q.shape[0]} queries have a local design of "
+                f"leverage above max_leverage={self.max_leverage!r} (few points "
+                "in their window, or a query beyond them): their slopes are "
+                "ridged towards the local-constant fit.",
+                RidgedDesignWarning,
+            )
         estimate = (sol.estimate + mom.level) * y_scale
         if not with_std:
             return LocalFit(estimate, *([None] * 8))

@@ -8,6 +8,7 @@ import numpy as np
 __all__ = [
     "EmptyWindowWarning",
     "GridEdgeWarning",
+    "RidgedDesignWarning",
     "SingularDesignWarning",
     "UndefinedDistanceError",
     "UndefinedStdWarning",
@@ -52,6 +53,31 @@ class GridEdgeWarning(UserWarning):
     ['GridEdgeWarning']
     >>> cv.bandwidth_
     0.2
+    """
+
+
+class RidgedDesignWarning(UserWarning):
+    """Some local linear fits were ridged towards the local-constant fit.
+
+    Raised by :class:`~sknw.LocalLinearRegressor` when queries' local designs
+    have a leverage above ``max_leverage`` (few points in their window, or a
+    query beyond them); the message says how many.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import numpy as np
+    >>> from sknw import LocalLinearRegressor
+    >>> from sknw.exceptions import RidgedDesignWarning
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(0, 1, (50, 1))
+    >>> y = X[:, 0] + rng.normal(size=50)
+    >>> reg = LocalLinearRegressor(bandwidth=0.05).fit(X, y)
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     _ = reg.predict([[3.0]])
+    >>> [w.category.__name__ for w in caught]
+    ['RidgedDesignWarning']
     """
 
 
