@@ -160,8 +160,8 @@ def local_solution(
         dz = mean_z - Zq
         a[ok] = np.linalg.solve(cov[ok], dz[ok][:, :, None])[:, :, 0]
         distance[ok] = np.einsum("md,md->m", a[ok], dz[ok])
-        over = np.flatnonzero(ok & (distance > np.inf if max_leverage is None
-                                    else distance > max_leverage - 1.0))  # fmt: skip
+        limit = np.inf if max_leverage is None else max_leverage - 1.0
+        over = np.flatnonzero(ok & (distance > limit))
         if over.size:
             # In bandwidth units (T C T, T dz) the ridge is isotropic.
             lift = ridge_to_leverage(scaled[over], dz[over] * t, max_leverage - 1.0)
