@@ -216,7 +216,8 @@ class TileIndex:
             per_chunk = max(1, self.tile_elements // (QUERY_ROWS * Qt.shape[1]))
             for c0 in range(0, near.size, per_chunk):
                 tiles = near[c0 : c0 + per_chunk]
-                gaps = _point_gaps(Qt[finite], self.lo[tiles], self.hi[tiles])
+                Qf = Qt[finite]
+                gaps = _block_gaps(Qf, Qf, self.lo[tiles], self.hi[tiles])
                 used = (coef * gaps - s[:, None] >= -self.reach).any(axis=0)
                 met += int(self.sizes[tiles[used]].sum())
         return met / (max(firsts.size, 1) * max(n, 1))
@@ -245,13 +246,6 @@ def kd_order(X):
     return order
 
 
-def _box_gaps(lo, hi, tlo, thi):
-    """Squared smallest distance between the box ``[lo, hi]`` and each box
-    ``[tlo, thi]``."""
-    g = np.maximum(np.maximum(tlo - hi, lo - thi), 0.0)
-    return np.einsum("ij,ij->i", g, g)
-
-
 def _far_gaps(lo, hi, tlo, thi):
     """Squared largest distance between the box ``[lo, hi]`` and each box
     ``[tlo, thi]``."""
@@ -259,17 +253,10 @@ def _far_gaps(lo, hi, tlo, thi):
     return np.einsum("ij,ij->i", g, g)
 
 
-def _point_gaps(Qt, tlo, thi):
-    """Squared smallest distance of each query to each box, (m, n_boxes)."""
-    g = np.maximum(
-        np.maximum(tlo[None, :, :] - Qt[:, None, :], Qt[:, None, :] - thi[None]), 0.0
-    )
-    return np.einsum("ijk,ijk->ij", g, g)
-
-
 def _candidates(index, Qt, s, coef):
     """Tiles within reach of some query of the tile ``Qt`` (from its box)."""
-    gaps = _box_gaps(Qt.min(axis=0), Qt.max(axis=0), index.lo, index.hi)
+    lo, hi = Qt.min(axis=0)[None], Qt.max(axis=0)[None]
+    gaps = _block_gaps(lo, hi, index.lo, index.hi)[0]
     return np.flatnonzero(coef * gaps >= float(np.min(s)) - index.reach)
 
 
@@ -327,7 +314,8 @@ def _sorted_sums(index, stats, Qo, so, coef, V, w, own, keep, tile_elements):
 
 
 def _block_gaps(qlo, qhi, tlo, thi):
-    """Squared smallest distances between query boxes and tile boxes."""
+    """Squared smallest distances between query boxes ``[qlo, qhi]`` and
+    tile boxes, (n_boxes, n_tiles); a query point is the box ``[q, q]``."""
     g = np.maximum(np.maximum(tlo[None] - qhi[:, None], qlo[:, None] - thi[None]), 0.0)
     return np.einsum("ijk,ijk->ij", g, g)
 
@@ -353,7 +341,7 @@ def _tile_sums(index, tiles_stats, Qt, s, coef, V, w, own, keep, near, out,
     per_chunk = max(1, tile_elements // (m * TILE_ROWS))
     for c0 in range(0, near.size, per_chunk):
         tiles = near[c0 : c0 + per_chunk]
-        logs = coef * _point_gaps(Qt, index.lo[tiles], index.hi[tiles]) - s[:, None]
+        logs = coef * _block_gaps(Qt, Qt, index.lo[tiles], index.hi[tiles]) - s[:, None]
         use = logs >= -index.reach
         if not use.all():
             skipped = np.where(use, 0.0, np.exp(np.minimum(logs, 0.0)))
