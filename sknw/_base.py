@@ -132,6 +132,30 @@ class NadarayaWatsonBase(BaseEstimator):
             )
         return check_bandwidth(bw, X.shape[1])
 
+    def _search_class(self):
+        """The ``*CV`` estimator of ``bandwidth="cv"`` (set by each estimator)."""
+        raise NotImplementedError
+
+    def _search_params(self):
+        """Parameters of the estimator that its search takes too."""
+        return {}
+
+    def _bandwidth_search(self):
+        """The search of ``bandwidth="cv"``: :meth:`_search_class` over the
+        default grid of this estimator's kernel, with its metric, empty-window
+        policy, ``algorithm`` (where the search accepts it) and ``n_jobs``."""
+        search = self._search_class()
+        accepted = search._algorithms
+        return search(
+            kernels=[self.kernel_],
+            metric=self.metric,
+            metric_params=self.metric_params,
+            empty_window=self.empty_window,
+            algorithm=self.algorithm if self.algorithm in accepted else "auto",
+            n_jobs=self.n_jobs,
+            **self._search_params(),
+        )
+
     def _resolve_metric_params(self, X, sample_weight):
         """Metric parameters fixed at fit (``metric_params_``); the metric
         itself is stored as ``metric_``, which predictions read."""

@@ -190,19 +190,8 @@ class NadarayaWatsonClassifier(ClassifierMixin, NadarayaWatsonBase):
         self._resolve_algorithm()
         return self
 
-    def _bandwidth_search(self):
-        """The search of ``bandwidth="cv"``:
-        :class:`NadarayaWatsonClassifierCV` over the default grid of this
-        estimator's kernel."""
-        accepted = NadarayaWatsonClassifierCV._algorithms
-        return NadarayaWatsonClassifierCV(
-            kernels=[self.kernel_],
-            metric=self.metric,
-            metric_params=self.metric_params,
-            empty_window=self.empty_window,
-            algorithm=self.algorithm if self.algorithm in accepted else "auto",
-            n_jobs=self.n_jobs,
-        )
+    def _search_class(self):
+        return NadarayaWatsonClassifierCV
 
     def _validate_labels(self, X, y):
         """Validate ``X`` and ``y``; set ``classes_`` and the encoded ``y_fit_``."""

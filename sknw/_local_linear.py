@@ -251,20 +251,14 @@ class LocalLinearRegressor(NadarayaWatsonRegressor):
     # smaller batches.
     _MIN_BATCH_ROWS = 1 << 13
 
-    def _bandwidth_search(self):
-        """The search of ``bandwidth="cv"``: :class:`LocalLinearRegressorCV` over the
-        default grid of this estimator's kernel."""
-        accepted = LocalLinearRegressorCV._algorithms
-        return LocalLinearRegressorCV(
-            kernels=[self.kernel_],
-            metric=self.metric,
-            metric_params=self.metric_params,
-            empty_window=self.empty_window,
-            min_eigenvalue=self.min_eigenvalue,
-            max_leverage=self.max_leverage,
-            algorithm=self.algorithm if self.algorithm in accepted else "auto",
-            n_jobs=self.n_jobs,
-        )
+    def _search_class(self):
+        return LocalLinearRegressorCV
+
+    def _search_params(self):
+        return {
+            "min_eigenvalue": self.min_eigenvalue,
+            "max_leverage": self.max_leverage,
+        }
 
     def predict(self, X, return_std=False):
         """Local linear estimate at each query.

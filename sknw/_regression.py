@@ -486,18 +486,8 @@ class NadarayaWatsonRegressor(RegressorMixin, NadarayaWatsonBase):
             y_scale=y_scale,
         )
 
-    def _bandwidth_search(self):
-        """The search of ``bandwidth="cv"``: :class:`NadarayaWatsonRegressorCV` over the
-        default grid of this estimator's kernel."""
-        accepted = NadarayaWatsonRegressorCV._algorithms
-        return NadarayaWatsonRegressorCV(
-            kernels=[self.kernel_],
-            metric=self.metric,
-            metric_params=self.metric_params,
-            empty_window=self.empty_window,
-            algorithm=self.algorithm if self.algorithm in accepted else "auto",
-            n_jobs=self.n_jobs,
-        )
+    def _search_class(self):
+        return NadarayaWatsonRegressorCV
 
     def _fit_noise_variance(self):
         """Resolve ``noise_variance_`` (the global one needs a pass over X).
