@@ -12,6 +12,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._bandwidth import BANDWIDTH_RULES, rule_bandwidth
 from ._default import default_bandwidth, plugin_for
+from ._mixed import encode_features
 from ._scaling import scaling_of
 from ._sums import (
     ALGORITHMS,
@@ -31,6 +32,7 @@ from ._sums import (
     power_of_two_scale,
 )
 from ._sums._base import _scaled_rows
+from ._sums._cells import DiscreteHead, cell_nearest_sums, cell_nearest_weights
 from ._sums._traits import is_compact
 from ._uncertainty import SquaredKernel, SquaredWeights
 from ._validation import (
@@ -105,9 +107,30 @@ class NadarayaWatsonBase(BaseEstimator):
         """Hook for estimators that accept only some kernels."""
         return kernel
 
+    #: The fitted discrete features (:class:`sknw._mixed.Discrete`), None
+    #: without.
+    _discrete = None
+
+    def _continuous(self, X):
+        """The continuous columns of the (encoded) ``X``."""
+        return X if self._discrete is None else self._discrete.continuous_of(X)
+
+    def _continuous_bandwidth(self):
+        """The bandwidth of the continuous features: ``bandwidth_`` without
+        discrete features, else its continuous entries (a float where they
+        are equal)."""
+        if self._discrete is None:
+            return self.bandwidth_
+        bw = self._discrete.split(self.bandwidth_)[0]
+        if not bw.size:  # no continuous feature: its kernel is constant
+            return 1.0
+        return float(bw[0]) if np.all(bw == bw[0]) else bw
+
     def _resolve_bandwidth(self, X, sample_weight):
         """``bandwidth_``, and how it was chosen (``bandwidth_selection_``)."""
         bw = self.bandwidth
+        if self._discrete is not None and not (isinstance(bw, str) and bw == "cv"):
+            return self._resolve_mixed_bandwidth(X, sample_weight)
         if isinstance(bw, str) and bw == "cv":
             bandwidth, self.bandwidth_selection_ = default_bandwidth(
                 self, X, self.y_fit_, sample_weight
@@ -131,6 +154,49 @@ class NadarayaWatsonBase(BaseEstimator):
                 Xp, bw, self.kernel_, wp, self.metric, self.metric_params_
             )
         return check_bandwidth(bw, X.shape[1])
+
+    def _resolve_mixed_bandwidth(self, X, sample_weight):
+        """``bandwidth_`` with discrete features, from a rule or a given
+        bandwidth: the continuous entries as without them (from the
+        continuous columns), the smoothing parameters given or their rule's
+        (see :mod:`sknw._mixed`)."""
+        discrete, bw = self._discrete, self.bandwidth
+        w = sample_weight
+        n = X.shape[0] if w is None else int(np.sum(w > 0))
+        self.bandwidth_selection_ = {
+            "method": bw if isinstance(bw, str) else "given",
+            "n_samples": n,
+        }
+        lambdas = discrete.default_lambdas(n)
+        Xc = self._continuous(X)
+        if isinstance(bw, str) and bw == "plugin":
+            raise ValueError(
+                "bandwidth='plugin' takes one continuous feature and no "
+                "discrete ones; use bandwidth='cv'."
+            )
+        if isinstance(bw, str):
+            cont = 1.0
+            if Xc.shape[1]:
+                Xp = Xc if w is None else Xc[w > 0]
+                wp = None if w is None else w[w > 0]
+                cont = rule_bandwidth(
+                    Xp, bw, self.kernel_, wp, self.metric, self.metric_params_
+                )
+            return discrete.join(cont, lambdas)
+        if np.ndim(bw) == 0:
+            return discrete.join(check_bandwidth(bw, Xc.shape[1]), lambdas)
+        full = np.asarray(bw, dtype=np.float64)
+        if full.shape != (X.shape[1],):
+            raise ValueError(
+                "A bandwidth must be a float (of the continuous features) or an "
+                f"array of shape (n_features,) = ({X.shape[1]},) holding the "
+                "smoothing parameters of the discrete features, got shape "
+                f"{full.shape}."
+            )
+        cont, lambdas = discrete.split(full)
+        check_bandwidth(cont, Xc.shape[1])
+        discrete.check_lambdas(lambdas)
+        return full.copy()
 
     def _search_class(self):
         """The ``*CV`` estimator of ``bandwidth="cv"`` (set by each estimator)."""
@@ -158,9 +224,15 @@ class NadarayaWatsonBase(BaseEstimator):
 
     def _resolve_metric_params(self, X, sample_weight):
         """Metric parameters fixed at fit (``metric_params_``); the metric
-        itself is stored as ``metric_``, which predictions read."""
+        itself is stored as ``metric_``, which predictions read. With
+        discrete features, from the continuous columns of ``X`` (and the
+        discrete ones' levels are counted, see
+        :meth:`sknw._mixed.Discrete.count_levels`)."""
         self.metric_ = self.metric
-        return resolve_metric_params(self.metric, self.metric_params, X, sample_weight)
+        if self._discrete is not None:
+            self._discrete.count_levels(X, sample_weight)
+        Xc = self._continuous(X)
+        return resolve_metric_params(self.metric, self.metric_params, Xc, sample_weight)
 
     def _fit_common(self, X, sample_weight):
         """Resolve kernel, bandwidth and metric; store the training inputs."""
@@ -188,7 +260,8 @@ class NadarayaWatsonBase(BaseEstimator):
         else that of :func:`sknw._scaling.scaling_of`.
         """
         if scaling is None:
-            scaling = scaling_of(self.bandwidth_, self.metric_, self.X_fit_)
+            Xc = self._continuous(self.X_fit_)
+            scaling = scaling_of(self._continuous_bandwidth(), self.metric_, Xc)
         self._scaling = scaling
         request = FitRequest(
             X=self.X_fit_,
@@ -225,7 +298,9 @@ class NadarayaWatsonBase(BaseEstimator):
             kernel,
             self.metric_,
             self.metric_params_,
-            self.n_features_in_,
+            self.n_features_in_
+            if self._discrete is None
+            else len(self._discrete.continuous),
         )
 
     # -- the weighted average ----------------------------------------------------
@@ -236,7 +311,12 @@ class NadarayaWatsonBase(BaseEstimator):
         return self._scaling.scale
 
     def _head(self):
-        return self._scaling.head(self.kernel_)
+        """The head of the sums: the continuous kernel and bandwidth, with
+        the discrete features' factors where there are any."""
+        head = self._scaling.head(self.kernel_)
+        if self._discrete is None:
+            return head
+        return self._discrete.head(head, self._discrete.split(self.bandwidth_)[1])
 
     #: Fewest queries per batch of a prediction (few batches, little overhead,
     #: and each batch split over the ``n_jobs`` workers).
@@ -288,7 +368,8 @@ class NadarayaWatsonBase(BaseEstimator):
 
     def _validate_queries(self, X):
         check_is_fitted(self)
-        check_not_text(X)
+        X = encode_features(self, X, reset=False)
+        check_not_text(X, categorical=hasattr(self, "categorical_features"))
         return validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
 
     def _weighted_average(self, X, V, squared=False, validated=False, own=None):
@@ -319,7 +400,10 @@ class NadarayaWatsonBase(BaseEstimator):
         head = self._head()
         heads = [head]
         if squared:
-            heads.append(Head(SquaredKernel(head.kernel), head.divisor))
+            square = Head(SquaredKernel(head.kernel), head.divisor)
+            if isinstance(head, DiscreteHead):
+                square = head.with_head(square, power=2)
+            heads.append(square)
         results = self._kernel_sums(Q, V, w, heads, own=own)
         S, den, M = results[0]
         empty = ~(den != 0)
@@ -357,22 +441,15 @@ class NadarayaWatsonBase(BaseEstimator):
             inv = 1.0 / den
             ratio = inv * inv * factor
             log_k0 = float(np.asarray(self.kernel_.log_value(np.zeros(1)))[0])
+            if self._discrete is not None:
+                log_k0 += np.log(self._head().factors.self_factor())
             self_weight = np.exp(log_k0 - M) * inv / c
             average = S2 * ratio[:, None] * column_scale
             total = den2 * ratio
         undefined = empty.copy()
         if empty.any() and not is_compact(self.kernel_):
             # The nearest points, of total weight c * den_t, each get 1 / den_t.
-            S_t, den_t = nearest_sums(
-                Q[empty],
-                self.X_fit_,
-                V,
-                metric=self.metric_,
-                metric_params=self.metric_params_,
-                scale=nearest_scale(self._scale(), self.metric_, self.X_fit_, Q[empty]),
-                sample_weight=w,
-                tile_elements=_tile_elements(),
-            )
+            S_t, den_t = self._nearest_sums(Q[empty], V, w)
             inv_t = 1.0 / (c * den_t)
             average[empty] = S_t * (inv_t * inv_t * c)[:, None] * column_scale
             total[empty] = inv_t
@@ -381,6 +458,25 @@ class NadarayaWatsonBase(BaseEstimator):
         for a in (average, total, self_weight):
             a[undefined] = np.nan
         return SquaredWeights(average, total, self_weight, undefined, None)
+
+    def _nearest_sums(self, Qe, V, w):
+        """Sums of ``w V`` over the nearest training points of the queries
+        ``Qe`` (see :func:`sknw._sums.nearest_sums`; with discrete features,
+        among the points of positive factor, weighted by it)."""
+        X, scale = self.X_fit_, self._scale()
+        params = {
+            "metric": self.metric_,
+            "metric_params": self.metric_params_,
+            "sample_weight": w,
+            "tile_elements": _tile_elements(),
+        }
+        if self._discrete is None:
+            near = nearest_scale(scale, self.metric_, X, Qe)
+            return nearest_sums(Qe, X, V, scale=near, **params)
+        Xc, Qc = self._continuous(X), self._continuous(Qe)
+        near = nearest_scale(scale, self.metric_, Xc, Qc)
+        factors = self._head().factors
+        return cell_nearest_sums(Qe, X, V, factors, scale=near, **params)
 
     def _kernel_sums(self, Q, V, w, heads, own=None):
         """The core's sums for every head, by the fitted ``algorithm_`` (the
@@ -472,6 +568,7 @@ class NadarayaWatsonBase(BaseEstimator):
         if w is None and self.sample_weight_ is not None:
             w = self.sample_weight_ / power_of_two_scale(self.sample_weight_)
         params = {"metric": self.metric_, "metric_params": self.metric_params_}
+        factors = None if self._discrete is None else self._head().factors
         if V is not None:
             return empty_window_estimates(
                 policy,
@@ -481,17 +578,37 @@ class NadarayaWatsonBase(BaseEstimator):
                 w,
                 scale=self._scale(),
                 tile_elements=_tile_elements(),
+                factors=factors,
+                on_mean=self._warn_no_factor,
                 **self._leave_out(own, w),
                 **params,
             )
         if policy == "mean":
             w = np.ones(self.X_fit_.shape[0]) if w is None else w
             return w / w.sum()
+        if factors is not None:
+            Xc, Qc = self._continuous(self.X_fit_), self._continuous(Qe)
+            scale = nearest_scale(self._scale(), self.metric_, Xc, Qc)
+            mask = cell_nearest_weights(
+                Qe, self.X_fit_, factors, scale=scale, sample_weight=w, **params
+            )
+            return mask / mask.sum(axis=1, keepdims=True)
         scale = nearest_scale(self._scale(), self.metric_, self.X_fit_, Qe)
         Qs = _scaled_rows(Qe, 0, Qe.shape[0], scale)
         Xs = _scaled_rows(self.X_fit_, 0, self.X_fit_.shape[0], scale)
         mask = nearest_mask(pairwise_distances(Qs, Xs, **params), w)
         return mask / mask.sum(axis=1, keepdims=True)
+
+    def _warn_no_factor(self, count):
+        """Warn of queries whose every discrete factor is 0 (see
+        :func:`sknw._sums.empty_window_estimates`)."""
+        warn(
+            f"{count} queries have no training point with a non-zero weight: "
+            "their levels match none seen at fit where the smoothing parameter "
+            "is 0; they use the weighted mean of the targets. Use positive "
+            "smoothing parameters to borrow from other levels.",
+            EmptyWindowWarning,
+        )
 
     def attention_weights(self, X):
         """Normalised kernel weights of the training points for each query.

@@ -9,6 +9,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
 from ._base import NadarayaWatsonBase
+from ._mixed import DISCRETE_CONSTRAINTS, encode_features
 from ._selection import (
     CV_ALGORITHMS,
     CVSelectionMixin,
@@ -64,6 +65,32 @@ class NadarayaWatsonClassifier(ClassifierMixin, NadarayaWatsonBase):
         says otherwise), each with one BLAS thread. ``None`` means 1 unless
         in a ``joblib.parallel_config`` context; ``-1`` means all processors.
         Results equal the serial ones up to rounding.
+    categorical_features : "from_dtype", None or array-like, default="from_dtype"
+        The unordered categorical features: ``"from_dtype"`` takes the
+        categorical, string and object columns of a pandas (or polars)
+        DataFrame (object columns of numbers stay continuous; an ordered
+        categorical is an ordered feature); None: none; else a boolean mask,
+        indices or feature names, as in scikit-learn's
+        ``HistGradientBoosting*``. Their levels are learned at fit
+        (``categories_``); a level unseen at fit mismatches every training
+        level. Their kernel enters the product kernel as a factor (see the
+        user guide's "Categorical and ordered features").
+    ordered_features : None or array-like, default=None
+        Features whose values are ordered levels: integers (their differences
+        count the levels between them) or ordered categoricals (their
+        categories' order).
+    categorical_kernel : {"aitchison_aitken", "li_racine"}, default="aitchison_aitken"
+        The kernel of the unordered features: ``1 - l`` on a match and
+        ``l / (c - 1)`` otherwise (``c`` levels, ``l`` in ``[0, (c-1)/c]``), or
+        1 and ``l`` (``l`` in ``[0, 1]``).
+    ordered_kernel : {"wang_ryzin", "li_racine"}, default="wang_ryzin"
+        The kernel of the ordered features: ``1 - l`` on a match and
+        ``(1 - l) / 2 * l**t`` at ``t`` levels apart (``l`` in ``[0, 1)``), or
+        ``l**t`` (``l`` in ``[0, 1]``). The smoothing parameter ``l`` of each
+        discrete feature is its entry of a per-feature ``bandwidth`` (a scalar
+        bandwidth applies to the continuous features; rules of thumb give
+        ``l`` a share ``min(n**-0.4, 1/2)`` of its largest value) and is chosen
+        with the bandwidth by ``bandwidth="cv"``.
 
     Attributes
     ----------
@@ -94,6 +121,12 @@ class NadarayaWatsonClassifier(ClassifierMixin, NadarayaWatsonBase):
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Names of features seen during fit; only defined when ``X`` has feature
         names that are all strings.
+    feature_types_ : ndarray of shape (`n_features_in_`,)
+        ``"continuous"``, ``"unordered"`` or ``"ordered"`` for each feature.
+    categories_ : list of (ndarray or None)
+        The levels of each discrete feature learned at fit (sorted, or the
+        categories of an ordered categorical; the integer values seen for an
+        ordered integer feature), None for the continuous ones.
 
     See Also
     --------
@@ -132,6 +165,7 @@ class NadarayaWatsonClassifier(ClassifierMixin, NadarayaWatsonBase):
 
     _parameter_constraints = {
         **NadarayaWatsonBase._parameter_constraints,
+        **DISCRETE_CONSTRAINTS,
         "kernel": [StrOptions(CLASSIFIER_KERNELS), Kernel],
         "binned_tol": [Interval(Real, 0, 1, closed="neither")],
     }
@@ -147,6 +181,10 @@ class NadarayaWatsonClassifier(ClassifierMixin, NadarayaWatsonBase):
         algorithm="auto",
         binned_tol=1e-6,
         n_jobs=None,
+        categorical_features="from_dtype",
+        ordered_features=None,
+        categorical_kernel="aitchison_aitken",
+        ordered_kernel="wang_ryzin",
     ):
         super().__init__(
             kernel=kernel,
@@ -157,6 +195,10 @@ class NadarayaWatsonClassifier(ClassifierMixin, NadarayaWatsonBase):
             algorithm=algorithm,
             n_jobs=n_jobs,
         )
+        self.categorical_features = categorical_features
+        self.ordered_features = ordered_features
+        self.categorical_kernel = categorical_kernel
+        self.ordered_kernel = ordered_kernel
         self.binned_tol = binned_tol
 
     def _check_kernel(self, kernel):
@@ -195,7 +237,8 @@ class NadarayaWatsonClassifier(ClassifierMixin, NadarayaWatsonBase):
 
     def _validate_labels(self, X, y):
         """Validate ``X`` and ``y``; set ``classes_`` and the encoded ``y_fit_``."""
-        check_not_text(X)
+        X = encode_features(self, X, reset=True)
+        check_not_text(X, categorical=hasattr(self, "categorical_features"))
         check_dense_target(y)
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], order="C")
         y = column_or_1d(y, warn=True)
@@ -305,6 +348,20 @@ class NadarayaWatsonClassifierCV(CVSelectionMixin, NadarayaWatsonClassifier):
     n_jobs : int, default=None
         As in :class:`NadarayaWatsonRegressorCV`: parallel workers for the
         cross-validation passes and for predictions.
+    categorical_features : "from_dtype", None or array-like, default="from_dtype"
+        As in :class:`NadarayaWatsonRegressor`: the unordered categorical
+        features.
+    ordered_features : None or array-like, default=None
+        As in :class:`NadarayaWatsonRegressor`: the ordered features.
+    categorical_kernel : {"aitchison_aitken", "li_racine"}, default="aitchison_aitken"
+        The kernel of the unordered features.
+    ordered_kernel : {"wang_ryzin", "li_racine"}, default="wang_ryzin"
+        The kernel of the ordered features. With discrete features, the
+        smoothing parameter of each is searched with the bandwidth: after the
+        grid of continuous bandwidths, each discrete feature's in turn over
+        ten shares (0 to 1) of its range at the best candidate, then the grid
+        again, twice; ``bandwidths`` holds floats (the continuous features';
+        the smoothing parameters searched) or full per-feature arrays (fixed).
 
     Attributes
     ----------
@@ -341,6 +398,12 @@ class NadarayaWatsonClassifierCV(CVSelectionMixin, NadarayaWatsonClassifier):
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Names of features seen during fit; only defined when ``X`` has feature
         names that are all strings.
+    feature_types_ : ndarray of shape (`n_features_in_`,)
+        ``"continuous"``, ``"unordered"`` or ``"ordered"`` for each feature.
+    categories_ : list of (ndarray or None)
+        The levels of each discrete feature learned at fit (sorted, or the
+        categories of an ordered categorical; the integer values seen for an
+        ordered integer feature), None for the continuous ones.
 
     See Also
     --------
@@ -371,6 +434,41 @@ class NadarayaWatsonClassifierCV(CVSelectionMixin, NadarayaWatsonClassifier):
         CLASSIFIER_KERNELS,
         _algorithms,
     )
+
+    def __init__(
+        self,
+        *,
+        kernels=("gaussian",),
+        bandwidths=None,
+        cv=None,
+        scoring=None,
+        refine=False,
+        metric="euclidean",
+        metric_params=None,
+        empty_window="nearest",
+        algorithm="auto",
+        n_jobs=None,
+        categorical_features="from_dtype",
+        ordered_features=None,
+        categorical_kernel="aitchison_aitken",
+        ordered_kernel="wang_ryzin",
+    ):
+        super().__init__(
+            kernels=kernels,
+            bandwidths=bandwidths,
+            cv=cv,
+            scoring=scoring,
+            refine=refine,
+            metric=metric,
+            metric_params=metric_params,
+            empty_window=empty_window,
+            algorithm=algorithm,
+            n_jobs=n_jobs,
+        )
+        self.categorical_features = categorical_features
+        self.ordered_features = ordered_features
+        self.categorical_kernel = categorical_kernel
+        self.ordered_kernel = ordered_kernel
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None, groups=None):

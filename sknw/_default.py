@@ -50,26 +50,39 @@ def default_bandwidth(est, X, y, w):
     data: ``y`` the targets (the encoded labels of a classifier), ``w`` the
     sample weights or None. ``selection`` is the fitted
     ``bandwidth_selection_`` (see the estimators' docstrings)."""
-    n, d = X.shape
+    n = X.shape[0]
+    discrete = est._discrete
+    d = X.shape[1] if discrete is None else len(discrete.continuous)
     positive = np.arange(n) if w is None else np.flatnonzero(w > 0)
     if positive.size < MIN_POINTS:
-        Xp = X[positive]
+        Xp = est._continuous(X)[positive]
         wp = None if w is None else w[positive]
-        bandwidth = rule_bandwidth(
-            Xp, "scott", est.kernel_, wp, est.metric, est.metric_params_
-        )
+        bandwidth = 1.0
+        if Xp.shape[1]:
+            bandwidth = rule_bandwidth(
+                Xp, "scott", est.kernel_, wp, est.metric, est.metric_params_
+            )
+        if discrete is not None:
+            bandwidth = discrete.join(
+                bandwidth, discrete.default_lambdas(positive.size)
+            )
         return bandwidth, {"method": "scott", "n_samples": int(positive.size)}
     size = subsample_size(est.kernel_, est.metric, est.metric_params_, d, est.algorithm)
     rows = subsample_rows(positive, size)
     search = est._bandwidth_search()
     search.metric_, search.metric_params_ = est.metric_, est.metric_params_
-    search.n_features_in_ = d
+    search.n_features_in_ = X.shape[1]
+    search._discrete = discrete
     if hasattr(est, "classes_"):
         search.classes_ = est.classes_
     search._select_on(X[rows], y[rows], None if w is None else w[rows])
     # The rate of a bandwidth that minimises the mean squared error.
     factor = (rows.size / positive.size) ** (1.0 / (d + 4))
-    bandwidth = search.bandwidth_ * factor
+    if discrete is None:
+        bandwidth = search.bandwidth_ * factor
+    else:  # the smoothing parameters' rate is the square of the bandwidths'
+        cont, lambdas = discrete.split(search.bandwidth_)
+        bandwidth = discrete.join(cont * factor, lambdas * factor**2)
     results = search.cv_results_
     selection = {
         "method": "leave-one-out",

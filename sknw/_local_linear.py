@@ -25,6 +25,7 @@ from ._local_frame import (
     query_centred_fit,
     symmetric,
 )
+from ._mixed import DISCRETE_CONSTRAINTS
 from ._regression import NadarayaWatsonRegressor
 from ._selection import CVSelectionMixin, cv_parameter_constraints
 from ._sums import BACKENDS, Head, algorithms, local_moments, power_of_two_scale
@@ -209,7 +210,7 @@ class LocalLinearRegressor(NadarayaWatsonRegressor):
         **{
             k: v
             for k, v in NadarayaWatsonRegressor._parameter_constraints.items()
-            if k != "binned_tol"
+            if k != "binned_tol" and k not in DISCRETE_CONSTRAINTS
         },
         "algorithm": [StrOptions(set(_algorithms))],
         "min_eigenvalue": [Interval(Real, 0, 1, closed="both")],

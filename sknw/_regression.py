@@ -10,6 +10,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._bandwidth import BANDWIDTH_RULES
 from ._base import NadarayaWatsonBase
+from ._mixed import DISCRETE_CONSTRAINTS, encode_features
 from ._selection import CV_ALGORITHMS, CVSelectionMixin, cv_parameter_constraints
 from ._sums import power_of_two_scale
 from ._uncertainty import LocalFit, global_noise_variance, local_noise_variance
@@ -134,6 +135,32 @@ class NadarayaWatsonRegressor(RegressorMixin, NadarayaWatsonBase):
         says otherwise), each with one BLAS thread. ``None`` means 1 unless
         in a ``joblib.parallel_config`` context; ``-1`` means all processors.
         Results equal the serial ones up to rounding.
+    categorical_features : "from_dtype", None or array-like, default="from_dtype"
+        The unordered categorical features: ``"from_dtype"`` takes the
+        categorical, string and object columns of a pandas (or polars)
+        DataFrame (object columns of numbers stay continuous; an ordered
+        categorical is an ordered feature); None: none; else a boolean mask,
+        indices or feature names, as in scikit-learn's
+        ``HistGradientBoosting*``. Their levels are learned at fit
+        (``categories_``); a level unseen at fit mismatches every training
+        level. Their kernel enters the product kernel as a factor (see the
+        user guide's "Categorical and ordered features").
+    ordered_features : None or array-like, default=None
+        Features whose values are ordered levels: integers (their differences
+        count the levels between them) or ordered categoricals (their
+        categories' order).
+    categorical_kernel : {"aitchison_aitken", "li_racine"}, default="aitchison_aitken"
+        The kernel of the unordered features: ``1 - l`` on a match and
+        ``l / (c - 1)`` otherwise (``c`` levels, ``l`` in ``[0, (c-1)/c]``), or
+        1 and ``l`` (``l`` in ``[0, 1]``).
+    ordered_kernel : {"wang_ryzin", "li_racine"}, default="wang_ryzin"
+        The kernel of the ordered features: ``1 - l`` on a match and
+        ``(1 - l) / 2 * l**t`` at ``t`` levels apart (``l`` in ``[0, 1)``), or
+        ``l**t`` (``l`` in ``[0, 1]``). The smoothing parameter ``l`` of each
+        discrete feature is its entry of a per-feature ``bandwidth`` (a scalar
+        bandwidth applies to the continuous features; rules of thumb give
+        ``l`` a share ``min(n**-0.4, 1/2)`` of its largest value) and is chosen
+        with the bandwidth by ``bandwidth="cv"``.
 
     Attributes
     ----------
@@ -172,6 +199,12 @@ class NadarayaWatsonRegressor(RegressorMixin, NadarayaWatsonBase):
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Names of features seen during fit; only defined when ``X`` has feature
         names that are all strings.
+    feature_types_ : ndarray of shape (`n_features_in_`,)
+        ``"continuous"``, ``"unordered"`` or ``"ordered"`` for each feature.
+    categories_ : list of (ndarray or None)
+        The levels of each discrete feature learned at fit (sorted, or the
+        categories of an ordered categorical; the integer values seen for an
+        ordered integer feature), None for the continuous ones.
 
     See Also
     --------
@@ -230,6 +263,7 @@ class NadarayaWatsonRegressor(RegressorMixin, NadarayaWatsonBase):
 
     _parameter_constraints = {
         **NadarayaWatsonBase._parameter_constraints,
+        **DISCRETE_CONSTRAINTS,
         "bandwidth": [
             NotBoolInterval(Real, 0, np.inf, closed="neither"),
             StrOptions({*BANDWIDTH_RULES, "cv", "plugin"}),
@@ -254,6 +288,10 @@ class NadarayaWatsonRegressor(RegressorMixin, NadarayaWatsonBase):
         algorithm="auto",
         binned_tol=1e-6,
         n_jobs=None,
+        categorical_features="from_dtype",
+        ordered_features=None,
+        categorical_kernel="aitchison_aitken",
+        ordered_kernel="wang_ryzin",
     ):
         super().__init__(
             kernel=kernel,
@@ -264,6 +302,10 @@ class NadarayaWatsonRegressor(RegressorMixin, NadarayaWatsonBase):
             algorithm=algorithm,
             n_jobs=n_jobs,
         )
+        self.categorical_features = categorical_features
+        self.ordered_features = ordered_features
+        self.categorical_kernel = categorical_kernel
+        self.ordered_kernel = ordered_kernel
         self.binned_tol = binned_tol
         self.noise_variance = noise_variance
 
@@ -287,6 +329,7 @@ class NadarayaWatsonRegressor(RegressorMixin, NadarayaWatsonBase):
         self : NadarayaWatsonRegressor
             The fitted estimator.
         """
+        X = encode_features(self, X, reset=True)
         X, self.y_fit_ = validate_regression_data(self, X, y)
         self._fit_common(X, sample_weight)
         self._resolve_algorithm()
@@ -634,6 +677,20 @@ class NadarayaWatsonRegressorCV(CVSelectionMixin, NadarayaWatsonRegressor):
         ``None`` means 1 unless in a ``joblib.parallel_config`` context;
         ``-1`` means all processors. Results equal the serial ones up to
         rounding.
+    categorical_features : "from_dtype", None or array-like, default="from_dtype"
+        As in :class:`NadarayaWatsonRegressor`: the unordered categorical
+        features.
+    ordered_features : None or array-like, default=None
+        As in :class:`NadarayaWatsonRegressor`: the ordered features.
+    categorical_kernel : {"aitchison_aitken", "li_racine"}, default="aitchison_aitken"
+        The kernel of the unordered features.
+    ordered_kernel : {"wang_ryzin", "li_racine"}, default="wang_ryzin"
+        The kernel of the ordered features. With discrete features, the
+        smoothing parameter of each is searched with the bandwidth: after the
+        grid of continuous bandwidths, each discrete feature's in turn over
+        ten shares (0 to 1) of its range at the best candidate, then the grid
+        again, twice; ``bandwidths`` holds floats (the continuous features';
+        the smoothing parameters searched) or full per-feature arrays (fixed).
 
     Attributes
     ----------
@@ -675,6 +732,12 @@ class NadarayaWatsonRegressorCV(CVSelectionMixin, NadarayaWatsonRegressor):
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Names of features seen during fit; only defined when ``X`` has feature
         names that are all strings.
+    feature_types_ : ndarray of shape (`n_features_in_`,)
+        ``"continuous"``, ``"unordered"`` or ``"ordered"`` for each feature.
+    categories_ : list of (ndarray or None)
+        The levels of each discrete feature learned at fit (sorted, or the
+        categories of an ordered categorical; the integer values seen for an
+        ordered integer feature), None for the continuous ones.
 
     See Also
     --------
@@ -737,6 +800,10 @@ class NadarayaWatsonRegressorCV(CVSelectionMixin, NadarayaWatsonRegressor):
         noise_variance="local",
         algorithm="auto",
         n_jobs=None,
+        categorical_features="from_dtype",
+        ordered_features=None,
+        categorical_kernel="aitchison_aitken",
+        ordered_kernel="wang_ryzin",
     ):
         super().__init__(
             kernels=kernels,
@@ -750,6 +817,10 @@ class NadarayaWatsonRegressorCV(CVSelectionMixin, NadarayaWatsonRegressor):
             algorithm=algorithm,
             n_jobs=n_jobs,
         )
+        self.categorical_features = categorical_features
+        self.ordered_features = ordered_features
+        self.categorical_kernel = categorical_kernel
+        self.ordered_kernel = ordered_kernel
         self.noise_variance = noise_variance
 
     @_fit_context(prefer_skip_nested_validation=True)

@@ -9,14 +9,11 @@ group costs one pass over the pairwise distances, shared by all its kernels and
 bandwidths.
 """
 
-import copy
-import inspect
-import warnings
 from numbers import Integral
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, is_classifier
-from sklearn.metrics import get_scorer, get_scorer_names
+from sklearn.base import is_classifier
+from sklearn.metrics import get_scorer_names
 from sklearn.model_selection import check_cv
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import column_or_1d
@@ -30,7 +27,9 @@ from ._grid import (  # noqa: F401 - the grid's names, here too
     grid_multipliers,
     warn_at_edge,
 )
+from ._mixed import LAMBDA_ROUNDS, encode_features, mixed_grid, search_lambdas
 from ._scaling import group_candidates, scalings
+from ._scoring import check_scoring, make_scorer
 from ._sums import (
     algorithms,
     default_tile_elements,
@@ -49,34 +48,6 @@ from .kernels import Kernel, get_kernel
 #: The ``algorithm`` values of the CV estimators of Nadaraya--Watson (their
 #: passes need exact sums: no tolerance).
 CV_ALGORITHMS = algorithms(tolerance=False)
-
-
-class _Predictions(BaseEstimator):
-    """Stand-in estimator whose predictions are its input, for scorers."""
-
-    def __init__(self, classes=None):
-        self.classes = classes
-
-    def fit(self, X, y=None):  # pragma: no cover - never called
-        return self
-
-    def predict(self, X):
-        if self.classes is None:
-            return X
-        return self.classes[np.argmax(X, axis=1)]
-
-    def predict_proba(self, X):
-        return X
-
-
-class _RegressionPredictions(RegressorMixin, _Predictions):
-    pass
-
-
-class _ClassificationPredictions(ClassifierMixin, _Predictions):
-    @property
-    def classes_(self):
-        return self.classes
 
 
 def cv_predictions(
@@ -171,6 +142,7 @@ def cv_predictions(
                 self_index=own,
             )  # fmt: skip
             for (i, head), (S, den, M) in zip(members, results, strict=True):
+                factors = getattr(head, "factors", None)
                 if shares is not None and train is None:
                     shares[i] = _removed_shares(head, den, M, w, kept)
                 empty = ~(den != 0)
@@ -191,7 +163,7 @@ def cv_predictions(
                     else:
                         policy = "nearest"
                     if policy in ("nearest", "mean"):
-                        out[empty] = fallbacks(policy, empty)
+                        out[empty] = fallbacks(policy, empty, factors)
                     else:
                         out[empty] = np.nan
                 preds[i][test] = out
@@ -202,6 +174,9 @@ def _removed_shares(head, den, M, w, kept):
     """Each training point's share, in its full weight sum, of the own weight
     leaving out removes, from its leave-one-out sums ``(den, M)``."""
     k0 = float(np.asarray(head.kernel(np.zeros(1)), dtype=np.float64)[0])
+    factors = getattr(head, "factors", None)
+    if factors is not None:  # a product kernel: the point's own factor
+        k0 *= factors.self_factor()
     removed = np.ones(den.shape[0]) if w is None else w - kept
     with np.errstate(over="ignore", under="ignore", invalid="ignore"):
         own = k0 * removed
@@ -222,18 +197,21 @@ class _Fallbacks:
         self.own = params.pop("self_index")
         self.cache = {}
 
-    def __call__(self, policy, empty):
-        """The estimates of the queries ``empty`` (a mask) under ``policy``."""
+    def __call__(self, policy, empty, factors=None):
+        """The estimates of the queries ``empty`` (a mask) under ``policy``
+        (of the product kernel of discrete ``factors``, where given)."""
         Xq, Xt, Vt, wt = self.data
-        if policy not in self.cache:
+        key = (policy, None if policy == "mean" else factors)
+        if key not in self.cache:
             shape = (empty.size, Vt.shape[1])
-            self.cache[policy] = (np.zeros(empty.size, dtype=bool), np.empty(shape))
-        have, values = self.cache[policy]
+            self.cache[key] = (np.zeros(empty.size, dtype=bool), np.empty(shape))
+        have, values = self.cache[key]
         new = empty & ~have
         if new.any():
             values[new] = empty_window_estimates(
                 policy, Xq[new], Xt, Vt, wt,
                 self_index=None if self.own is None else self.own[new],
+                factors=factors,
                 **self.params,
             )  # fmt: skip
             have |= new
@@ -276,178 +254,6 @@ def score_candidates(preds, y, w, folds, scorer, classes=None):
             scores[i, f] = scorer(p, y[test], wf)
     mean = scores.mean(axis=1)
     return mean, (None if folds is None else scores)
-
-
-def _neg_log_loss(proba, y_index, sample_weight):
-    """Negative mean log-loss of probabilities given true class indices."""
-    eps = np.finfo(np.float64).eps
-    p = np.clip(proba[np.arange(len(y_index)), y_index], eps, 1.0)
-    return float(np.average(np.log(p), weights=sample_weight))
-
-
-def make_scorer(scoring, kind, classes=None):
-    """Turn ``scoring`` into ``f(pred, y_true, sample_weight) -> float``.
-
-    For ``kind="regression"``, ``pred`` has shape (n, k) and ``y_true`` is the
-    target. For ``kind="classification"``, ``pred`` holds probabilities and
-    ``y_true`` the class indices into ``classes``. ``None`` means negative mean
-    squared error (regression) or negative log-loss over all classes
-    (classification); a string names any scikit-learn scorer and a callable is
-    a scorer ``scorer(estimator, X, y)``: either is called on a stand-in
-    estimator whose predictions (and probabilities) are ``X``, whose
-    ``classes_`` are all the classes. A scikit-learn scorer of probabilities
-    or decision values whose metric takes ``labels`` (log-loss, Brier score,
-    top-k accuracy, ROC AUC, ...) is given ``labels=classes``, so that a test
-    fold that lacks a class is scored against every column of the
-    probabilities.
-    """
-    if kind == "classification" and scoring is None:
-        return _neg_log_loss
-    if kind == "regression":
-        stand_in = _RegressionPredictions()
-        scoring = "neg_mean_squared_error" if scoring is None else scoring
-    else:
-        stand_in = _ClassificationPredictions(classes)
-    scorer = get_scorer(scoring) if isinstance(scoring, str) else scoring
-    if kind == "classification":
-        scorer = _with_labels(scorer, classes)
-
-    def score(pred, y_true, sample_weight):
-        if kind == "regression":
-            if pred.shape[1] == 1 and np.ndim(y_true) == 1:
-                pred = pred[:, 0]
-        else:
-            y_true = classes[y_true]
-        kwargs = {} if sample_weight is None else {"sample_weight": sample_weight}
-        return float(scorer(stand_in, pred, y_true, **kwargs))
-
-    return score
-
-
-def _with_labels(scorer, classes):
-    """``scorer`` with ``labels=classes`` where its metric takes them.
-
-    Only scikit-learn scorers (made by :func:`sklearn.metrics.make_scorer`) of
-    probabilities or decision values, whose metric has a ``labels`` parameter
-    they do not set: a scorer of predicted labels (F1, precision, ...) keeps
-    its own classes, as :class:`~sklearn.model_selection.GridSearchCV` scores
-    it.
-    """
-    func = getattr(scorer, "_score_func", None)
-    kwargs = getattr(scorer, "_kwargs", None)
-    response = getattr(scorer, "_response_method", "predict")
-    if func is None or not isinstance(kwargs, dict) or "labels" in kwargs:
-        return scorer
-    try:
-        takes_labels = "labels" in inspect.signature(func).parameters
-    except (TypeError, ValueError):
-        takes_labels = False
-    if response == "predict" or not takes_labels:
-        return scorer
-    labelled = copy.copy(scorer)
-    labelled._kwargs = {**kwargs, "labels": classes}
-    return labelled
-
-
-#: Modules of scikit-learn's metrics by the task they score.
-_METRIC_TASKS = {
-    "sklearn.metrics._classification": "classification",
-    "sklearn.metrics._ranking": "classification",
-    "sklearn.metrics._scorer": "classification",
-    "sklearn.metrics.cluster._supervised": "classification",
-    "sklearn.metrics._regression": "regression",
-}
-
-#: Scorers an error message suggests for each task.
-_SUGGESTED = {
-    "regression": "'r2', 'neg_mean_squared_error' or 'neg_mean_absolute_error'",
-    "classification": "'accuracy', 'neg_log_loss' or 'roc_auc_ovr'",
-}
-
-
-def _scoring_name(scoring):
-    """``scoring`` as a message names it: its repr, or a function's name."""
-    if scoring is None or isinstance(scoring, str):
-        return repr(scoring)
-    name = getattr(scoring, "__name__", None)
-    return name if isinstance(name, str) else repr(scoring)
-
-
-def check_scoring(score, scoring, kind, y, w, folds, classes=None, owner="sknw"):
-    """Raise a ValueError naming ``scoring`` where it cannot score the search.
-
-    Before any candidate is computed: a scikit-learn scorer of the other task
-    (of labels, probabilities or clusters for a regressor, of continuous
-    predictions for a classifier) is refused; then ``score`` (from
-    :func:`make_scorer`) is called once on each test fold (once for
-    leave-one-out) with constant predictions, the mean target or uniform
-    probabilities, and its failures are reported with the scorer's name: one
-    that takes no ``sample_weight`` when fit was given weights, any other
-    error, and a classification score that is undefined (NaN) on a test fold
-    that lacks some classes. ``owner`` names the estimator.
-    """
-    name = _scoring_name(scoring)
-    scorer = get_scorer(scoring) if isinstance(scoring, str) else scoring
-    module = getattr(getattr(scorer, "_score_func", None), "__module__", None)
-    task = _METRIC_TASKS.get(module)
-    if getattr(scorer, "_response_method", "predict") != "predict":
-        task = "classification"
-    if task is not None and task != kind:
-        role = "a regressor" if kind == "regression" else "a classifier"
-        raise ValueError(
-            f"scoring={name} is a {task} scorer, but {owner} is {role}: use a "
-            f"{kind} scorer, such as {_SUGGESTED[kind]}."
-        )
-    n = y.shape[0]
-    if kind == "regression":
-        Y = np.asarray(y, dtype=np.float64).reshape(n, -1)
-        with np.errstate(over="ignore", invalid="ignore"):
-            centre = Y.mean(axis=0)
-        centre = np.where(np.isfinite(centre), centre, np.median(Y, axis=0))
-        pred = np.tile(centre, (n, 1))
-    else:
-        pred = np.full((n, len(classes)), 1.0 / len(classes))
-    tests = [slice(None)] if folds is None else [test for _, test in folds]
-    for f, test in enumerate(tests):
-        where = "" if folds is None else f" on test fold {f} of cv"
-        wf = None if w is None else w[test]
-        value = _trial_score(score, pred[test], y[test], wf, name, where, owner)
-        if kind == "regression" or not np.isnan(value):
-            continue
-        missing = np.setdiff1d(classes, classes[y[test]])
-        if missing.size:
-            raise ValueError(
-                f"scoring={name} is undefined (NaN){where}, whose test samples "
-                f"lack the classes {missing.tolist()}: use folds that hold every "
-                "class (an int cv gives stratified folds) or another scorer."
-            )
-
-
-def _trial_score(score, pred, y_true, sample_weight, name, where, owner):
-    """``score(pred, y_true, sample_weight)``, its failure a ValueError naming
-    the scorer (see :func:`check_scoring`); warnings are silenced."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            return score(pred, y_true, sample_weight)
-        except Exception as exc:
-            error = exc
-        if sample_weight is not None:
-            try:
-                score(pred, y_true, None)
-            except Exception:
-                pass
-            else:
-                raise ValueError(
-                    f"scoring={name} does not take sample_weight, which fit was "
-                    "given: fit without sample_weight, or use a scorer that takes "
-                    "it (a callable with a sample_weight keyword) "
-                    f"({type(error).__name__}: {error})."
-                ) from error
-    raise ValueError(
-        f"scoring={name} cannot score the out-of-sample predictions of "
-        f"{owner}{where}: {type(error).__name__}: {error}"
-    ) from error
 
 
 def select(mean_scores):
@@ -566,6 +372,7 @@ class CVSelectionMixin:
 
     def _fit_regression(self, X, y, sample_weight, groups=None):
         """Validate, select kernel and bandwidth, then fit (the regressors)."""
+        X = encode_features(self, X, reset=True)
         X, y = validate_regression_data(self, X, y)
         w = check_sample_weight(sample_weight, X.shape[0])
         groups = check_groups(groups, X.shape[0], self.cv)
@@ -613,14 +420,11 @@ class CVSelectionMixin:
     def _select(self, X, V, y_score, w, kind, classes=None, finish=None, groups=None):
         """Score every candidate out of sample, store ``cv_results_`` and the
         best ``kernel_`` and ``bandwidth_`` (refined with ``refine``); the
-        splitter takes the ``groups`` of fit."""
+        splitter takes the ``groups`` of fit. With discrete features the
+        smoothing parameters are searched too (see :mod:`sknw._mixed`)."""
         kernels, resolved = self._candidate_kernels()
-        if self.bandwidths is None or isinstance(self.bandwidths, Integral):
-            n_bw = 30 if self.bandwidths is None else int(self.bandwidths)
-            grid = n_bw
-        else:
-            grid = _check_bandwidth_grid(self.bandwidths, X.shape[1])
-            n_bw = len(grid)
+        discrete = self._discrete
+        grid, lambdas = self._bandwidth_grid(X, w)
         folds = self._folds(X, y_score, w, kind, groups)
         w_n, unit = normalised_weights(w)
         owner = type(self).__name__
@@ -632,9 +436,15 @@ class CVSelectionMixin:
             check_scoring(
                 scorer, self.scoring, kind, y_score, w_n, folds, classes, owner
             )
+        state = {"lambdas": lambdas}
 
         def evaluate(cands):
-            """Out-of-sample scores and empty-window counts of candidates."""
+            """Out-of-sample scores and empty-window counts of candidates
+            (those without smoothing parameters take the current ones)."""
+            if discrete is not None:
+                for cand in cands:
+                    if "lambdas" not in cand:
+                        cand["lambdas"] = tuple(state["lambdas"])
             if criterion is not None:
                 shares = np.full((len(cands), X.shape[0]), np.nan)
                 preds, n_empty = self._cv_estimates(
@@ -645,7 +455,52 @@ class CVSelectionMixin:
             preds, n_empty = self._cv_estimates(X, V, w_n, unit, cands, folds, finish)
             return score_candidates(preds, y_score, w_n, folds, scorer), n_empty
 
-        cands = candidate_grid(X, w, resolved, grid, self.metric, self.metric_params_)
+        found = self._grid_pass(evaluate, X, w, kernels, resolved, grid)
+        if discrete is not None and lambdas is not None:
+            for _ in range(LAMBDA_ROUNDS):
+                best = found[0][select(found[1])]
+                state["lambdas"] = search_lambdas(
+                    evaluate, best, state["lambdas"], discrete
+                )
+                found = self._grid_pass(evaluate, X, w, kernels, resolved, grid)
+        self._store_choice(kernels, found, X)
+        if self.refine:
+            self._refine(evaluate, found[0], self._continuous(X))
+
+    def _bandwidth_grid(self, X, w):
+        """The grid (a number of multipliers, or the given bandwidths of the
+        continuous features) and the starting smoothing parameters of the
+        discrete features (None: given with each bandwidth, not searched)."""
+        n = X.shape[0] if w is None else int(np.sum(w > 0))
+        if self.bandwidths is None or isinstance(self.bandwidths, Integral):
+            grid = 30 if self.bandwidths is None else int(self.bandwidths)
+        elif self._discrete is not None:
+            return mixed_grid(self.bandwidths, self._discrete, X.shape[1], n)
+        else:
+            grid = _check_bandwidth_grid(self.bandwidths, X.shape[1])
+        if self._discrete is None:
+            return grid, None
+        return grid, self._discrete.default_lambdas(n)
+
+    def _grid_pass(self, evaluate, X, w, kernels, resolved, grid):
+        """``(cands, mean, splits, n_empty, n_bw)`` of the grid, the default
+        one extended at its edges."""
+        Xc = self._continuous(X)
+        if not Xc.shape[1]:  # discrete features only: one continuous candidate
+            grid = [1.0]
+        if isinstance(grid, Integral):
+            cands = candidate_grid(
+                Xc, w, resolved, grid, self.metric, self.metric_params_
+            )
+        else:
+            cands = [
+                {"kernel": kernel, "multiplier": np.nan, **entry}
+                for kernel in resolved
+                for entry in (
+                    g if isinstance(g, dict) else {"bandwidth": g} for g in grid
+                )
+            ]
+        n_bw = len(cands) // len(kernels)
         (mean, splits), n_empty = evaluate(cands)
         if isinstance(grid, Integral):
 
@@ -659,31 +514,54 @@ class CVSelectionMixin:
             )
             n_bw = len(cands) // len(kernels)
         else:
-            warn_at_edge(cands, mean, n_bw, owner)
+            warn_at_edge(cands, mean, n_bw, type(self).__name__)
+        return cands, mean, splits, n_empty, n_bw
+
+    def _store_choice(self, kernels, found, X):
+        """``cv_results_``, ``best_index_``, ``best_score_``, ``kernel_`` and
+        ``bandwidth_`` of the scored grid ``found``."""
+        cands, mean, splits, n_empty, n_bw = found
         best = select(mean)
         self.cv_results_ = _cv_results(kernels, n_bw, cands, mean, splits, n_empty)
         self.best_index_ = best
         self.best_score_ = float(mean[best])
         self.kernel_ = cands[best]["kernel"]
-        self.bandwidth_ = cands[best]["bandwidth"]
+        self.bandwidth_ = self._full_bandwidth(cands[best])
+        if self._discrete is not None:
+            full = [self._full_bandwidth(c) for c in cands]
+            self.cv_results_["param_bandwidth"] = _object_array(full)
+            for params, bw in zip(self.cv_results_["params"], full, strict=True):
+                params["bandwidth"] = bw
         # The fitted estimator divides the data as its candidate was scored.
         bandwidths = [c["bandwidth"] for c in cands]
-        self._selected_scaling = scalings(bandwidths, self.metric, X)[best][1]
-        if self.refine:
+        Xc = self._continuous(X)
+        self._selected_scaling = scalings(bandwidths, self.metric, Xc)[best][1]
 
-            def score_of(bandwidth):
-                cand = {"kernel": self.kernel_, "bandwidth": bandwidth}
-                return evaluate([cand])[0][0][0]
+    def _full_bandwidth(self, cand):
+        """A candidate's bandwidth as ``bandwidth_`` holds it (with the
+        smoothing parameters of the discrete features)."""
+        if self._discrete is None:
+            return cand["bandwidth"]
+        return self._discrete.join(cand["bandwidth"], cand["lambdas"])
 
-            same_kernel = [
-                c["bandwidth"] for c in cands if c["kernel"] is cands[best]["kernel"]
-            ]
-            bandwidth, score = refine_bandwidth(
-                score_of, self.bandwidth_, self.best_score_, same_kernel
-            )
-            if bandwidth is not self.bandwidth_:  # scored as a group of one
-                self._selected_scaling = scalings([bandwidth], self.metric, X)[0][1]
-            self.bandwidth_, self.best_score_ = bandwidth, score
+    def _refine(self, evaluate, cands, Xc):
+        """Refine the chosen continuous bandwidth (``refine=True``)."""
+        best = self.best_index_
+        current = cands[best]
+        score_of = lambda bandwidth: evaluate(  # noqa: E731
+            [{"kernel": self.kernel_, "bandwidth": bandwidth,
+              **({"lambdas": current["lambdas"]} if "lambdas" in current else {})}]
+        )[0][0][0]  # fmt: skip
+        same_kernel = [
+            c["bandwidth"] for c in cands if c["kernel"] is current["kernel"]
+        ]
+        bandwidth, score = refine_bandwidth(
+            score_of, current["bandwidth"], self.best_score_, same_kernel
+        )
+        if bandwidth is not current["bandwidth"]:  # scored as a group of one
+            self._selected_scaling = scalings([bandwidth], self.metric, Xc)[0][1]
+        self.bandwidth_ = self._full_bandwidth({**current, "bandwidth": bandwidth})
+        self.best_score_ = score
 
     #: Whether the leave-one-out estimates drop each point's own weight and
     #: renormalise, so that the self weights give the in-sample criteria
@@ -699,12 +577,19 @@ class CVSelectionMixin:
         to ``"auto"``."""
         accepted = self._pass_algorithms
         algorithm = self.algorithm if self.algorithm in accepted else "auto"
+        groups = group_candidates(cands, self.metric, self._continuous(X))
+        if self._discrete is not None:  # product kernels: the heads' factors
+            groups = [
+                (scale, [(i, self._discrete.head(h, cands[i]["lambdas"]))
+                         for i, h in members])
+                for scale, members in groups
+            ]  # fmt: skip
         preds, n_empty, empties = cv_predictions(
             X,
             V,
             w,
             cands,
-            group_candidates(cands, self.metric, X),
+            groups,
             folds=folds,
             metric=self.metric,
             metric_params=self.metric_params_,

@@ -42,7 +42,7 @@ EMPTY_WINDOW_POLICIES = ("nearest", "mean", "nan", "raise")
 _LISTED_COLUMNS = 10
 
 
-def check_not_text(X, name="X"):
+def check_not_text(X, name="X", categorical=False):
     """Refuse features that are text, dates or durations, naming their columns.
 
     sknw's features are numbers: a ``ValueError`` names every column (by its
@@ -58,8 +58,9 @@ def check_not_text(X, name="X"):
 
     Numbers of any type, booleans and missing values (``None``, ``NaN``) are
     left to scikit-learn's validation, and so are inputs that are not 2-D.
-    What a column may hold is decided by :func:`_value_kind` alone (the
-    place categorical features would change).
+    What a column may hold is decided by :func:`_value_kind` alone.
+    ``categorical``: the estimator takes categorical features, and the
+    message says how to declare them.
     """
     found = {"text": [], "temporal": []}
     names = False
@@ -71,13 +72,25 @@ def check_not_text(X, name="X"):
     messages = []
     if found["text"]:
         example = _short(found["text"][0][1])
+        where = _describe(found["text"], names)
+        if categorical:
+            advice = (
+                "If they are categories, declare them: "
+                f"categorical_features=[{_labels(found['text'], names)}] (or "
+                "give them a pandas categorical or string dtype, which "
+                "categorical_features='from_dtype' detects); convert numbers "
+                "stored as text (e.g. with astype(float)) first."
+            )
+        else:
+            advice = (
+                "Encode categories as numbers (e.g. with "
+                "sklearn.preprocessing.OneHotEncoder(sparse_output=False): this "
+                "estimator takes dense input) and convert numbers stored as "
+                "text (e.g. with astype(float)) first."
+            )
         messages.append(
-            f"{name} has strings in {_describe(found['text'], names)} (e.g. "
-            f"{example}): sknw needs numeric features and does not parse text. "
-            "Encode categories as numbers (e.g. with "
-            "sklearn.preprocessing.OneHotEncoder(sparse_output=False): sknw "
-            "takes dense input) and convert numbers stored as text (e.g. with "
-            "astype(float)) first."
+            f"{name} has strings in {where} (e.g. {example}): its continuous "
+            f"features must be numbers. {advice}"
         )
     if found["temporal"]:
         messages.append(
@@ -169,6 +182,11 @@ def _short(value, limit=40):
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def _labels(columns, named):
+    """The columns as a list literal for ``categorical_features``."""
+    return ", ".join(repr(str(label)) if named else str(label) for label, _ in columns)
+
+
 def _describe(columns, named):
     """``"column 'city'"``, ``"columns 0, 3"``, ... (at most a few listed)."""
     labels = [repr(label) if named else str(label) for label, _ in columns]
@@ -188,8 +206,9 @@ def check_dense_target(y):
 
 def validate_regression_data(estimator, X, y):
     """Validated regression inputs: ``X`` as float64 or float32 (C order), ``y``
-    as float64, with one or several outputs."""
-    check_not_text(X)
+    as float64, with one or several outputs (discrete features encoded
+    before, see :func:`sknw._mixed.encode_features`)."""
+    check_not_text(X, categorical=hasattr(estimator, "categorical_features"))
     check_dense_target(y)
     X, y = validate_data(
         estimator,

@@ -53,6 +53,21 @@ ESTIMATORS = (
         for params in CV_CONFIGS
     ]
     + [
+        # The first feature as an unordered category (each value a level),
+        # its smoothing chosen with the bandwidth; the checks' data are codes.
+        cls(categorical_features=[0], **params)
+        for cls, params in (
+            (NadarayaWatsonRegressor, {}),
+            (
+                NadarayaWatsonRegressor,
+                {"bandwidth": "scott", "categorical_kernel": "li_racine"},
+            ),
+            (NadarayaWatsonClassifier, {}),
+            (NadarayaWatsonRegressorCV, {"bandwidths": 5}),
+            (NadarayaWatsonClassifierCV, {"bandwidths": 5}),
+        )
+    ]
+    + [
         NadarayaWatsonRegressor(noise_variance="global"),
         LocalLinearRegressor(noise_variance=0.5, kernel="biweight", bandwidth=2.0),
     ]

@@ -537,9 +537,17 @@ def test_dataframe_text_and_temporal_columns_are_named(kind, case):
     def column(n):
         return {**_text_columns(n), **_temporal_columns(n)}[case]
 
+    # Text columns are categorical features under the default
+    # categorical_features="from_dtype"; without it they are refused.
+    text = case in TEXT_COLUMNS
+    params = {"categorical_features": None} if text else {}
     with pytest.raises(ValueError, match=match) as info:
-        make(kind).fit(_frame(X, column(12)), y)
+        make(kind, **params).fit(_frame(X, column(12)), y)
     assert "'x'" not in str(info.value)  # the numeric column is not named
+    if text:
+        assert "categorical_features=['when']" in str(info.value)
+        est = make(kind).fit(_frame(X, column(12)), y)
+        assert list(est.feature_types_) == ["continuous", "unordered"]
     est = make(kind).fit(_frame(X, None), y)
     for method in query_methods(kind):
         with pytest.raises(ValueError, match=match):
@@ -552,7 +560,7 @@ def test_text_and_dates_together_and_many_columns():
     frame = _frame(X, pd.date_range("2024", periods=12))
     frame["city"] = ["Lyon", "Oslo"] * 6
     with pytest.raises(ValueError) as info:
-        NadarayaWatsonRegressor().fit(frame, y)
+        NadarayaWatsonRegressor(categorical_features=None).fit(frame, y)
     message = str(info.value)
     assert "strings in column 'city' (e.g. 'Lyon')" in message
     assert "dates, times or durations in column 'when'" in message

@@ -26,6 +26,7 @@ from ._base import (
     pairwise_distances,
     tile_masks,
 )
+from ._cells import CellPartition, cell_log_weights
 from ._chains import ExcessTile, _SquareChains
 from ._gaussian import _f32_weights_ok, _gemm_usable, single_head_sums
 from ._parallel import parallel_kernel_sums
@@ -349,6 +350,10 @@ def log_weight_rows(
     positive weight are all zero.
     """
     m, n = Q.shape[0], X.shape[0]
+    factors = getattr(head, "factors", None)
+    if factors is not None:  # a product kernel: the continuous columns' distances
+        partition, Qfull = CellPartition(X, factors), Q
+        Q, X = Q[:, list(factors.continuous)], X[:, list(factors.continuous)]
     X0, X = X, _scaled_rows(X, 0, n, scale)
     squared = use_squared(metric, [head], metric_params)
     w = None if sample_weight is None else _as_float64(sample_weight)
@@ -360,7 +365,10 @@ def log_weight_rows(
             D = pairwise_distances(Qt, X, metric, metric_params, squared=squared)
         except NaNDistanceError:  # name every such query, not this tile's
             raise nan_rows(Q, X0, metric, metric_params, scale) from None
-        L = _log_weights(D, head, squared)
+        if factors is None:
+            L = _log_weights(D, head, squared)
+        else:
+            L = cell_log_weights(D, head, squared, Qfull[q0:q1], partition)
         if is_user(head.kernel):
             _check_user_kernel(L, head)
         if w is not None:

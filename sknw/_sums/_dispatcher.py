@@ -17,6 +17,14 @@ import numpy as np
 
 from ._base import TILE_ELEMENTS, MomentSums, NaNDistanceError, nan_rows
 from ._binned import BinnedBackend
+from ._cells import (
+    CellIndex,
+    CellPartition,
+    cell_request,
+    cell_sums,
+    discrete_of,
+    many_cells,
+)
 from ._dense import DenseBackend
 from ._fgt import FGTBackend
 from ._parallel import batch_bounds, one_blas_thread, parallel_batches
@@ -122,6 +130,8 @@ def choose(algorithm, accepted, request):
     first backend of :data:`BACKENDS` that it may pick, that can serve, and
     whose index pays (dense otherwise).
     """
+    if discrete_of([request.head]) is not None:
+        return _choose_cells(algorithm, accepted, request)
     kernel, d = request.head.kernel, request.X.shape[1]
     metric, params = request.metric, request.metric_params
     if algorithm != "auto":
@@ -139,10 +149,43 @@ def choose(algorithm, accepted, request):
     return DENSE, None  # pragma: no cover - the dense backend always serves
 
 
+def _choose_cells(algorithm, accepted, request):
+    """:func:`choose` for a product kernel with discrete features: a backend
+    and index per cell (:class:`~sknw._sums._cells.CellIndex`), named by
+    the backend of the most training points."""
+    partition = CellPartition(request.X, request.head.factors)
+    if many_cells(partition):  # summed pair by pair: no index
+        n_cells = len(partition.rows)
+        return DENSE, CellIndex(partition, (DENSE,) * n_cells, (None,) * n_cells)
+    names, indexes = [], []
+    for c in range(len(partition.rows)):
+        name, index = choose(algorithm, accepted, cell_request(request, partition, c))
+        names.append(name)
+        indexes.append(index)
+    sizes = {}
+    for name, rows in zip(names, partition.rows, strict=True):
+        sizes[name] = sizes.get(name, 0) + rows.size
+    main = max(sizes, key=sizes.get) if sizes else DENSE
+    return main, CellIndex(partition, tuple(names), tuple(indexes))
+
+
 def backend_sums(name, index, Q, X, V, heads, *, n_jobs=None, **params):
     """The sums of every head by backend ``name`` with its fitted ``index``,
     or by the dense backend where that index does not serve ``V`` and
-    ``heads``, or the backend cannot leave points out (``exclude_self``)."""
+    ``heads``, or the backend cannot leave points out (``exclude_self``).
+    Discrete heads are summed cell by cell, each cell by its own backend
+    (``index`` a :class:`~sknw._sums._cells.CellIndex`; dense without)."""
+    if discrete_of(heads) is not None:
+        cells = index if isinstance(index, CellIndex) else None
+
+        def cell(c, Qc, Xc, Vc, hs, p):
+            name_c, index_c = (DENSE, None) if cells is None else (
+                cells.names[c], cells.indexes[c]
+            )  # fmt: skip
+            return backend_sums(name_c, index_c, Qc, Xc, Vc, hs, n_jobs=n_jobs, **p)
+
+        partition = None if cells is None else cells.partition
+        return cell_sums(cell, Q, X, V, heads, partition, **params)
     backend = BACKENDS[name]
     loo = params.get("exclude_self", False)
     if (loo and not backend.leave_one_out) or not backend.serves(
@@ -163,7 +206,15 @@ def grid_sums(algorithm, accepted, Q, X, V, heads, *, n_jobs=None, **params):
     the backend :func:`choose` picks for it, with an index built for these
     training points and values; the heads left to the dense backend share
     one pass over the distances. ``params`` are those of
-    :func:`backend_sums` (with ``exclude_self`` for leave-one-out)."""
+    :func:`backend_sums` (with ``exclude_self`` for leave-one-out).
+    Discrete heads: cell by cell, each cell's continuous heads by this
+    function."""
+    if discrete_of(heads) is not None:
+
+        def cell(c, Qc, Xc, Vc, hs, p):
+            return grid_sums(algorithm, accepted, Qc, Xc, Vc, hs, n_jobs=n_jobs, **p)
+
+        return cell_sums(cell, Q, X, V, heads, **params)
     out = [None] * len(heads)
     request = FitRequest(
         X=X,

@@ -14,6 +14,7 @@ from ._base import (
     power_of_two_scale,
     scale_of,
 )
+from ._cells import cell_nearest_sums
 from ._traits import DEGREE_ONE
 
 
@@ -115,7 +116,8 @@ def nearest_scale(scale, metric, X, Q):
     d = X.shape[1]
     origin = scale.origin if isinstance(scale, Frame) else None
     scale = scale_of(scale)
-    base = np.ones(d) if scale is None or np.all(scale == scale[0]) else scale
+    equal = scale is None or not scale.size or np.all(scale == scale[0])
+    base = np.ones(d) if equal else scale
     frame = base if origin is None else Frame(origin, base)
     with np.errstate(over="ignore"):
         largest = max(
@@ -141,6 +143,8 @@ def empty_window_estimates(
     exclude_self=False,
     self_weight=None,
     self_index=None,
+    factors=None,
+    on_mean=None,
 ):
     """Estimates at queries whose window is empty, under ``policy``.
 
@@ -150,9 +154,22 @@ def empty_window_estimates(
     ``self_index``), each point's own weight is left out, or ``self_weight``
     kept (frequency weights). NaN
     where no weight is left. The one fallback of the predictions and of the
-    cross-validation passes.
+    cross-validation passes. With discrete ``factors`` (a product kernel,
+    :class:`~sknw._sums._cells.DiscreteFactors`), the nearest points are
+    those of the smallest continuous distance among the points of positive
+    factor, weighted by it; queries with no such point (smoothing parameters
+    of 0 and no training point of their levels) get the ``"mean"`` estimate,
+    and ``on_mean(count)`` is called with their number.
     """
-    if policy == "nearest":
+    if policy == "nearest" and factors is not None:
+        cont = list(factors.continuous)
+        S, den = cell_nearest_sums(
+            Q, X, V, factors, metric=metric, metric_params=metric_params,
+            scale=nearest_scale(scale, metric, X[:, cont], Q[:, cont]),
+            sample_weight=w, exclude_self=exclude_self, self_weight=self_weight,
+            self_index=self_index, tile_elements=tile_elements,
+        )  # fmt: skip
+    elif policy == "nearest":
         S, den = nearest_sums(
             Q,
             X,
@@ -180,4 +197,14 @@ def empty_window_estimates(
     with np.errstate(invalid="ignore", divide="ignore"):
         out = S / den[:, None]
     out[~(den > 0)] = np.nan
+    if factors is not None and policy == "nearest" and not np.all(den > 0):
+        rows = ~(den > 0)
+        own = own_rows(Q.shape[0], exclude_self, 0, self_index)
+        out[rows] = empty_window_estimates(
+            "mean", Q[rows], X, V, w, scale=scale, metric=metric,
+            metric_params=metric_params, exclude_self=exclude_self,
+            self_weight=self_weight, self_index=None if own is None else own[rows],
+        )  # fmt: skip
+        if on_mean is not None:
+            on_mean(int(rows.sum()))
     return out
