@@ -3,7 +3,8 @@
 from . import datasets, kernels
 from ._classification import NadarayaWatsonClassifier, NadarayaWatsonClassifierCV
 from ._dask import dask_predict
-from ._local_linear import LocalLinearRegressor, LocalLinearRegressorCV
+from ._local_linear import LocalLinearRegressor
+from ._local_linear_cv import LocalLinearRegressorCV
 from ._regression import NadarayaWatsonRegressor, NadarayaWatsonRegressorCV
 from .exceptions import (
     EmptyWindowWarning,

@@ -111,6 +111,10 @@ class NadarayaWatsonBase(BaseEstimator):
     #: without.
     _discrete = None
 
+    def _check_discrete(self):
+        """Hook: raise where the estimator cannot take these discrete
+        features."""
+
     def _continuous(self, X):
         """The continuous columns of the (encoded) ``X``."""
         return X if self._discrete is None else self._discrete.continuous_of(X)
@@ -167,7 +171,8 @@ class NadarayaWatsonBase(BaseEstimator):
             "method": bw if isinstance(bw, str) else "given",
             "n_samples": n,
         }
-        lambdas = discrete.default_lambdas(n)
+        # Frequency weights: the rule's n is their sum, as for the bandwidths.
+        lambdas = discrete.default_lambdas(n if w is None else float(w.sum()))
         Xc = self._continuous(X)
         if isinstance(bw, str) and bw == "plugin":
             raise ValueError(
@@ -230,6 +235,7 @@ class NadarayaWatsonBase(BaseEstimator):
         :meth:`sknw._mixed.Discrete.count_levels`)."""
         self.metric_ = self.metric
         if self._discrete is not None:
+            self._check_discrete()
             self._discrete.count_levels(X, sample_weight)
         Xc = self._continuous(X)
         return resolve_metric_params(self.metric, self.metric_params, Xc, sample_weight)
@@ -476,7 +482,12 @@ class NadarayaWatsonBase(BaseEstimator):
         Xc, Qc = self._continuous(X), self._continuous(Qe)
         near = nearest_scale(scale, self.metric_, Xc, Qc)
         factors = self._head().factors
-        return cell_nearest_sums(Qe, X, V, factors, scale=near, **params)
+        S, den = cell_nearest_sums(Qe, X, V, factors, scale=near, **params)
+        none = ~(den > 0)
+        if none.any():  # no point of positive factor: every point (the mean)
+            wt = np.ones(X.shape[0]) if w is None else w
+            S[none], den[none] = wt @ V, wt.sum()
+        return S, den
 
     def _kernel_sums(self, Q, V, w, heads, own=None):
         """The core's sums for every head, by the fitted ``algorithm_`` (the
@@ -592,6 +603,10 @@ class NadarayaWatsonBase(BaseEstimator):
             mask = cell_nearest_weights(
                 Qe, self.X_fit_, factors, scale=scale, sample_weight=w, **params
             )
+            none = ~(mask.sum(axis=1) > 0)
+            if none.any():  # no point of positive factor: the mean's weights
+                mask[none] = np.ones(mask.shape[1]) if w is None else w
+                self._warn_no_factor(int(none.sum()))
             return mask / mask.sum(axis=1, keepdims=True)
         scale = nearest_scale(self._scale(), self.metric_, self.X_fit_, Qe)
         Qs = _scaled_rows(Qe, 0, Qe.shape[0], scale)

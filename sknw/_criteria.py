@@ -6,7 +6,7 @@ leave-one-out pass.
 For a smoother whose leave-one-out estimate drops a point's own weight and
 renormalises (Nadaraya--Watson), or refits the point's local weighted least
 squares without it (local linear, by Sherman--Morrison; see
-:func:`sknw._local_linear._local_shares`), the fitted value at a training
+:func:`sknw._local_linear_cv._local_shares`), the fitted value at a training
 point is
 ``yhat_i = (1 - r_i) yloo_i + r_i y_i``, with ``r_i`` the share, in its full
 weight sum, of the own weight leaving out removes (all of it, or one unit of

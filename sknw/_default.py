@@ -63,9 +63,8 @@ def default_bandwidth(est, X, y, w):
                 Xp, "scott", est.kernel_, wp, est.metric, est.metric_params_
             )
         if discrete is not None:
-            bandwidth = discrete.join(
-                bandwidth, discrete.default_lambdas(positive.size)
-            )
+            n = positive.size if w is None else float(w[positive].sum())
+            bandwidth = discrete.join(bandwidth, discrete.default_lambdas(n))
         return bandwidth, {"method": "scott", "n_samples": int(positive.size)}
     size = subsample_size(est.kernel_, est.metric, est.metric_params_, d, est.algorithm)
     rows = subsample_rows(positive, size)

@@ -16,7 +16,8 @@ parameter:
 
 - ``"aitchison_aitken"`` (unordered): ``1 - l`` on a match, ``l / (c - 1)``
   otherwise; ``l`` in ``[0, (c - 1) / c]`` (at the top every level weighs
-  the same).
+  the same; values up to 1 are accepted, where a mismatch outweighs a
+  match, but not searched).
 - ``"li_racine"`` (unordered): 1 on a match, ``l`` otherwise; ``l`` in
   ``[0, 1]``.
 - ``"wang_ryzin"`` (ordered): ``1 - l`` on a match, ``(1 - l) / 2 * l**t``
@@ -37,9 +38,14 @@ class DiscreteKernel:
         """The largest smoothing parameter (included by the CV grids)."""
         return 1.0
 
+    def accepted_lambda(self, n_levels):
+        """The largest smoothing parameter a bandwidth may hold (the
+        searches stop at :meth:`max_lambda`)."""
+        return self.max_lambda(n_levels)
+
     def check_lambda(self, lam, n_levels, feature):
         """Raise ``ValueError`` where ``lam`` is outside the kernel's range."""
-        top = self.max_lambda(n_levels)
+        top = self.accepted_lambda(n_levels)
         if not (0.0 <= lam <= top) or (self._open_top and lam == top):
             bracket = ")" if self._open_top else "]"
             raise ValueError(
@@ -71,6 +77,11 @@ class AitchisonAitken(DiscreteKernel):
 
     def max_lambda(self, n_levels):
         return (max(n_levels, 2) - 1) / max(n_levels, 2)
+
+    def accepted_lambda(self, n_levels):
+        # Above (c - 1) / c a mismatch outweighs a match; accepted (a level
+        # absent from a training fold lowers c), never searched.
+        return 1.0
 
     def log_factor(self, t, lam, n_levels):
         other = lam / (max(n_levels, 2) - 1)

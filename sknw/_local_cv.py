@@ -58,7 +58,7 @@ def query_centred_cv(est, X, Y, w, unit, cands, folds):
     must give (``train`` None for leave-one-out, see
     :func:`exact_estimates`).
     """
-    if X.shape[1] != 1:
+    if X.shape[1] != 1 or est._discrete is not None:
         return {}
     accepted = tuple(
         n for n in est._algorithms if n != "auto" and BACKENDS[n].local_moments

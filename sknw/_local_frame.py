@@ -32,7 +32,7 @@ def coordinate_frame(X):
     depend on a linear change of coordinates, and these keep the moments of
     order one at any scale of the data or the bandwidth)."""
     X = np.asarray(X, dtype=np.float64)
-    lo, hi = X.min(axis=0), X.max(axis=0)
+    lo, hi = X.min(axis=0, initial=np.inf), X.max(axis=0, initial=-np.inf)
     centre = lo / 2 + hi / 2
     half = np.maximum(hi - centre, centre - lo)
     return centre, power_of_two_scale(half[None, :], axis=0)
@@ -227,14 +227,15 @@ class LocalFrame:
         """The frame of training inputs ``X``, a fitted ``bandwidth`` and
         ``kernel``."""
         X = np.asarray(X, dtype=np.float64)
-        lo, hi = X.min(axis=0), X.max(axis=0)
+        # No continuous feature (only discrete ones): a local constant fit.
+        lo, hi = X.min(axis=0, initial=np.inf), X.max(axis=0, initial=-np.inf)
         half = hi / 2 - lo / 2
         unit = np.ldexp(power_of_two_scale(half[None, :], axis=0), 1)
         bw = np.broadcast_to(np.asarray(bandwidth, dtype=np.float64), lo.shape)
         side = CELL_BANDWIDTHS[0 if np.isfinite(kernel.support) else 1]
         with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
             t = unit / bw
-            t = t / np.max(t)
+            t = t / np.max(t, initial=0.0)
             cell = side * bw
         return cls(lo, hi, unit, cell, t)
 

@@ -4,30 +4,23 @@ import warnings
 from numbers import Real
 
 import numpy as np
-from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._base import NadarayaWatsonBase, _merge_warnings, _tile_elements
 from ._local_cv import (
-    FRAME_ROUNDING,
-    exact_estimates,
     moment_targets,
-    query_centred_cv,
 )
 from ._local_frame import (
     MAX_RECENTRINGS,
     LocalFrame,
     Moments,
-    coordinate_frame,
     local_solution,
     moment_columns,
     outer,
     query_centred_fit,
     symmetric,
 )
-from ._mixed import DISCRETE_CONSTRAINTS
 from ._regression import NadarayaWatsonRegressor
-from ._selection import CVSelectionMixin, cv_parameter_constraints
 from ._sums import BACKENDS, Head, algorithms, local_moments, power_of_two_scale
 from ._sums._base import nan_rows
 from ._uncertainty import LocalFit, SquaredWeights
@@ -37,7 +30,7 @@ from .exceptions import (
     UndefinedDistanceError,
     warn,
 )
-from .kernels import KERNELS, Boxcar
+from .kernels import Boxcar
 
 _EPS = np.finfo(np.float64).eps
 
@@ -114,6 +107,19 @@ class LocalLinearRegressor(NadarayaWatsonRegressor):
         :class:`NadarayaWatsonRegressor`. ``"binned"`` is not available.
     n_jobs : int, default=None
         As in :class:`NadarayaWatsonRegressor`.
+    categorical_features : "from_dtype", None or array-like, default="from_dtype"
+        As in :class:`NadarayaWatsonRegressor`: the unordered categorical
+        features. The local polynomial is fitted in the continuous features;
+        the discrete ones enter through the kernel only (a product kernel, as
+        in R's ``np``).
+    ordered_features : None or array-like, default=None
+        As in :class:`NadarayaWatsonRegressor`: the ordered features.
+    categorical_kernel : {"aitchison_aitken", "li_racine"}, default="aitchison_aitken"
+        The kernel of the unordered features.
+    ordered_kernel : {"wang_ryzin", "li_racine"}, default="wang_ryzin"
+        The kernel of the ordered features. With discrete features the fits
+        take the exact path (the one-feature fast paths sum one continuous
+        kernel only).
 
     Attributes
     ----------
@@ -145,6 +151,11 @@ class LocalLinearRegressor(NadarayaWatsonRegressor):
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Names of features seen during fit; only defined when ``X`` has feature
         names that are all strings.
+    feature_types_ : ndarray of shape (`n_features_in_`,)
+        ``"continuous"``, ``"unordered"`` or ``"ordered"`` for each feature.
+    categories_ : list of (ndarray or None)
+        The levels of each discrete feature learned at fit, None for the
+        continuous ones.
 
     See Also
     --------
@@ -210,7 +221,7 @@ class LocalLinearRegressor(NadarayaWatsonRegressor):
         **{
             k: v
             for k, v in NadarayaWatsonRegressor._parameter_constraints.items()
-            if k != "binned_tol" and k not in DISCRETE_CONSTRAINTS
+            if k != "binned_tol"
         },
         "algorithm": [StrOptions(set(_algorithms))],
         "min_eigenvalue": [Interval(Real, 0, 1, closed="both")],
@@ -230,6 +241,10 @@ class LocalLinearRegressor(NadarayaWatsonRegressor):
         noise_variance="local",
         algorithm="auto",
         n_jobs=None,
+        categorical_features="from_dtype",
+        ordered_features=None,
+        categorical_kernel="aitchison_aitken",
+        ordered_kernel="wang_ryzin",
     ):
         NadarayaWatsonBase.__init__(
             self,
@@ -244,6 +259,10 @@ class LocalLinearRegressor(NadarayaWatsonRegressor):
         self.noise_variance = noise_variance
         self.min_eigenvalue = min_eigenvalue
         self.max_leverage = max_leverage
+        self.categorical_features = categorical_features
+        self.ordered_features = ordered_features
+        self.categorical_kernel = categorical_kernel
+        self.ordered_kernel = ordered_kernel
 
     # The local least-squares solves amplify the rounding of the moments: they
     # are summed in float64 whatever the input dtype.
@@ -252,7 +271,19 @@ class LocalLinearRegressor(NadarayaWatsonRegressor):
     # smaller batches.
     _MIN_BATCH_ROWS = 1 << 13
 
+    def _check_discrete(self):
+        if not self._discrete.continuous:
+            n = self._discrete.n_features
+            raise ValueError(
+                f"{type(self).__name__} fits a local linear polynomial in the "
+                f"continuous features, but got {n} feature(s), all discrete: "
+                "with discrete features only, the fit is local constant; use "
+                "NadarayaWatsonRegressor."
+            )
+
     def _search_class(self):
+        from ._local_linear_cv import LocalLinearRegressorCV
+
         return LocalLinearRegressorCV
 
     def _search_params(self):
@@ -294,7 +325,11 @@ class LocalLinearRegressor(NadarayaWatsonRegressor):
         super()._resolve_algorithm(scaling)
         if not BACKENDS[self.algorithm_].local_moments:
             self._targets = None
-        self._frame = LocalFrame.fit(self.X_fit_, self.bandwidth_, self.kernel_)
+        # The local polynomial is in the continuous features; the discrete
+        # ones enter through the kernel only.
+        self._frame = LocalFrame.fit(
+            self._continuous(self.X_fit_), self._continuous_bandwidth(), self.kernel_
+        )
 
     def _local_fit(self, X, validated=False, with_std=True):
         """The local linear fit, and with ``with_std`` its weight sums.
@@ -396,8 +431,8 @@ class LocalLinearRegressor(NadarayaWatsonRegressor):
         does not depend on the other queries of its batch. Empty windows take
         the ``empty_window`` policy, as in :meth:`_weighted_average`.
         """
-        frame, d, k = self._frame, Q.shape[1], yn.shape[1]
-        Q64 = np.asarray(Q, dtype=np.float64)
+        Q64 = np.asarray(self._continuous(Q), dtype=np.float64)
+        frame, d, k = self._frame, Q64.shape[1], yn.shape[1]
         few = counts < d + 1
         cols = moment_columns(np.zeros((1, d)), np.zeros((1, k)), with_std)[1]
         mom = Moments.allocate(frame.cell_centres(Q64), cols[-1], k, with_std)
@@ -449,8 +484,9 @@ class LocalLinearRegressor(NadarayaWatsonRegressor):
                 )  # fmt: skip
                 mom.put(group, *(got if with_std else (got,)), level=level)
         except UndefinedDistanceError:
+            Qc, Xc = self._continuous(Q), self._continuous(self.X_fit_)
             raise nan_rows(
-                Q, self.X_fit_, self.metric_, self.metric_params_, self._scale()
+                Qc, Xc, self.metric_, self.metric_params_, self._scale()
             ) from None
 
     def _moment_values(self, centre, rotation, yn, with_std):
@@ -458,7 +494,7 @@ class LocalLinearRegressor(NadarayaWatsonRegressor):
         the frame of ``centre`` and ``rotation`` and of the targets ``yn``
         minus the level: the target of the training point nearest to the
         centre (in bandwidth units)."""
-        X = np.asarray(self.X_fit_, dtype=np.float64)
+        X = np.asarray(self._continuous(self.X_fit_), dtype=np.float64)
         Z = self._frame.coordinates(X, centre, rotation)
         level = yn[np.argmin(np.einsum("ij,ij->i", Z, Z))]
         return moment_columns(Z, yn - level, with_std)[0], level
@@ -467,7 +503,7 @@ class LocalLinearRegressor(NadarayaWatsonRegressor):
         """Moments of the queries ``Q[empty]``, whose window is empty, by the
         ``empty_window`` policy (its warning counts them among all queries),
         as :meth:`_weighted_average` gives them."""
-        d = Q.shape[1]
+        d = self._frame.lo.size
         V, level = self._moment_values(self._frame.lo, np.eye(d), yn, with_std)
         if with_std:
             w0 = self.sample_weight_
@@ -542,320 +578,17 @@ class LocalLinearRegressor(NadarayaWatsonRegressor):
             # A point of weight above one unit keeps the rest in its window.
             stays = np.zeros(own.size) if w is None else 1.0 * (w[own] > 1.0)
         head = self._head()
-        if not np.isfinite(head.kernel.support):
+        unbounded = not np.isfinite(head.kernel.support)
+        if unbounded and self._discrete is None:
             total = np.full(Q.shape[0], positive.sum())
             return total if own is None else total - positive[own] + stays
-        window = Head(Boxcar(), head.divisor * head.kernel.support)
+        if unbounded:  # every point of a positive discrete factor
+            window = Head(Boxcar(), np.finfo(np.float64).max)
+        else:
+            window = Head(Boxcar(), head.divisor * head.kernel.support)
+        if self._discrete is not None:  # where the factors are positive
+            window = head.with_head(window, power=0)
         ((S, _, M),) = self._kernel_sums(Q, positive[:, None], None, [window], own)
         # The boxcar's log weight is 0 inside: the shifted sum is the count.
         counts = np.where(np.isfinite(M), S[:, 0], 0.0)
         return counts if own is None else counts + stays
-
-
-def _local_shares(shares, distance):
-    """The removed shares of the local linear fit at the training points from
-    those of Nadaraya--Watson (``shares``, ``r``) and each left-out point's
-    squared Mahalanobis distance ``l`` from its window's mean: by
-    Sherman--Morrison on the local design, ``h = r' q / (1 + r' q)`` with
-    ``r' = r / (1 - r)`` (the removed weight over the weight that remains)
-    and ``q = 1 + l`` (1 where the design is singular: Nadaraya--Watson)."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = shares / (1.0 - shares)
-        rq = ratio * (1.0 + distance)
-        h = rq / (1.0 + rq)
-    return np.where(shares >= 1.0, 1.0, h)
-
-
-class LocalLinearRegressorCV(CVSelectionMixin, LocalLinearRegressor):
-    r"""Local linear regression with kernel and bandwidth chosen by CV.
-
-    By default, exact leave-one-out cross-validation over a log-spaced grid of
-    bandwidths around the rule of thumb, in one pass over the pairwise
-    distances: the kernel-weighted moments of every training point's window
-    are summed without the point itself, and each point's local least-squares
-    problem is solved from them. Then it predicts like
-    :class:`LocalLinearRegressor` with the best kernel and bandwidth.
-
-    Parameters
-    ----------
-    kernels : str, Kernel or sequence of them, default=("gaussian",)
-        Kernels to try: names from :data:`sknw.kernels.KERNELS` or
-        :class:`~sknw.kernels.Kernel` instances.
-    bandwidths : int, array-like or None, default=None
-        As in :class:`NadarayaWatsonRegressorCV`: ``None`` or an int ``n``
-        (default 30) for ``n`` multipliers, log-spaced by ``2**(1/j)`` or
-        ``2**j`` over about 0.05 to 5, of each kernel's Scott-rule
-        bandwidth; otherwise a sequence of bandwidths.
-    cv : int, cross-validation generator, iterable or None, default=None
-        ``None``: exact, efficient leave-one-out. Otherwise K-fold as in
-        :func:`sklearn.model_selection.check_cv`, through the same machinery.
-    scoring : str, callable or None, default=None
-        As in :class:`NadarayaWatsonRegressorCV`; ``None`` is the negative
-        mean squared error. ``"aicc"`` and ``"gcv"`` take the self weight of
-        each point's local fit from its leave-one-out fit (Sherman--Morrison:
-        the removed weight's share times ``1 +`` its squared Mahalanobis
-        distance from its window's mean); every candidate then takes the
-        exact passes, not the one-feature fast paths.
-    refine : bool, default=False
-        As in :class:`NadarayaWatsonRegressorCV`: a bounded continuous search
-        of the log-bandwidth after the grid.
-    metric : str or callable, default="euclidean"
-        As in :class:`LocalLinearRegressor`.
-    metric_params : dict, default=None
-        Keyword arguments of the metric.
-    empty_window : {"nearest", "mean", "nan", "raise"}, default="nearest"
-        As in :class:`NadarayaWatsonRegressorCV`, for windows that are empty
-        once a point is left out: ``"nearest"`` and ``"mean"`` score the
-        fallback estimate; ``"nan"`` and ``"raise"`` score NaN, which ranks a
-        candidate last.
-    min_eigenvalue : float, default=1e-8
-        As in :class:`LocalLinearRegressor`. Left-out points whose local
-        design is singular are scored with the local-constant estimate, as
-        they would be predicted (without a warning during the search).
-    max_leverage : float or None, default=100.0
-        As in :class:`LocalLinearRegressor`, for the cross-validation passes
-        (each left-out point's fit ridged as its refit would be) and the
-        predictions.
-    noise_variance : {"local", "global"} or float, default="local"
-        As in :class:`LocalLinearRegressor`, with the selected kernel and
-        bandwidth.
-    algorithm : {"auto", "fgt", "sorted", "tree", "tiles", "brute"}, default="auto"
-        As in :class:`LocalLinearRegressor`, for predictions and the
-        cross-validation passes.
-    n_jobs : int, default=None
-        As in :class:`NadarayaWatsonRegressorCV`: parallel workers for the
-        cross-validation passes and for predictions.
-
-    Attributes
-    ----------
-    kernel_ : Kernel
-        The selected kernel.
-    bandwidth_ : float or ndarray of shape (n_features,)
-        The selected bandwidth.
-    best_score_ : float
-        Cross-validated score of the selected kernel and bandwidth.
-    best_index_ : int
-        Index of the best grid candidate in ``cv_results_``.
-    cv_results_ : dict of ndarrays
-        As in :class:`NadarayaWatsonRegressorCV`.
-    algorithm_ : {"fgt", "sorted", "tree", "tiles", "brute"}
-        The summation used by predictions.
-    metric_ : str or callable
-        The metric used: ``metric`` at fit. Predictions read it (and
-        ``metric_params_``), so changing ``metric`` takes effect at the next
-        fit.
-    metric_params_ : dict
-        Metric parameters used, including data-dependent defaults.
-    X_fit_ : ndarray of shape (n_samples, n_features)
-        Training inputs.
-    y_fit_ : ndarray of shape (n_samples,) or (n_samples, n_outputs)
-        Training targets.
-    sample_weight_ : ndarray of shape (n_samples,) or None
-        Training sample weights.
-    noise_variance_ : ndarray of shape (n_outputs,) or None
-        As in :class:`LocalLinearRegressor`.
-    n_features_in_ : int
-        Number of features seen during fit.
-    feature_names_in_ : ndarray of shape (`n_features_in_`,)
-        Names of features seen during fit; only defined when ``X`` has feature
-        names that are all strings.
-
-    See Also
-    --------
-    LocalLinearRegressor : The estimator with a fixed kernel and bandwidth.
-    NadarayaWatsonRegressorCV : The same selection for the local-constant
-        estimate.
-
-    Notes
-    -----
-    The leave-one-out estimate at :math:`x_i` is the intercept of the
-    kernel-weighted least-squares fit at :math:`x_i` to the other points: the
-    moments of :class:`LocalLinearRegressor` (Notes) with point :math:`i`'s
-    term left out of every sum (one unit of its weight, for frequency
-    weights). Each candidate costs one kernel evaluation per pair, and one
-    small linear system per point.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from sknw import LocalLinearRegressorCV
-    >>> rng = np.random.default_rng(0)
-    >>> X = rng.uniform(0, 3, (200, 1))
-    >>> y = 2 * X[:, 0] + np.sin(3 * X[:, 0]) + rng.normal(0, 0.3, 200)
-    >>> reg = LocalLinearRegressorCV(kernels=["gaussian", "epanechnikov"])
-    >>> reg = reg.fit(X, y)
-    >>> reg.kernel_, reg.bandwidth_.round(3)
-    (Epanechnikov(), array([0.225]))
-    >>> len(reg.cv_results_["mean_test_score"])
-    60
-    """
-
-    _parameter_constraints = cv_parameter_constraints(
-        LocalLinearRegressor._parameter_constraints,
-        set(KERNELS),
-        LocalLinearRegressor._algorithms,
-    )
-
-    # The local fit at a training point is a weighted least-squares fit of
-    # its window: the in-sample criteria follow from leave-one-out.
-    _self_weights = True
-
-    def __init__(
-        self,
-        *,
-        kernels=("gaussian",),
-        bandwidths=None,
-        cv=None,
-        scoring=None,
-        refine=False,
-        metric="euclidean",
-        metric_params=None,
-        empty_window="nearest",
-        min_eigenvalue=1e-8,
-        max_leverage=100.0,
-        noise_variance="local",
-        algorithm="auto",
-        n_jobs=None,
-    ):
-        super().__init__(
-            kernels=kernels,
-            bandwidths=bandwidths,
-            cv=cv,
-            scoring=scoring,
-            refine=refine,
-            metric=metric,
-            metric_params=metric_params,
-            empty_window=empty_window,
-            algorithm=algorithm,
-            n_jobs=n_jobs,
-        )
-        self.min_eigenvalue = min_eigenvalue
-        self.max_leverage = max_leverage
-        self.noise_variance = noise_variance
-
-    @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, sample_weight=None, groups=None):
-        """Select kernel and bandwidth by cross-validation, then fit.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Training inputs.
-        y : array-like of shape (n_samples,) or (n_samples, n_outputs)
-            Targets.
-        sample_weight : array-like of shape (n_samples,), default=None
-            Non-negative frequency weights, used in the weighted sums and in the
-            scores.
-
-        groups : array-like of shape (n_samples,), default=None
-            Group labels of the samples, for a splitter that uses them
-            (``cv=GroupKFold(...)``, ``LeaveOneGroupOut()``, ...); refused
-            with ``cv=None``.
-
-        Returns
-        -------
-        self : LocalLinearRegressorCV
-            The fitted estimator.
-        """
-        try:
-            return self._fit_regression(X, y, sample_weight, groups)
-        finally:
-            self.__dict__.pop("_cv_targets", None)
-
-    @property
-    def _pass_algorithms(self):
-        # The passes sum moments in one frame for all the data (the columns
-        # of moment_columns): exact backends only. The moments about each
-        # query come from the one-feature backends (_cv_estimates).
-        return algorithms(fixed_values=False, tolerance=False)
-
-    def _cv_estimates(self, X, V, w, unit, cands, folds, finish, shares=None):
-        """The estimates of the candidates the one-feature backends serve
-        from the moments about each left-out point
-        (:func:`~sknw._local_cv.query_centred_cv`); the others' by the exact
-        passes, whose left-out points of ill-conditioned frames, and the
-        points beyond the fast paths' bound, take the exact path of
-        predictions (see :func:`~sknw._local_cv.exact_estimates`). With
-        ``shares`` (the in-sample criteria), every candidate takes the exact
-        passes, and ``shares`` receives each point's removed share of the
-        local linear fit (:func:`_local_shares`)."""
-        local = {}
-        if shares is None:
-            local = query_centred_cv(self, X, self._cv_targets, w, unit, cands, folds)
-        rest = [i for i in range(len(cands)) if i not in local]
-        preds = np.full((len(cands), X.shape[0], self._cv_targets.shape[1]), np.nan)
-        n_empty = np.zeros(len(cands), dtype=np.intp)
-        if rest:
-            p, e = super()._cv_estimates(
-                X, V, w, unit, [cands[i] for i in rest], folds, finish, shares=shares
-            )
-            preds[rest], n_empty[rest] = p, e
-            if shares is not None:
-                shares[:] = _local_shares(shares, finish.distance)
-            if folds is None:  # points whose frame lost digits: again, exactly
-                for j, i in enumerate(rest):
-                    redo = np.flatnonzero(finish.rounding[j] > FRAME_ROUNDING)
-                    if redo.size:
-                        preds[i][redo] = exact_estimates(
-                            self, cands[i], X, w, unit, None, redo
-                        )[0]
-        for i, (pred, missing) in local.items():
-            preds[i] = pred
-            for train, left in missing:
-                preds[i][left], empty = exact_estimates(
-                    self, cands[i], X, w, unit, train, left
-                )
-                n_empty[i] += empty
-        return preds, n_empty
-
-    def _plain(self, cand, empty_window):
-        """The local linear estimator of candidate ``cand``."""
-        return LocalLinearRegressor(
-            kernel=cand["kernel"], bandwidth=cand["bandwidth"], metric=self.metric,
-            metric_params=self.metric_params, empty_window=empty_window,
-            min_eigenvalue=self.min_eigenvalue, max_leverage=self.max_leverage,
-            algorithm="brute",
-        )  # fmt: skip
-
-    def _cv_values(self, X, Y, w):
-        """Moments of the local fit (in the frame of :func:`coordinate_frame`),
-        and the local linear estimates from their left-out averages."""
-        self._cv_targets = Y
-        centre, unit = coordinate_frame(X)
-        Z = (np.asarray(X, dtype=np.float64) - centre) / unit
-        mean = np.average(Y, axis=0, weights=w)
-        V, cols = moment_columns(Z, Y - mean)
-        d, k = Z.shape[1], Y.shape[1]
-
-        def finish(averages, cands, empty):
-            out = np.empty((len(cands), Z.shape[0], k))
-            # The rounding of each left-out point's local covariance in this
-            # one frame, in bandwidths squared (see FRAME_ROUNDING).
-            finish.rounding = np.zeros((len(cands), Z.shape[0]))
-            # Each left-out point's squared Mahalanobis distance from its
-            # window's mean (its leverage, for the in-sample criteria).
-            finish.distance = np.zeros((len(cands), Z.shape[0]))
-            for i, cand in enumerate(cands):
-                t = unit / np.asarray(cand["bandwidth"], dtype=np.float64)
-                t = np.broadcast_to(t, (d,))
-                sol = local_solution(
-                    averages[i],
-                    cols,
-                    d,
-                    k,
-                    Z,
-                    self.min_eigenvalue,
-                    few=empty[i],
-                    to_bandwidth=t / np.max(t),
-                    max_leverage=self.max_leverage,
-                )
-                out[i] = sol.estimate + mean
-                finish.distance[i] = sol.distance
-                # sol.second is in bandwidths over max(t).
-                with np.errstate(invalid="ignore", over="ignore"):
-                    rounding = _EPS * sol.second * np.max(t) ** 2
-                rounding[empty[i]] = 0.0
-                finish.rounding[i] = np.where(np.isnan(rounding), np.inf, rounding)
-            return out
-
-        return V, finish

@@ -14,6 +14,7 @@ only.
 import numpy as np
 import scipy.sparse as sp
 from sklearn.utils._param_validation import StrOptions
+from sklearn.utils.validation import _check_feature_names
 
 from ._discrete import CATEGORICAL_KERNELS, ORDERED_KERNELS, default_lambda
 from ._features import ORDERED, FeatureEncoder, feature_types, n_levels
@@ -66,6 +67,20 @@ class Discrete:
             if not self.kernels[i].ordered:
                 levels[i] = max(np.unique(X[rows, j]).size, 1)
         self.levels = tuple(levels)
+
+    def as_params(self, categorical_kernel, ordered_kernel):
+        """The estimator parameters that declare these features on the
+        encoded data (their codes as levels)."""
+        ordered = [
+            j for j, k in zip(self.columns, self.kernels, strict=True) if k.ordered
+        ]
+        unordered = [j for j in self.columns if j not in ordered]
+        return {
+            "categorical_features": unordered or None,
+            "ordered_features": ordered or None,
+            "categorical_kernel": categorical_kernel,
+            "ordered_kernel": ordered_kernel,
+        }
 
     @property
     def n_features(self):
@@ -138,7 +153,7 @@ def encode_features(est, X, reset):
         if table is None:
             return X
         types = feature_types(table, est.categorical_features, est.ordered_features)
-        est.feature_types_ = types.astype(str)
+        est.feature_types_ = np.asarray([str(t) for t in types], dtype=object)
         est.categories_ = [None] * len(types)
         if not np.any(types != "continuous"):
             return X
@@ -148,6 +163,8 @@ def encode_features(est, X, reset):
     discrete = getattr(est, "_discrete", None)
     if discrete is None:
         return X
+    if not reset and hasattr(X, "columns"):  # names checked before reading
+        _check_feature_names(est, X, reset=False)
     table = _table(X)
     if table is None or np.shape(table)[1] != discrete.n_features:
         return X  # the estimator's validation names the problem
@@ -161,6 +178,12 @@ def _table(X):
     if sp.issparse(X):
         return None
     if hasattr(X, "iloc") or hasattr(X, "get_column"):
+        if not getattr(X.columns, "is_unique", True):
+            duplicated = sorted({str(c) for c in X.columns[X.columns.duplicated()]})
+            raise ValueError(
+                f"X has duplicate column names {duplicated}: feature names must "
+                "be unique."
+            )
         return X if 0 not in X.shape else None
     try:
         A = np.asarray(X)
@@ -178,36 +201,116 @@ def _table(X):
     return A
 
 
-#: Rounds of the search of the smoothing parameters: each searches every
-#: discrete feature's in turn at the best continuous candidate, then scores
-#: the continuous grid again with them.
-LAMBDA_ROUNDS = 2
+#: Rounds of the coordinate search after the grid (each followed by the
+#: grid again, at the new shape and smoothing parameters; the search stops
+#: early where a round changes nothing).
+SEARCH_ROUNDS = 3
 
 #: The smoothing parameters a search tries, as shares of each kernel's
 #: largest (0: only matching levels count; 1: the feature is smoothed out,
 #: for the unordered kernels).
 LAMBDA_SHARES = (0.0, 0.01, 0.03, 0.1, 0.2, 0.35, 0.5, 0.7, 0.85, 1.0)
 
+#: The factors a search tries on each continuous feature's bandwidth (with
+#: several continuous features): a coarse grid, so that the shape it finds
+#: is one of few and does not overfit the leave-one-out score.
+SHAPE_FACTORS = (0.5, 2**-0.5, 2**0.5, 2.0)
 
-def search_lambdas(evaluate, cand, lambdas, discrete):
-    """The smoothing parameters after one round of coordinate search from
-    ``lambdas`` at the candidate ``cand`` (its kernel and continuous
-    bandwidth): each discrete feature in turn takes the best of
-    :data:`LAMBDA_SHARES` of its range, the others fixed (the first on
-    ties). ``evaluate(cands)`` scores candidates as the CV search does."""
-    current = np.array(lambdas, dtype=np.float64)
-    tops = discrete.max_lambdas()
-    for j in range(current.size):
-        values = tops[j] * np.asarray(LAMBDA_SHARES)
+
+def coordinate_search(evaluate, cand, state, discrete):
+    """One round of coordinate search from the candidate ``cand`` (its
+    kernel, ``bandwidth`` and ``score``, updated in place):
+
+    - the size: the bandwidth times one or two steps of the default grid
+      (``state["step"]``, None for a user grid), up or down;
+    - where ``state["shape"]`` (per-feature factors of the grid's shape) is
+      not None, each continuous feature's bandwidth in turn times the best
+      of :data:`SHAPE_FACTORS`;
+    - each discrete feature's smoothing parameter (``state["lambdas"]``) the
+      best of :data:`LAMBDA_SHARES` of its range, then of eight shares
+      between that one's neighbours.
+
+    Each step keeps the current value unless a trial scores strictly better
+    (the others fixed). ``evaluate(cands)`` scores candidates as the CV
+    search does. Updates ``state`` and returns whether anything changed.
+    """
+    search = _Search(evaluate, cand, state, discrete)
+    if state.get("step") is not None:
+        search.try_bandwidths([search.bandwidth * state["step"] ** e
+                               for e in (-2, -1, 1, 2)])  # fmt: skip
+    if state.get("shape") is not None:
+        for j in range(search.bandwidth.size):
+            trials = []
+            for f in SHAPE_FACTORS:
+                trial = search.bandwidth.copy()
+                trial[j] *= f
+                trials.append(trial)
+            i = search.try_bandwidths(trials)
+            if i is not None:
+                state["shape"][j] *= SHAPE_FACTORS[i]
+    if discrete is not None and state.get("lambdas") is not None:
+        tops = discrete.max_lambdas()
+        for j in range(len(state["lambdas"])):
+            shares = np.asarray(LAMBDA_SHARES)
+            for _ in range(2):  # the shares, then a finer grid about the best
+                search.try_lambdas(j, tops[j] * shares)
+                shares = _finer(shares, search.lambdas[j] / tops[j])
+        state["lambdas"] = search.lambdas
+    cand["bandwidth"], cand["score"] = search.bandwidth, search.score
+    return search.changed
+
+
+class _Search:
+    """The current point of :func:`coordinate_search` and its trials."""
+
+    def __init__(self, evaluate, cand, state, discrete):
+        self.evaluate, self.kernel = evaluate, cand["kernel"]
+        self.bandwidth = np.asarray(cand["bandwidth"], dtype=np.float64)
+        self.score = cand.get("score", -np.inf)
+        self.lambdas = None
+        if discrete is not None and state.get("lambdas") is not None:
+            self.lambdas = np.array(state["lambdas"], dtype=np.float64)
+        self.changed = False
+
+    def _cand(self, bandwidth, lambdas):
+        out = {"kernel": self.kernel, "multiplier": np.nan, "bandwidth": bandwidth}
+        if lambdas is not None:
+            out["lambdas"] = tuple(lambdas)
+        return out
+
+    def _best(self, trials):
+        """The index of the best trial if strictly above the current score."""
+        (mean, _), _ = self.evaluate(trials)
+        if np.all(np.isnan(mean)) or not np.nanmax(mean) > self.score:
+            return None
+        i = int(np.nanargmax(mean))
+        self.score, self.changed = float(mean[i]), True
+        return i
+
+    def try_bandwidths(self, bandwidths):
+        i = self._best([self._cand(b, self.lambdas) for b in bandwidths])
+        if i is not None:
+            self.bandwidth = bandwidths[i]
+        return i
+
+    def try_lambdas(self, j, values):
         trials = []
         for v in values:
-            trial = current.copy()
+            trial = self.lambdas.copy()
             trial[j] = v
-            trials.append({**cand, "lambdas": tuple(trial)})
-        (mean, _), _ = evaluate(trials)
-        if not np.all(np.isnan(mean)):
-            current[j] = values[int(np.nanargmax(mean))]
-    return current
+            trials.append(trial)
+        i = self._best([self._cand(self.bandwidth, t) for t in trials])
+        if i is not None:
+            self.lambdas = trials[i]
+        return i
+
+
+def _finer(shares, best):
+    """Eight shares strictly between the neighbours of ``best`` in
+    ``shares`` (the second, finer grid of a smoothing parameter)."""
+    i = int(np.argmin(np.abs(shares - best)))
+    lo, hi = shares[max(i - 1, 0)], shares[min(i + 1, shares.size - 1)]
+    return np.linspace(lo, hi, 10)[1:-1]
 
 
 def mixed_grid(bandwidths, discrete, n_features, n_samples):

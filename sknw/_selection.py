@@ -18,6 +18,7 @@ from sklearn.model_selection import check_cv
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import column_or_1d
 
+from ._bandwidth import COORDINATE_METRICS
 from ._criteria import IN_SAMPLE, check_in_sample, in_sample_scores
 from ._grid import (  # noqa: F401 - the grid's names, here too
     DEFAULT_GRID_RANGE,
@@ -27,7 +28,7 @@ from ._grid import (  # noqa: F401 - the grid's names, here too
     grid_multipliers,
     warn_at_edge,
 )
-from ._mixed import LAMBDA_ROUNDS, encode_features, mixed_grid, search_lambdas
+from ._mixed import SEARCH_ROUNDS, coordinate_search, encode_features, mixed_grid
 from ._scaling import group_candidates, scalings
 from ._scoring import check_scoring, make_scorer
 from ._sums import (
@@ -455,14 +456,20 @@ class CVSelectionMixin:
             preds, n_empty = self._cv_estimates(X, V, w_n, unit, cands, folds, finish)
             return score_candidates(preds, y_score, w_n, folds, scorer), n_empty
 
-        found = self._grid_pass(evaluate, X, w, kernels, resolved, grid)
-        if discrete is not None and lambdas is not None:
-            for _ in range(LAMBDA_ROUNDS):
-                best = found[0][select(found[1])]
-                state["lambdas"] = search_lambdas(
-                    evaluate, best, state["lambdas"], discrete
-                )
-                found = self._grid_pass(evaluate, X, w, kernels, resolved, grid)
+        state["shape"] = self._shape_search(X, grid)
+        found = self._grid_pass(evaluate, X, w, kernels, resolved, grid, state)
+        if lambdas is not None or state["shape"] is not None:
+            i = select(found[1])
+            best = {**found[0][i], "score": float(found[1][i])}
+            default = isinstance(grid, Integral)
+            state["step"] = _grid_step(found[0]) if default else None
+            changed = False
+            for _ in range(SEARCH_ROUNDS):
+                if not coordinate_search(evaluate, best, state, discrete):
+                    break
+                changed = True
+            if changed:  # the grid again, at the new shape and parameters
+                found = self._grid_pass(evaluate, X, w, kernels, resolved, grid, state)
         self._store_choice(kernels, found, X)
         if self.refine:
             self._refine(evaluate, found[0], self._continuous(X))
@@ -471,7 +478,8 @@ class CVSelectionMixin:
         """The grid (a number of multipliers, or the given bandwidths of the
         continuous features) and the starting smoothing parameters of the
         discrete features (None: given with each bandwidth, not searched)."""
-        n = X.shape[0] if w is None else int(np.sum(w > 0))
+        # Frequency weights: the rule's n is their sum, as for the bandwidths.
+        n = X.shape[0] if w is None else float(np.sum(w))
         if self.bandwidths is None or isinstance(self.bandwidths, Integral):
             grid = 30 if self.bandwidths is None else int(self.bandwidths)
         elif self._discrete is not None:
@@ -482,16 +490,44 @@ class CVSelectionMixin:
             return grid, None
         return grid, self._discrete.default_lambdas(n)
 
-    def _grid_pass(self, evaluate, X, w, kernels, resolved, grid):
+    def _shape_search(self, X, grid):
+        """The per-feature factors of the default grid's shape that the
+        coordinate search refines (ones), or None where it does not: a user
+        grid, fewer than two continuous features, a metric whose rule gives
+        one bandwidth, or continuous features only (where
+        :attr:`_search_shape` is False)."""
+        n_cont = self._continuous(X).shape[1]
+        if not isinstance(grid, Integral) or n_cont < 2:
+            return None
+        if self._discrete is None and not self._search_shape:
+            return None
+        if self.metric not in COORDINATE_METRICS:
+            return None
+        return np.ones(n_cont)
+
+    #: Whether the coordinate search refines the shape of per-feature
+    #: bandwidths without discrete features too.
+    _search_shape = False
+
+    def _grid_pass(self, evaluate, X, w, kernels, resolved, grid, state=None):
         """``(cands, mean, splits, n_empty, n_bw)`` of the grid, the default
-        one extended at its edges."""
+        one extended at its edges (its rule bandwidths times the per-feature
+        ``state["shape"]``)."""
         Xc = self._continuous(X)
         if not Xc.shape[1]:  # discrete features only: one continuous candidate
-            grid = [1.0]
+            grid = [
+                {**g, "bandwidth": 1.0} if isinstance(g, dict) else 1.0
+                for g in ([1.0] if isinstance(grid, Integral) else grid)
+            ]
         if isinstance(grid, Integral):
             cands = candidate_grid(
                 Xc, w, resolved, grid, self.metric, self.metric_params_
             )
+            shape = None if state is None else state.get("shape")
+            if shape is not None:
+                for cand in cands:
+                    cand["bandwidth"] = cand["bandwidth"] * shape
+                    cand["rule"] = cand["rule"] * shape
         else:
             cands = [
                 {"kernel": kernel, "multiplier": np.nan, **entry}
@@ -646,6 +682,12 @@ class CVSelectionMixin:
                         "it cannot be scored; use other folds or weights."
                     )
         return folds
+
+
+def _grid_step(cands):
+    """The ratio of neighbouring multipliers of a default grid."""
+    mults = np.unique([c["multiplier"] for c in cands])
+    return float(mults[1] / mults[0]) if mults.size > 1 else None
 
 
 def _cv_results(kernels, n_bw, cands, mean, splits, n_empty):

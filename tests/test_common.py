@@ -65,6 +65,8 @@ ESTIMATORS = (
             (NadarayaWatsonClassifier, {}),
             (NadarayaWatsonRegressorCV, {"bandwidths": 5}),
             (NadarayaWatsonClassifierCV, {"bandwidths": 5}),
+            (LocalLinearRegressor, {"bandwidth": 1.0}),
+            (LocalLinearRegressorCV, {"bandwidths": 5}),
         )
     ]
     + [

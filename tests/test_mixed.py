@@ -402,7 +402,7 @@ def test_string_column_error_names_categorical_features():
 
 @pytest.mark.parametrize(
     "bandwidth, match",
-    [([0.1, 0.9, 0.2], "outside \\[0, 0.666667\\]"),
+    [([0.1, 1.2, 0.2], "outside \\[0, 1\\]"),
      ([0.1, 0.2, 1.0], "outside \\[0, 1\\)"),
      ([0.1, 0.2], "shape \\(n_features,\\)")],
 )  # fmt: skip
@@ -524,3 +524,183 @@ def test_cv_over_full_per_feature_grid_fixes_lambdas():
         NadarayaWatsonRegressorCV(
             bandwidths=[0.1, [0.1, 0.2, 0.3]], categorical_features=[1]
         ).fit(X, y)
+
+
+# -- local linear -----------------------------------------------------------
+
+
+def brute_local_linear(Q, X, y, h, cont, unordered, ordered, loo=False):
+    """Per-query weighted least squares in the continuous features, with the
+    product kernel's weights (the reference of the local linear fit)."""
+    W = brute_weights(Q, X, h, cont, unordered, ordered)
+    if loo:
+        np.fill_diagonal(W, 0.0)
+    out = np.empty(Q.shape[0])
+    for i in range(Q.shape[0]):
+        A = np.column_stack([np.ones(X.shape[0]), X[:, cont] - Q[i, cont]])
+        sw = np.sqrt(W[i])
+        coef = np.linalg.lstsq(A * sw[:, None], y * sw, rcond=None)[0]
+        out[i] = coef[0]
+    return out
+
+
+@pytest.mark.parametrize("okernel", ["wang_ryzin", "li_racine"])
+def test_local_linear_equals_weighted_least_squares(okernel):
+    from sknw import LocalLinearRegressor
+
+    rng = np.random.default_rng(0)
+    n = 200
+    X = np.column_stack(
+        [rng.uniform(0, 1, n), rng.integers(0, 3, n), rng.integers(0, 4, n),
+         rng.uniform(0, 1, n)]
+    ).astype(float)  # fmt: skip
+    y = (
+        np.sin(5 * X[:, 0])
+        + X[:, 1]
+        + 0.5 * X[:, 2] * X[:, 3]
+        + 0.1 * rng.normal(size=n)
+    )
+    h = np.array([0.2, 0.3, 0.4, 0.3])
+    reg = LocalLinearRegressor(
+        bandwidth=h, categorical_features=[1], ordered_features=[2],
+        ordered_kernel=okernel, max_leverage=None,
+    ).fit(X, y)  # fmt: skip
+    Q = X[:25] + np.array([0.01, 0, 0, -0.02])
+    W = brute_weights(Q, X, h, [0, 3], [1], [2], ("aitchison_aitken", okernel))
+    ref = np.empty(Q.shape[0])
+    for i in range(Q.shape[0]):
+        A = np.column_stack([np.ones(n), X[:, [0, 3]] - Q[i, [0, 3]]])
+        sw = np.sqrt(W[i])
+        ref[i] = np.linalg.lstsq(A * sw[:, None], y * sw, rcond=None)[0][0]
+    assert_allclose(reg.predict(Q), ref, rtol=1e-9, atol=1e-9 * np.ptp(y))
+    # Standard errors come from the same weights.
+    _, std = reg.predict(Q, return_std=True)
+    assert np.all(np.isfinite(std))
+
+
+def test_local_linear_cv_and_default_with_discrete_features():
+    from sknw import LocalLinearRegressor, LocalLinearRegressorCV
+
+    X, y = make_data(150)
+    kw = {"categorical_features": [1], "ordered_features": [2]}
+    cv = LocalLinearRegressorCV(bandwidths=8, max_leverage=None, **kw).fit(X, y)
+    assert cv.bandwidth_.shape == (3,)
+    loo = brute_local_linear(X, X, y, cv.bandwidth_, [0], [1], [2], loo=True)
+    assert_allclose(-cv.best_score_, np.mean((loo - y) ** 2), rtol=1e-9)
+    default = LocalLinearRegressor(max_leverage=None, **kw).fit(X, y)
+    assert default.bandwidth_selection_["method"] == "leave-one-out"
+    nw = NadarayaWatsonRegressor(**kw).fit(X, y)
+    # Local linear in the continuous feature beats local constant on a trend.
+    assert -LocalLinearRegressorCV(max_leverage=None, **kw).fit(X, y).best_score_ < (
+        1.2 * -NadarayaWatsonRegressorCV(**kw).fit(X, y).best_score_
+    )
+    assert np.all(np.isfinite(default.predict(X))) and np.all(
+        np.isfinite(nw.predict(X))
+    )
+
+
+def test_local_linear_needs_a_continuous_feature():
+    from sknw import LocalLinearRegressor
+
+    rng = np.random.default_rng(2)
+    X = rng.integers(0, 4, (80, 2)).astype(float)
+    y = X[:, 0] + rng.normal(size=80)
+    kw = {"bandwidth": [0.2, 0.1], "categorical_features": [0, 1]}
+    with pytest.raises(ValueError, match="all discrete: .*NadarayaWatsonRegressor"):
+        LocalLinearRegressor(**kw).fit(X, y)
+
+
+def test_local_linear_zero_lambda_and_compact_kernel():
+    from sknw import LocalLinearRegressor
+
+    X, y = make_data(200)
+    h = np.array([0.3, 0.0, 0.0])
+    reg = LocalLinearRegressor(
+        kernel="epanechnikov", bandwidth=h, categorical_features=[1],
+        ordered_features=[2], max_leverage=None,
+    ).fit(X, y)  # fmt: skip
+    q = X[3:4]
+    same = (X[:, 1] == q[0, 1]) & (X[:, 2] == q[0, 2])
+    alone = LocalLinearRegressor(
+        kernel="epanechnikov", bandwidth=0.3, max_leverage=None
+    ).fit(X[same, :1], y[same])
+    assert_allclose(reg.predict(q), alone.predict(q[:, :1]), rtol=1e-10)
+
+
+# -- edge cases -------------------------------------------------------------
+
+
+def test_cv_with_only_discrete_features_and_full_grid():
+    rng = np.random.default_rng(0)
+    X = np.column_stack([rng.integers(0, 3, 100), rng.integers(0, 4, 100)]).astype(
+        float
+    )
+    y = X[:, 0] + 0.5 * rng.normal(size=100)
+    grid = [[0.1, 0.2], [0.3, 0.4]]
+    cv = NadarayaWatsonRegressorCV(
+        bandwidths=grid, categorical_features=[0], ordered_features=[1]
+    ).fit(X, y)
+    scores = [-brute_loo_mse(X, y, np.array(b), [], [0], [1]) for b in grid]
+    assert_allclose(cv.cv_results_["mean_test_score"], scores, rtol=1e-10)
+
+
+def test_no_positive_factor_uses_the_mean_everywhere():
+    X, y = make_data(100)
+    reg = NadarayaWatsonRegressor(
+        bandwidth=[0.1, 0.0, 0.3], categorical_features=[1], ordered_features=[2],
+        noise_variance=0.3,
+    ).fit(X, y)  # fmt: skip
+    q = np.array([[0.5, 9.0, 2.0]])  # a level unseen at fit, lambda 0
+    with pytest.warns(UserWarning, match="weighted mean"):
+        pred, std = reg.predict(q, return_std=True)
+    assert_allclose(pred, [y.mean()], rtol=1e-12)
+    assert_allclose(std, [np.sqrt(0.3 / y.size)], rtol=1e-10)
+    with pytest.warns(UserWarning, match="weighted mean"):
+        A = reg.attention_weights(q)
+    assert_allclose(A, np.full((1, y.size), 1 / y.size), rtol=1e-12)
+
+
+def test_kfold_counts_levels_in_each_training_fold():
+    from sklearn.model_selection import KFold, cross_val_score
+
+    rng = np.random.default_rng(0)
+    n = 100
+    x = rng.uniform(0, 1, n)
+    g = rng.integers(0, 2, n)
+    g[:3] = 2  # a level only in the first test fold
+    y = np.sin(5 * x) + g + 0.1 * rng.normal(size=n)
+    X = np.column_stack([x, g]).astype(float)
+    bw = [0.1, 0.3]
+    cv = NadarayaWatsonRegressorCV(
+        bandwidths=[bw], categorical_features=[1], cv=KFold(5)
+    ).fit(X, y)
+    reg = NadarayaWatsonRegressor(bandwidth=bw, categorical_features=[1])
+    refits = cross_val_score(reg, X, y, cv=KFold(5), scoring="neg_mean_squared_error")
+    assert_allclose(cv.best_score_, refits.mean(), rtol=1e-10)
+    # A smoothing parameter above (c - 1) / c of a fold is accepted.
+    wide = NadarayaWatsonRegressor(bandwidth=[0.1, 0.6], categorical_features=[1])
+    assert np.all(np.isfinite(cross_val_score(wide, X, y, cv=KFold(5))))
+
+
+def test_binned_with_a_level_of_zero_weight():
+    rng = np.random.default_rng(1)
+    n = 3000
+    X = np.column_stack([rng.uniform(0, 1, n), rng.integers(0, 3, n)]).astype(float)
+    y = np.sin(6 * X[:, 0]) + X[:, 1]
+    w = np.where(X[:, 1] == 2, 0.0, 1.0)
+    kw = {"bandwidth": [0.05, 0.2], "categorical_features": [1]}
+    binned = NadarayaWatsonRegressor(algorithm="binned", **kw).fit(
+        X, y, sample_weight=w
+    )
+    brute = NadarayaWatsonRegressor(algorithm="brute", **kw).fit(X, y, sample_weight=w)
+    assert_allclose(binned.predict(X[:200]), brute.predict(X[:200]), atol=1e-5)
+
+
+def test_dataframe_column_checks_come_first():
+    df = pd.DataFrame({"x": np.linspace(0, 1, 20), "g": list("ab") * 10})
+    reg = NadarayaWatsonRegressor(bandwidth=[0.2, 0.3]).fit(df, np.arange(20.0))
+    with pytest.raises(ValueError, match="feature names"):
+        reg.predict(df[["g", "x"]])
+    dup = pd.DataFrame(np.zeros((4, 3)), columns=["a", "a", "b"]).assign(b=list("xyxy"))
+    with pytest.raises(ValueError, match="(?i)duplicate|unique"):
+        NadarayaWatsonRegressor().fit(dup, np.arange(4.0))

@@ -53,7 +53,8 @@ class DiscreteFactors:
     number of levels seen at fit), ``lambdas`` and ``coded`` (whether the
     column holds level codes, ``-1`` for a level unseen at fit, rather than
     ordered integer values) are per discrete column. ``power`` raises every
-    factor (2 for the sums of the squared weights).
+    factor (2 for the sums of the squared weights; 0 gives 1 where the factor
+    is positive and 0 where it is 0, for counting the points in a window).
     """
 
     columns: tuple
@@ -77,11 +78,24 @@ class DiscreteFactors:
     def log_factors(self, Q, cell):
         """Log of the product of the factors of the queries ``Q`` (every
         column) with a cell's levels ``cell``."""
-        out = np.zeros(Q.shape[0])
+        return FactorTable(self, Q, np.asarray(cell)[None, :]).column(0)
+
+    def table(self, Q, levels):
+        """The :class:`FactorTable` of the queries ``Q`` and the cells of
+        ``levels`` (C, p)."""
+        return FactorTable(self, Q, levels)
+
+    def counted(self, X, sample_weight=None):
+        """These factors with ``c`` of each unordered feature counted among
+        the training points ``X`` of positive weight (the levels a fit to
+        them sees: the same factors as without the points of weight 0)."""
+        rows = slice(None) if sample_weight is None else np.asarray(sample_weight) > 0
+        levels = list(self.levels)
         for j, col in enumerate(self.columns):
-            t = self.level_distances(j, Q[:, col], cell[j])
-            out += self.kernels[j].log_factor(t, self.lambdas[j], self.levels[j])
-        return self.power * out
+            if not self.kernels[j].ordered:
+                levels[j] = max(np.unique(np.asarray(X[rows, col])).size, 1)
+        levels = tuple(levels)
+        return self if levels == self.levels else replace(self, levels=levels)
 
     def self_factor(self):
         """The factor of a point with itself (every level matched)."""
@@ -91,6 +105,42 @@ class DiscreteFactors:
             for k, lam, c in zip(self.kernels, self.lambdas, self.levels, strict=True)
         ]
         return float(np.exp(self.power * sum(logs)))
+
+
+class FactorTable:
+    """The log factors of some queries with every cell, from one small table
+    per discrete feature: the queries' log factors with each of the levels
+    the cells hold (m, L_j), gathered per cell."""
+
+    def __init__(self, factors, Q, levels):
+        self.power, self.parts = factors.power, []
+        for j, col in enumerate(factors.columns):
+            unique, inverse = np.unique(levels[:, j], return_inverse=True)
+            t = factors.level_distances(j, Q[:, col][:, None], unique[None, :])
+            kernel = factors.kernels[j]
+            T = kernel.log_factor(t, factors.lambdas[j], factors.levels[j])
+            self.parts.append((T, np.ravel(inverse)))
+        self.m = Q.shape[0]
+
+    def _finish(self, out):
+        if self.power == 0:  # where the factor is positive: 1, else 0
+            return np.where(np.isfinite(out), 0.0, -np.inf)
+        return self.power * out
+
+    def column(self, c):
+        """The log factors (m,) of the queries with cell ``c``."""
+        out = np.zeros(self.m)
+        for T, inverse in self.parts:
+            out = out + T[:, inverse[c]]
+        return self._finish(out)
+
+    def matrix(self, cells):
+        """The log factors (m, len(cells)) with the cells of indices
+        ``cells``."""
+        out = np.zeros((self.m, len(cells)))
+        for T, inverse in self.parts:
+            out = out + T[:, inverse[cells]]
+        return self._finish(out)
 
 
 @dataclass(frozen=True)
@@ -116,6 +166,18 @@ class DiscreteHead:
         if power is not None:
             factors = replace(factors, power=power)
         return DiscreteHead(head, factors)
+
+
+def recounted(heads, X, sample_weight=None):
+    """The discrete heads with their levels counted on the training points
+    ``X`` (see :meth:`DiscreteFactors.counted`)."""
+    done = {}
+    out = []
+    for h in heads:
+        if h.factors not in done:
+            done[h.factors] = h.factors.counted(X, sample_weight)
+        out.append(DiscreteHead(h.head, done[h.factors]))
+    return out
 
 
 def discrete_of(heads):
@@ -214,60 +276,127 @@ def many_cells(partition):
 
 def direct_sums(Q, X, V, heads, partition, *, metric, metric_params, scale=None,
                 sample_weight=None, tile_elements=1 << 17, **loo):  # fmt: skip
-    """The sums of the discrete ``heads`` pair by pair: the continuous log
-    weights plus each pair's log factor, shifted per query (exact; see
-    :func:`cell_sums`). ``loo``: the leave-one-out keys of the core."""
+    """The sums of the discrete ``heads`` over every pair (exact; see
+    :func:`cell_sums`), for many small cells. ``loo``: the leave-one-out
+    keys of the core.
+
+    The training points are put in cell order, so that each tile's columns
+    fall in runs of one cell: for each continuous head a tile's terms are
+    shifted by the largest of their run and summed per run (one ``exp`` per
+    pair, shared by every head of that continuous head), and each discrete
+    head combines the runs with its factors in the log domain.
+    """
     factors = discrete_of(heads)
     m, n, k = Q.shape[0], X.shape[0], V.shape[1]
+    order = np.concatenate(partition.rows) if partition.rows else np.zeros(0, int)
+    position = np.empty(n, dtype=np.intp)
+    position[order] = np.arange(n)
+    cells = partition.cell_of[order]
     cont = list(factors.continuous)
-    Qc, Xc = np.asarray(Q[:, cont]), np.asarray(X[:, cont])
+    Qc, Xc = np.asarray(Q[:, cont]), np.asarray(X[order][:, cont])
     w = None if sample_weight is None else _as_float64(sample_weight)
-    Vx = _weighted_values(V, w, slice(None))
+    Vx = _weighted_values(V[order], None if w is None else w[order], slice(None))
     own = own_rows(m, **loo)
-    kept = loo.get("self_weight")
-    squared = use_squared(metric, [h.head for h in heads], metric_params)
+    ratio = None
+    if own is not None:
+        kept = loo.get("self_weight")
+        ratio = np.zeros(m) if kept is None else keep_ratios(kept, w, n)[own]
+        own = position[own]
+    unique, slot = _continuous_heads(heads)
+    squared = use_squared(metric, unique, metric_params)
     folds = [_Fold(m, k) for _ in heads]
     bq, bn = _tile_shape(m, n, tile_elements)
     for x0 in range(0, n, bn):
         x1 = min(x0 + bn, n)
         Xs = _scaled_rows(Xc, x0, x1, scale)
-        cells = partition.cell_of[x0:x1]
+        run = cells[x0:x1]
+        starts = np.flatnonzero(np.r_[True, run[1:] != run[:-1]])
+        run_of = np.repeat(np.arange(starts.size), np.diff(np.r_[starts, x1 - x0]))
         for q0 in range(0, m, bq):
             q1 = min(q0 + bq, m)
             D = pairwise_distances(
                 _scaled_rows(Qc, q0, q1, scale), Xs, metric, metric_params,
                 squared=squared, first_row=q0,
             )  # fmt: skip
-            extra = np.zeros(D.shape)
+            extra = None if w is None and own is None else np.zeros(D.shape)
             if w is not None:
-                extra[:, w[x0:x1] == 0] = -np.inf
+                extra[:, w[order[x0:x1]] == 0] = -np.inf
             if own is not None:
                 mine = own[q0:q1]
                 r = np.flatnonzero((mine >= x0) & (mine < x1))
-                ratio = 0.0 if kept is None else keep_ratios(kept, w, n)[mine[r]]
                 with np.errstate(divide="ignore"):
-                    extra[r, mine[r] - x0] += np.log(ratio)
-            logs = {}
+                    extra[r, mine[r] - x0] += np.log(ratio[q0:q1][r])
+            runs = [
+                _run_sums(D, head, squared, extra, starts, run_of, Vx[x0:x1])
+                for head in unique
+            ]
+            tables = {}
             for h, head in enumerate(heads):
                 key = (head.factors.lambdas, head.factors.power)
-                if key not in logs:
-                    F = np.column_stack(
-                        [head.factors.log_factors(Q[q0:q1], c)
-                         for c in partition.levels]
-                    )  # fmt: skip
-                    logs[key] = F[:, cells]
-                L = _log_weights(D, head.head, squared)
-                if is_user(head.kernel):
-                    _check_user_kernel(L, head.head)
-                L += logs[key] + extra
-                Mb = L.max(axis=1)
-                safe = np.where(np.isfinite(Mb), Mb, 0.0)
-                E = np.exp(L - safe[:, None])
-                if not head.kernel.nonnegative:
-                    E *= _signs(D, head.head, squared)
-                P = E @ Vx[x0:x1]
-                folds[h].add(np.arange(q0, q1), P[:, :k], P[:, k], Mb, 0.0)
+                if key not in tables:
+                    table = head.factors.table(Q[q0:q1], partition.levels)
+                    tables[key] = table.matrix(run[starts])
+                M_run, P = runs[slot[h]]
+                S, den, M = _combine_runs(M_run, P, tables[key])
+                folds[h].add(np.arange(q0, q1), S[:, :k], den, M, 0.0)
     return [f.result() for f in folds]
+
+
+def _continuous_heads(heads):
+    """The distinct continuous heads of discrete ``heads``, and the index of
+    each one's."""
+    unique = []
+    for h in heads:
+        if not any(h.head == u for u in unique):
+            unique.append(h.head)
+    slot = [next(i for i, u in enumerate(unique) if h.head == u) for h in heads]
+    return unique, slot
+
+
+#: A run of a tile may share its row's shift where its largest log weight is
+#: at most this far below the row's: its largest term stays a normal float.
+RUN_SPAN = 600.0
+
+
+def _run_sums(D, head, squared, extra, starts, run_of, Vx):
+    """Per run of one cell's columns: the largest log weight ``M`` (q, runs)
+    and the sums ``P`` (q, runs, k + 1) of the terms shifted by it."""
+    L = _log_weights(D, head, squared)
+    if is_user(head.kernel):
+        _check_user_kernel(L, head)
+    if extra is not None:
+        L += extra
+    M = np.maximum.reduceat(L, starts, axis=1)
+    top = M.max(axis=1, initial=-np.inf)
+    if np.all((M >= top[:, None] - RUN_SPAN) | ~np.isfinite(M)):
+        # Every run's largest term is far above the floor of exp under the
+        # row's shift: one shift per row (no gather).
+        safe = np.where(np.isfinite(top), top, 0.0)
+        L -= safe[:, None]
+        M = np.where(np.isfinite(M), safe[:, None], -np.inf)
+    else:
+        safe = np.where(np.isfinite(M), M, 0.0)
+        L -= safe[:, run_of]
+        M = np.where(np.isfinite(M), safe, -np.inf)
+    E = np.exp(L, out=L)
+    if not head.kernel.nonnegative:
+        E *= _signs(D, head, squared)
+    P = np.empty((D.shape[0], starts.size, Vx.shape[1]))
+    for j in range(Vx.shape[1]):
+        P[:, :, j] = np.add.reduceat(E * Vx[:, j], starts, axis=1)
+    return M, P
+
+
+def _combine_runs(M_run, P, log_factors):
+    """``(S, den, M)`` of the runs' sums times their factors, shifted by the
+    largest ``M_run + log_factors`` of a run with a non-zero weight sum."""
+    with np.errstate(invalid="ignore"):
+        total = np.where(P[:, :, -1] != 0, M_run + log_factors, -np.inf)
+    M = total.max(axis=1) if total.shape[1] else np.full(total.shape[0], -np.inf)
+    safe = np.where(np.isfinite(M), M, 0.0)
+    coef = np.where(np.isfinite(total), np.exp(total - safe[:, None]), 0.0)
+    S = np.einsum("qc,qcj->qj", coef, P)
+    return S, S[:, -1], M
 
 
 def cell_sums(compute, Q, X, V, heads, partition=None, **params):
@@ -280,6 +409,7 @@ def cell_sums(compute, Q, X, V, heads, partition=None, **params):
     weights and leave-one-out keys those of the cell). ``partition``: the
     fitted :class:`CellPartition` of ``X`` (None: made here).
     """
+    heads = recounted(heads, X, params.get("sample_weight"))
     factors = discrete_of(heads)
     if partition is None:
         partition = CellPartition(X, factors)
@@ -287,27 +417,24 @@ def cell_sums(compute, Q, X, V, heads, partition=None, **params):
         return direct_sums(Q, X, V, heads, partition, **params)
     m, k = Q.shape[0], V.shape[1]
     Qc = np.asarray(Q[:, list(factors.continuous)])
-    unique = []
-    for h in heads:
-        if not any(h.head == u for u in unique):
-            unique.append(h.head)
-    slot = [next(i for i, u in enumerate(unique) if h.head == u) for h in heads]
+    unique, slot = _continuous_heads(heads)
     folds = [_Fold(m, k) for _ in heads]
     own = own_rows(m, **params)
     w = params.get("sample_weight")
     position = np.empty(X.shape[0], dtype=np.intp)
     everyone = np.arange(m)
+    tables = {}
+    for head in heads:
+        key = (head.factors.lambdas, head.factors.power)
+        if key not in tables:
+            tables[key] = head.factors.table(Q, partition.levels)
     for c, rows_c in enumerate(partition.rows):
         if w is not None and not np.any(np.asarray(w)[rows_c] > 0):
             continue
         position[rows_c] = np.arange(rows_c.size)
         Xc = partition.continuous(X, c, factors)
         Vc = V[rows_c]
-        logs = {}
-        for head in heads:
-            key = (head.factors.lambdas, head.factors.power)
-            if key not in logs:
-                logs[key] = head.factors.log_factors(Q, partition.levels[c])
+        logs = {key: table.column(c) for key, table in tables.items()}
         groups = [(everyone, None)]
         if own is not None:
             mine = partition.cell_of[own] == c
@@ -367,12 +494,14 @@ def _nearest_tiles(Q, X, factors, *, metric, metric_params, scale=None,
     weight) and the pair weights ``W``, sample weight times factor (the own
     point's with the weight it keeps)."""
     m, n = Q.shape[0], X.shape[0]
+    factors = factors.counted(X, sample_weight)
     partition = CellPartition(X, factors)
     w = np.ones(n) if sample_weight is None else _as_float64(sample_weight)
     own = own_rows(m, exclude_self, 0, self_index)
     Qc = np.asarray(Q[:, list(factors.continuous)], dtype=np.float64)
+    table = factors.table(Q, partition.levels)
     for c, rows_c in enumerate(partition.rows):
-        F = np.exp(factors.log_factors(Q, partition.levels[c]))
+        F = np.exp(table.column(c))
         Xs = _scaled_rows(partition.continuous(X, c, factors), 0, rows_c.size, scale)
         bq, _ = _tile_shape(m, rows_c.size, tile_elements, full_rows=True)
         for q0 in range(0, m, bq):
@@ -437,8 +566,5 @@ def cell_log_weights(D, head, squared, Q, partition):
     against every training point of ``partition``) for a discrete head: the
     continuous kernel's plus each point's cell's log factor."""
     L = _log_weights(D, head.head, squared)
-    factors = head.factors
-    logs = np.column_stack(
-        [factors.log_factors(Q, cell) for cell in partition.levels]
-    ) if len(partition.levels) else np.zeros((Q.shape[0], 0))  # fmt: skip
-    return L + logs[:, partition.cell_of]
+    table = head.factors.table(Q, partition.levels)
+    return L + table.matrix(partition.cell_of)

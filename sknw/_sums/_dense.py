@@ -26,7 +26,7 @@ from ._base import (
     pairwise_distances,
     tile_masks,
 )
-from ._cells import CellPartition, cell_log_weights
+from ._cells import CellPartition, cell_log_weights, recounted
 from ._chains import ExcessTile, _SquareChains
 from ._gaussian import _f32_weights_ok, _gemm_usable, single_head_sums
 from ._parallel import parallel_kernel_sums
@@ -352,6 +352,7 @@ def log_weight_rows(
     m, n = Q.shape[0], X.shape[0]
     factors = getattr(head, "factors", None)
     if factors is not None:  # a product kernel: the continuous columns' distances
+        head = recounted([head], X, sample_weight)[0]
         partition, Qfull = CellPartition(X, factors), Q
         Q, X = Q[:, list(factors.continuous)], X[:, list(factors.continuous)]
     X0, X = X, _scaled_rows(X, 0, n, scale)

@@ -158,7 +158,12 @@ def _choose_cells(algorithm, accepted, request):
         n_cells = len(partition.rows)
         return DENSE, CellIndex(partition, (DENSE,) * n_cells, (None,) * n_cells)
     names, indexes = [], []
-    for c in range(len(partition.rows)):
+    w = request.sample_weight
+    for c, rows in enumerate(partition.rows):
+        if w is not None and not np.any(np.asarray(w)[rows] > 0):
+            names.append(DENSE)  # weighs nothing: never summed
+            indexes.append(None)
+            continue
         name, index = choose(algorithm, accepted, cell_request(request, partition, c))
         names.append(name)
         indexes.append(index)
@@ -252,6 +257,8 @@ def local_moments(name, index, Q, X, V, head, powers, *, n_jobs=None, **params):
     index does not serve ``V`` and ``head`` (the estimator then takes its
     exact path)."""
     backend = BACKENDS[name]
+    if discrete_of([head]) is not None:
+        return None  # product kernels: the exact path
     if not backend.local_moments or not backend.serves(
         index, V, [head], params.get("sample_weight")
     ):

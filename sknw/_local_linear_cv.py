@@ -1,0 +1,360 @@
+"""Local linear regression with the kernel and bandwidth chosen by
+cross-validation: exact leave-one-out through the moments of the local fits."""
+
+import numpy as np
+from sklearn.base import _fit_context
+
+from ._local_cv import FRAME_ROUNDING, exact_estimates, query_centred_cv
+from ._local_frame import (
+    coordinate_frame,
+    local_solution,
+    moment_columns,
+)
+from ._local_linear import LocalLinearRegressor
+from ._selection import CVSelectionMixin, cv_parameter_constraints
+from ._sums import algorithms
+from .kernels import KERNELS
+
+_EPS = np.finfo(np.float64).eps
+
+
+def _local_shares(shares, distance):
+    """The removed shares of the local linear fit at the training points from
+    those of Nadaraya--Watson (``shares``, ``r``) and each left-out point's
+    squared Mahalanobis distance ``l`` from its window's mean: by
+    Sherman--Morrison on the local design, ``h = r' q / (1 + r' q)`` with
+    ``r' = r / (1 - r)`` (the removed weight over the weight that remains)
+    and ``q = 1 + l`` (1 where the design is singular: Nadaraya--Watson)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = shares / (1.0 - shares)
+        rq = ratio * (1.0 + distance)
+        h = rq / (1.0 + rq)
+    return np.where(shares >= 1.0, 1.0, h)
+
+
+class LocalLinearRegressorCV(CVSelectionMixin, LocalLinearRegressor):
+    r"""Local linear regression with kernel and bandwidth chosen by CV.
+
+    By default, exact leave-one-out cross-validation over a log-spaced grid of
+    bandwidths around the rule of thumb, in one pass over the pairwise
+    distances: the kernel-weighted moments of every training point's window
+    are summed without the point itself, and each point's local least-squares
+    problem is solved from them. Then it predicts like
+    :class:`LocalLinearRegressor` with the best kernel and bandwidth.
+
+    Parameters
+    ----------
+    kernels : str, Kernel or sequence of them, default=("gaussian",)
+        Kernels to try: names from :data:`sknw.kernels.KERNELS` or
+        :class:`~sknw.kernels.Kernel` instances.
+    bandwidths : int, array-like or None, default=None
+        As in :class:`NadarayaWatsonRegressorCV`: ``None`` or an int ``n``
+        (default 30) for ``n`` multipliers, log-spaced by ``2**(1/j)`` or
+        ``2**j`` over about 0.05 to 5, of each kernel's Scott-rule
+        bandwidth; otherwise a sequence of bandwidths.
+    cv : int, cross-validation generator, iterable or None, default=None
+        ``None``: exact, efficient leave-one-out. Otherwise K-fold as in
+        :func:`sklearn.model_selection.check_cv`, through the same machinery.
+    scoring : str, callable or None, default=None
+        As in :class:`NadarayaWatsonRegressorCV`; ``None`` is the negative
+        mean squared error. ``"aicc"`` and ``"gcv"`` take the self weight of
+        each point's local fit from its leave-one-out fit (Sherman--Morrison:
+        the removed weight's share times ``1 +`` its squared Mahalanobis
+        distance from its window's mean); every candidate then takes the
+        exact passes, not the one-feature fast paths.
+    refine : bool, default=False
+        As in :class:`NadarayaWatsonRegressorCV`: a bounded continuous search
+        of the log-bandwidth after the grid.
+    metric : str or callable, default="euclidean"
+        As in :class:`LocalLinearRegressor`.
+    metric_params : dict, default=None
+        Keyword arguments of the metric.
+    empty_window : {"nearest", "mean", "nan", "raise"}, default="nearest"
+        As in :class:`NadarayaWatsonRegressorCV`, for windows that are empty
+        once a point is left out: ``"nearest"`` and ``"mean"`` score the
+        fallback estimate; ``"nan"`` and ``"raise"`` score NaN, which ranks a
+        candidate last.
+    min_eigenvalue : float, default=1e-8
+        As in :class:`LocalLinearRegressor`. Left-out points whose local
+        design is singular are scored with the local-constant estimate, as
+        they would be predicted (without a warning during the search).
+    max_leverage : float or None, default=100.0
+        As in :class:`LocalLinearRegressor`, for the cross-validation passes
+        (each left-out point's fit ridged as its refit would be) and the
+        predictions.
+    noise_variance : {"local", "global"} or float, default="local"
+        As in :class:`LocalLinearRegressor`, with the selected kernel and
+        bandwidth.
+    algorithm : {"auto", "fgt", "sorted", "tree", "tiles", "brute"}, default="auto"
+        As in :class:`LocalLinearRegressor`, for predictions and the
+        cross-validation passes.
+    n_jobs : int, default=None
+        As in :class:`NadarayaWatsonRegressorCV`: parallel workers for the
+        cross-validation passes and for predictions.
+    categorical_features : "from_dtype", None or array-like, default="from_dtype"
+        As in :class:`NadarayaWatsonRegressor`: the unordered categorical
+        features. The local polynomial is fitted in the continuous features;
+        the discrete ones enter through the kernel only (a product kernel, as
+        in R's ``np``).
+    ordered_features : None or array-like, default=None
+        As in :class:`NadarayaWatsonRegressor`: the ordered features.
+    categorical_kernel : {"aitchison_aitken", "li_racine"}, default="aitchison_aitken"
+        The kernel of the unordered features.
+    ordered_kernel : {"wang_ryzin", "li_racine"}, default="wang_ryzin"
+        The kernel of the ordered features. With discrete features the fits
+        take the exact path (the one-feature fast paths sum one continuous
+        kernel only).
+
+    Attributes
+    ----------
+    kernel_ : Kernel
+        The selected kernel.
+    bandwidth_ : float or ndarray of shape (n_features,)
+        The selected bandwidth.
+    best_score_ : float
+        Cross-validated score of the selected kernel and bandwidth.
+    best_index_ : int
+        Index of the best grid candidate in ``cv_results_``.
+    cv_results_ : dict of ndarrays
+        As in :class:`NadarayaWatsonRegressorCV`.
+    algorithm_ : {"fgt", "sorted", "tree", "tiles", "brute"}
+        The summation used by predictions.
+    metric_ : str or callable
+        The metric used: ``metric`` at fit. Predictions read it (and
+        ``metric_params_``), so changing ``metric`` takes effect at the next
+        fit.
+    metric_params_ : dict
+        Metric parameters used, including data-dependent defaults.
+    X_fit_ : ndarray of shape (n_samples, n_features)
+        Training inputs.
+    y_fit_ : ndarray of shape (n_samples,) or (n_samples, n_outputs)
+        Training targets.
+    sample_weight_ : ndarray of shape (n_samples,) or None
+        Training sample weights.
+    noise_variance_ : ndarray of shape (n_outputs,) or None
+        As in :class:`LocalLinearRegressor`.
+    n_features_in_ : int
+        Number of features seen during fit.
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
+        Names of features seen during fit; only defined when ``X`` has feature
+        names that are all strings.
+    feature_types_ : ndarray of shape (`n_features_in_`,)
+        ``"continuous"``, ``"unordered"`` or ``"ordered"`` for each feature.
+    categories_ : list of (ndarray or None)
+        The levels of each discrete feature learned at fit, None for the
+        continuous ones.
+
+    See Also
+    --------
+    LocalLinearRegressor : The estimator with a fixed kernel and bandwidth.
+    NadarayaWatsonRegressorCV : The same selection for the local-constant
+        estimate.
+
+    Notes
+    -----
+    The leave-one-out estimate at :math:`x_i` is the intercept of the
+    kernel-weighted least-squares fit at :math:`x_i` to the other points: the
+    moments of :class:`LocalLinearRegressor` (Notes) with point :math:`i`'s
+    term left out of every sum (one unit of its weight, for frequency
+    weights). Each candidate costs one kernel evaluation per pair, and one
+    small linear system per point.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sknw import LocalLinearRegressorCV
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(0, 3, (200, 1))
+    >>> y = 2 * X[:, 0] + np.sin(3 * X[:, 0]) + rng.normal(0, 0.3, 200)
+    >>> reg = LocalLinearRegressorCV(kernels=["gaussian", "epanechnikov"])
+    >>> reg = reg.fit(X, y)
+    >>> reg.kernel_, reg.bandwidth_.round(3)
+    (Epanechnikov(), array([0.225]))
+    >>> len(reg.cv_results_["mean_test_score"])
+    60
+    """
+
+    _parameter_constraints = cv_parameter_constraints(
+        LocalLinearRegressor._parameter_constraints,
+        set(KERNELS),
+        LocalLinearRegressor._algorithms,
+    )
+
+    # The local fit at a training point is a weighted least-squares fit of
+    # its window: the in-sample criteria follow from leave-one-out.
+    _self_weights = True
+
+    def __init__(
+        self,
+        *,
+        kernels=("gaussian",),
+        bandwidths=None,
+        cv=None,
+        scoring=None,
+        refine=False,
+        metric="euclidean",
+        metric_params=None,
+        empty_window="nearest",
+        min_eigenvalue=1e-8,
+        max_leverage=100.0,
+        noise_variance="local",
+        algorithm="auto",
+        n_jobs=None,
+        categorical_features="from_dtype",
+        ordered_features=None,
+        categorical_kernel="aitchison_aitken",
+        ordered_kernel="wang_ryzin",
+    ):
+        super().__init__(
+            kernels=kernels,
+            bandwidths=bandwidths,
+            cv=cv,
+            scoring=scoring,
+            refine=refine,
+            metric=metric,
+            metric_params=metric_params,
+            empty_window=empty_window,
+            algorithm=algorithm,
+            n_jobs=n_jobs,
+        )
+        self.min_eigenvalue = min_eigenvalue
+        self.max_leverage = max_leverage
+        self.noise_variance = noise_variance
+        self.categorical_features = categorical_features
+        self.ordered_features = ordered_features
+        self.categorical_kernel = categorical_kernel
+        self.ordered_kernel = ordered_kernel
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, sample_weight=None, groups=None):
+        """Select kernel and bandwidth by cross-validation, then fit.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training inputs.
+        y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+            Targets.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative frequency weights, used in the weighted sums and in the
+            scores.
+
+        groups : array-like of shape (n_samples,), default=None
+            Group labels of the samples, for a splitter that uses them
+            (``cv=GroupKFold(...)``, ``LeaveOneGroupOut()``, ...); refused
+            with ``cv=None``.
+
+        Returns
+        -------
+        self : LocalLinearRegressorCV
+            The fitted estimator.
+        """
+        try:
+            return self._fit_regression(X, y, sample_weight, groups)
+        finally:
+            self.__dict__.pop("_cv_targets", None)
+
+    @property
+    def _pass_algorithms(self):
+        # The passes sum moments in one frame for all the data (the columns
+        # of moment_columns): exact backends only. The moments about each
+        # query come from the one-feature backends (_cv_estimates).
+        return algorithms(fixed_values=False, tolerance=False)
+
+    def _cv_estimates(self, X, V, w, unit, cands, folds, finish, shares=None):
+        """The estimates of the candidates the one-feature backends serve
+        from the moments about each left-out point
+        (:func:`~sknw._local_cv.query_centred_cv`); the others' by the exact
+        passes, whose left-out points of ill-conditioned frames, and the
+        points beyond the fast paths' bound, take the exact path of
+        predictions (see :func:`~sknw._local_cv.exact_estimates`). With
+        ``shares`` (the in-sample criteria), every candidate takes the exact
+        passes, and ``shares`` receives each point's removed share of the
+        local linear fit (:func:`_local_shares`)."""
+        local = {}
+        if shares is None:
+            local = query_centred_cv(self, X, self._cv_targets, w, unit, cands, folds)
+        rest = [i for i in range(len(cands)) if i not in local]
+        preds = np.full((len(cands), X.shape[0], self._cv_targets.shape[1]), np.nan)
+        n_empty = np.zeros(len(cands), dtype=np.intp)
+        if rest:
+            p, e = super()._cv_estimates(
+                X, V, w, unit, [cands[i] for i in rest], folds, finish, shares=shares
+            )
+            preds[rest], n_empty[rest] = p, e
+            if shares is not None:
+                shares[:] = _local_shares(shares, finish.distance)
+            if folds is None:  # points whose frame lost digits: again, exactly
+                for j, i in enumerate(rest):
+                    redo = np.flatnonzero(finish.rounding[j] > FRAME_ROUNDING)
+                    if redo.size:
+                        preds[i][redo] = exact_estimates(
+                            self, cands[i], X, w, unit, None, redo
+                        )[0]
+        for i, (pred, missing) in local.items():
+            preds[i] = pred
+            for train, left in missing:
+                preds[i][left], empty = exact_estimates(
+                    self, cands[i], X, w, unit, train, left
+                )
+                n_empty[i] += empty
+        return preds, n_empty
+
+    def _plain(self, cand, empty_window):
+        """The local linear estimator of candidate ``cand`` (on the encoded
+        data: discrete features by their columns)."""
+        discrete = {}
+        if self._discrete is not None:
+            discrete = self._discrete.as_params(
+                self.categorical_kernel, self.ordered_kernel
+            )
+        return LocalLinearRegressor(
+            kernel=cand["kernel"], bandwidth=self._full_bandwidth(cand),
+            metric=self.metric, metric_params=self.metric_params,
+            empty_window=empty_window, min_eigenvalue=self.min_eigenvalue,
+            max_leverage=self.max_leverage, algorithm="brute", **discrete,
+        )  # fmt: skip
+
+    def _cv_values(self, X, Y, w):
+        """Moments of the local fit (in the frame of :func:`coordinate_frame`),
+        and the local linear estimates from their left-out averages."""
+        self._cv_targets = Y
+        Xc = self._continuous(X)
+        centre, unit = coordinate_frame(Xc)
+        Z = (np.asarray(Xc, dtype=np.float64) - centre) / unit
+        mean = np.average(Y, axis=0, weights=w)
+        V, cols = moment_columns(Z, Y - mean)
+        d, k = Z.shape[1], Y.shape[1]
+
+        def finish(averages, cands, empty):
+            out = np.empty((len(cands), Z.shape[0], k))
+            # The rounding of each left-out point's local covariance in this
+            # one frame, in bandwidths squared (see FRAME_ROUNDING).
+            finish.rounding = np.zeros((len(cands), Z.shape[0]))
+            # Each left-out point's squared Mahalanobis distance from its
+            # window's mean (its leverage, for the in-sample criteria).
+            finish.distance = np.zeros((len(cands), Z.shape[0]))
+            for i, cand in enumerate(cands):
+                t = unit / np.asarray(cand["bandwidth"], dtype=np.float64)
+                t = np.broadcast_to(t, (d,))
+                sol = local_solution(
+                    averages[i],
+                    cols,
+                    d,
+                    k,
+                    Z,
+                    self.min_eigenvalue,
+                    few=empty[i],
+                    to_bandwidth=t / np.max(t),
+                    max_leverage=self.max_leverage,
+                )
+                out[i] = sol.estimate + mean
+                finish.distance[i] = sol.distance
+                # sol.second is in bandwidths over max(t).
+                with np.errstate(invalid="ignore", over="ignore"):
+                    rounding = _EPS * sol.second * np.max(t) ** 2
+                rounding[empty[i]] = 0.0
+                finish.rounding[i] = np.where(np.isnan(rounding), np.inf, rounding)
+            return out
+
+        return V, finish
