@@ -5,6 +5,7 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
+import scipy.sparse as sp
 from scipy.spatial import cKDTree
 from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import StrOptions
@@ -38,6 +39,7 @@ from ._uncertainty import SquaredKernel, SquaredWeights
 from ._validation import (
     CDIST_METRICS,
     EMPTY_WINDOW_POLICIES,
+    SPARSE_FORMATS,
     NotBoolInterval,
     check_bandwidth,
     check_not_text,
@@ -172,7 +174,9 @@ class NadarayaWatsonBase(BaseEstimator):
             "n_samples": n,
         }
         # Frequency weights: the rule's n is their sum, as for the bandwidths.
-        lambdas = discrete.default_lambdas(n if w is None else float(w.sum()))
+        with np.errstate(over="ignore"):
+            total = n if w is None else float(w.sum())
+        lambdas = discrete.default_lambdas(total)
         Xc = self._continuous(X)
         if isinstance(bw, str) and bw == "plugin":
             raise ValueError(
@@ -354,15 +358,16 @@ class NadarayaWatsonBase(BaseEstimator):
         ``compute`` returns an array or a tuple of arrays, a row per query;
         the warnings of the batches are merged into one per kind, with their
         counts summed."""
-        Q = self._validate_queries(X)
+        Q = self._validate_queries(X, keep_sparse=True)
         m, rows = Q.shape[0], self._batch_rows()
         if m <= rows:
-            return compute(Q)
+            return compute(Q.toarray() if sp.issparse(Q) else Q)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             out = None
             for a in range(0, m, rows):
-                part = compute(Q[a : a + rows])
+                batch = Q[a : a + rows]
+                part = compute(batch.toarray() if sp.issparse(batch) else batch)
                 single = not isinstance(part, tuple)
                 part = (part,) if single else part
                 if out is None:  # the outputs, filled batch by batch
@@ -372,11 +377,20 @@ class NadarayaWatsonBase(BaseEstimator):
         _merge_warnings(caught, m)
         return out[0] if single else tuple(out)
 
-    def _validate_queries(self, X):
+    def _validate_queries(self, X, keep_sparse=False):
+        """Validated queries, dense (a sparse matrix densified; kept sparse,
+        in CSR, with ``keep_sparse``, for :meth:`_batched` to densify one
+        batch at a time)."""
         check_is_fitted(self)
         X = encode_features(self, X, reset=False)
         check_not_text(X, categorical=hasattr(self, "categorical_features"))
-        return validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
+        Q = validate_data(
+            self, X, reset=False, dtype=[np.float64, np.float32],
+            accept_sparse=SPARSE_FORMATS,
+        )  # fmt: skip
+        if sp.issparse(Q):
+            return Q.tocsr() if keep_sparse else Q.toarray()
+        return Q
 
     def _weighted_average(self, X, V, squared=False, validated=False, own=None):
         """Kernel-weighted averages of the rows of ``V`` at the queries ``X``.
@@ -667,7 +681,13 @@ class NadarayaWatsonBase(BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = False
+        # Sparse inputs are densified, but discrete features are read from
+        # dense arrays or DataFrames only.
+        categorical = getattr(self, "categorical_features", None)
+        tags.input_tags.sparse = getattr(self, "ordered_features", None) is None and (
+            categorical is None
+            or (isinstance(categorical, str) and categorical == "from_dtype")
+        )
         return tags
 
     def __sizeof__(self):

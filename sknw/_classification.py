@@ -16,7 +16,13 @@ from ._selection import (
     check_groups,
     cv_parameter_constraints,
 )
-from ._validation import check_dense_target, check_not_text, check_sample_weight
+from ._validation import (
+    SPARSE_FORMATS,
+    check_dense_target,
+    check_not_text,
+    check_sample_weight,
+    dense_training,
+)
 from .kernels import KERNELS, Kernel
 
 #: Kernel names the classifier accepts: those of non-negative kernels.
@@ -240,7 +246,11 @@ class NadarayaWatsonClassifier(ClassifierMixin, NadarayaWatsonBase):
         X = encode_features(self, X, reset=True)
         check_not_text(X, categorical=hasattr(self, "categorical_features"))
         check_dense_target(y)
-        X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], order="C")
+        X, y = validate_data(
+            self, X, y, dtype=[np.float64, np.float32], order="C",
+            accept_sparse=SPARSE_FORMATS,
+        )  # fmt: skip
+        X = dense_training(X)
         y = column_or_1d(y, warn=True)
         check_classification_targets(y)
         self.classes_, self.y_fit_ = np.unique(y, return_inverse=True)

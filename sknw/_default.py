@@ -63,7 +63,8 @@ def default_bandwidth(est, X, y, w):
                 Xp, "scott", est.kernel_, wp, est.metric, est.metric_params_
             )
         if discrete is not None:
-            n = positive.size if w is None else float(w[positive].sum())
+            with np.errstate(over="ignore"):
+                n = positive.size if w is None else float(w[positive].sum())
             bandwidth = discrete.join(bandwidth, discrete.default_lambdas(n))
         return bandwidth, {"method": "scott", "n_samples": int(positive.size)}
     size = subsample_size(est.kernel_, est.metric, est.metric_params_, d, est.algorithm)

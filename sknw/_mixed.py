@@ -149,6 +149,8 @@ def encode_features(est, X, reset):
         return X
     if reset:
         est._discrete = None
+        if sp.issparse(X):
+            _refuse_sparse_declarations(est)
         table = _table(X)
         if table is None:
             return X
@@ -169,6 +171,22 @@ def encode_features(est, X, reset):
     if table is None or np.shape(table)[1] != discrete.n_features:
         return X  # the estimator's validation names the problem
     return discrete.encoder.transform(table)
+
+
+def _refuse_sparse_declarations(est):
+    """Discrete features cannot be read from a sparse matrix: refuse their
+    declaration rather than ignore it."""
+    declared = est.ordered_features is not None or not (
+        est.categorical_features is None
+        or (isinstance(est.categorical_features, str)
+            and est.categorical_features == "from_dtype")
+    )  # fmt: skip
+    if declared:
+        raise ValueError(
+            "categorical_features or ordered_features were given with a sparse "
+            "X: give the discrete features in a dense array or DataFrame (their "
+            "kernels need the levels, not a one-hot encoding)."
+        )
 
 
 def _table(X):
@@ -236,8 +254,11 @@ def coordinate_search(evaluate, cand, state, discrete):
     """
     search = _Search(evaluate, cand, state, discrete)
     if state.get("step") is not None:
-        search.try_bandwidths([search.bandwidth * state["step"] ** e
-                               for e in (-2, -1, 1, 2)])  # fmt: skip
+        powers = (-2, -1, 1, 2)
+        i = search.try_bandwidths([search.bandwidth * state["step"] ** e
+                                   for e in powers])  # fmt: skip
+        if i is not None:
+            cand["multiplier"] = cand["multiplier"] * state["step"] ** powers[i]
     if state.get("shape") is not None:
         for j in range(search.bandwidth.size):
             trials = []

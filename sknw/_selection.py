@@ -469,6 +469,7 @@ class CVSelectionMixin:
                     break
                 changed = True
             if changed:  # the grid again, at the new shape and parameters
+                state["around"] = best["multiplier"] if default else None
                 found = self._grid_pass(evaluate, X, w, kernels, resolved, grid, state)
         self._store_choice(kernels, found, X)
         if self.refine:
@@ -478,8 +479,10 @@ class CVSelectionMixin:
         """The grid (a number of multipliers, or the given bandwidths of the
         continuous features) and the starting smoothing parameters of the
         discrete features (None: given with each bandwidth, not searched)."""
-        # Frequency weights: the rule's n is their sum, as for the bandwidths.
-        n = X.shape[0] if w is None else float(np.sum(w))
+        n = X.shape[0]
+        if w is not None:  # frequency weights: n is their sum, as for the rules
+            with np.errstate(over="ignore"):
+                n = float(np.sum(w))
         if self.bandwidths is None or isinstance(self.bandwidths, Integral):
             grid = 30 if self.bandwidths is None else int(self.bandwidths)
         elif self._discrete is not None:
@@ -493,21 +496,14 @@ class CVSelectionMixin:
     def _shape_search(self, X, grid):
         """The per-feature factors of the default grid's shape that the
         coordinate search refines (ones), or None where it does not: a user
-        grid, fewer than two continuous features, a metric whose rule gives
-        one bandwidth, or continuous features only (where
-        :attr:`_search_shape` is False)."""
+        grid, fewer than two or more than :data:`MAX_SHAPE_FEATURES`
+        continuous features, or a metric whose rule gives one bandwidth."""
         n_cont = self._continuous(X).shape[1]
-        if not isinstance(grid, Integral) or n_cont < 2:
-            return None
-        if self._discrete is None and not self._search_shape:
+        if not isinstance(grid, Integral) or not 2 <= n_cont <= MAX_SHAPE_FEATURES:
             return None
         if self.metric not in COORDINATE_METRICS:
             return None
         return np.ones(n_cont)
-
-    #: Whether the coordinate search refines the shape of per-feature
-    #: bandwidths without discrete features too.
-    _search_shape = False
 
     def _grid_pass(self, evaluate, X, w, kernels, resolved, grid, state=None):
         """``(cands, mean, splits, n_empty, n_bw)`` of the grid, the default
@@ -523,11 +519,14 @@ class CVSelectionMixin:
             cands = candidate_grid(
                 Xc, w, resolved, grid, self.metric, self.metric_params_
             )
-            shape = None if state is None else state.get("shape")
+            state = {} if state is None else state
+            shape = state.get("shape")
             if shape is not None:
                 for cand in cands:
                     cand["bandwidth"] = cand["bandwidth"] * shape
                     cand["rule"] = cand["rule"] * shape
+            if state.get("around") is not None:
+                cands = _window(cands, state["around"])
         else:
             cands = [
                 {"kernel": kernel, "multiplier": np.nan, **entry}
@@ -682,6 +681,37 @@ class CVSelectionMixin:
                         "it cannot be scored; use other folds or weights."
                     )
         return folds
+
+
+#: The default grid's shape (the ratios of the per-feature bandwidths) is
+#: searched with at most this many continuous features. Measured out of
+#: sample: with 2 and 3 features the search lowers the error against the true
+#: function (by 13-58 % on an anisotropic function, about 5x with an
+#: irrelevant feature) and never raised it; with the 10 features of the
+#: diabetes data it overfits the leave-one-out score (5-fold R^2 0.444 ->
+#: 0.422).
+MAX_SHAPE_FEATURES = 3
+
+#: After a coordinate search, the grid is scored again this many steps on
+#: either side of the searched size (extended where its best is at an edge).
+WINDOW_STEPS = 5
+
+
+def _window(cands, around):
+    """Candidates of the default grid's kernels and spacing at the
+    multipliers within :data:`WINDOW_STEPS` steps of ``around`` (which may
+    lie in an extension beyond the grid)."""
+    step = _grid_step(cands)
+    if step is None or not np.isfinite(around):
+        return cands
+    mults = around * step ** np.arange(-WINDOW_STEPS, WINDOW_STEPS + 1)
+    kernels = {id(c["kernel"]): c for c in cands}.values()  # one per kernel
+    return [
+        {"kernel": c["kernel"], "bandwidth": m * c["rule"], "multiplier": float(m),
+         "rule": c["rule"]}
+        for c in kernels
+        for m in mults
+    ]  # fmt: skip
 
 
 def _grid_step(cands):

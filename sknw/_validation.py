@@ -218,8 +218,22 @@ def validate_regression_data(estimator, X, y):
         order="C",
         multi_output=True,
         y_numeric=True,
+        accept_sparse=SPARSE_FORMATS,
     )
-    return X, np.asarray(y, dtype=np.float64)
+    return dense_training(X), np.asarray(y, dtype=np.float64)
+
+
+#: Sparse formats the estimators take (densified: the training points at fit,
+#: the queries one batch at a time).
+SPARSE_FORMATS = ("csr", "csc", "coo")
+
+
+def dense_training(X):
+    """Training inputs as a dense C-ordered array (a sparse matrix densified:
+    the fitted estimator holds them, as it holds dense inputs)."""
+    if sp.issparse(X):
+        return np.ascontiguousarray(X.toarray())
+    return X
 
 
 class NotBoolInterval(Interval):

@@ -590,15 +590,66 @@ SPARSE_FORMATS = [sp.csr_matrix, sp.csc_matrix, sp.coo_matrix, sp.csr_array]
 
 @pytest.mark.parametrize("fmt", SPARSE_FORMATS, ids=lambda f: f.__name__)
 @pytest.mark.parametrize("kind", KINDS)
-def test_sparse_X(kind, fmt):
+def test_sparse_X_is_densified(kind, fmt):
+    # Sparse inputs give what their dense arrays give (the training points
+    # densified at fit, the queries one batch at a time).
     X, y, Q = data(kind)
-    message = "Sparse data was passed for X, but dense data is required"
-    with pytest.raises(TypeError, match=message):
-        make(kind).fit(fmt(X), y)
-    est = make(kind).fit(X, y)
+    X[X < 0] = 0.0
+    Q[Q < 0] = 0.0
+    sparse = make(kind).fit(fmt(X), y)
+    dense = make(kind).fit(X, y)
+    assert_allclose(sparse.bandwidth_, dense.bandwidth_, rtol=0)
     for method in query_methods(kind):
-        with pytest.raises(TypeError, match=message):
-            getattr(est, method)(fmt(Q))
+        expected = getattr(dense, method)(Q)
+        for est in (sparse, dense):
+            got = getattr(est, method)(fmt(Q))
+            if expected.dtype.kind in "UO":  # class labels
+                np.testing.assert_array_equal(got, expected)
+            else:
+                assert_allclose(got, expected, rtol=1e-12)
+
+
+def test_sparse_queries_are_densified_one_batch_at_a_time(monkeypatch):
+    X, y, Q = data("regressor", n=40)
+    est = NadarayaWatsonRegressor(bandwidth=0.7).fit(X, y)
+    monkeypatch.setattr(NadarayaWatsonRegressor, "_batch_rows", lambda self: 2)
+    seen = []
+    original = est._weighted_average
+
+    def spy(Qb, *args, **kwargs):
+        seen.append(Qb.shape[0])
+        assert not sp.issparse(Qb)
+        return original(Qb, *args, **kwargs)
+
+    monkeypatch.setattr(est, "_weighted_average", spy)
+    got = est.predict(sp.csr_matrix(Q))
+    monkeypatch.undo()
+    assert max(seen) <= 2
+    assert_allclose(got, est.predict(Q), rtol=1e-12)
+
+
+def test_default_column_transformer_with_one_hot_works():
+    pd = pytest.importorskip("pandas")
+    from sklearn.compose import make_column_transformer
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder
+
+    rng = np.random.default_rng(0)
+    levels = [f"level {i}" for i in range(20)]  # sparse enough to stay sparse
+    frame = pd.DataFrame({"x": rng.uniform(size=60), "g": rng.choice(levels, 60)})
+    y = frame.x + (frame.g == "level 1")
+    pipe = make_pipeline(
+        make_column_transformer((OneHotEncoder(), ["g"]), remainder="passthrough"),
+        NadarayaWatsonRegressor(bandwidth=0.3),
+    ).fit(frame, y)
+    assert sp.issparse(pipe[0].transform(frame))
+    assert np.all(np.isfinite(pipe.predict(frame)))
+
+
+def test_discrete_declarations_with_sparse_X_are_refused():
+    X, y, _ = data("regressor")
+    with pytest.raises(ValueError, match="sparse X"):
+        NadarayaWatsonRegressor(categorical_features=[0]).fit(sp.csr_matrix(X), y)
 
 
 @pytest.mark.parametrize("kind", ["regressor", "regressor_cv"])
