@@ -92,6 +92,51 @@ def test_statsmodels_kernelreg():
     assert_allclose(reg.predict(X[:40]), ref, rtol=1e-10)
 
 
+@pytest.mark.parametrize("var_type", ["u", "o", "cu", "co", "uo", "cuo", "ouc", "ccu"])
+def test_statsmodels_kernelreg_every_mix(var_type):
+    sm = pytest.importorskip("statsmodels.nonparametric.kernel_regression")
+    rng = np.random.default_rng(len(var_type))
+    n = 80
+    cols, bw = [], []
+    for kind in var_type:
+        if kind == "c":
+            cols.append(rng.uniform(0, 1, n))
+            bw.append(0.15)
+        elif kind == "u":
+            cols.append(rng.integers(0, 4, n).astype(float))
+            bw.append(0.3)
+        else:
+            cols.append(rng.integers(0, 5, n).astype(float))
+            bw.append(0.4)
+    X = np.column_stack(cols)
+    y = np.sin(3 * X.sum(axis=1)) + 0.1 * rng.normal(size=n)
+    kinds = np.array(list(var_type))
+    reg = NadarayaWatsonRegressor(
+        bandwidth=bw,
+        categorical_features=np.flatnonzero(kinds == "u").tolist() or None,
+        ordered_features=np.flatnonzero(kinds == "o").tolist() or None,
+    ).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref = sm.KernelReg(y, X, var_type=var_type, reg_type="lc", bw=bw).fit(X[:30])[0]
+    assert_allclose(reg.predict(X[:30]), ref, rtol=1e-10)
+
+
+def test_default_settings_dataframe_equals_numpy_with_indices():
+    X, y = make_data(120)
+    df = pd.DataFrame({
+        "x": X[:, 0],
+        "g": pd.Categorical(X[:, 1].astype(int)),
+        "o": pd.Categorical(X[:, 2].astype(int), categories=range(5), ordered=True),
+    })  # fmt: skip
+    a = NadarayaWatsonRegressor().fit(df, y)
+    b = NadarayaWatsonRegressor(categorical_features=[1], ordered_features=[2]).fit(
+        X, y
+    )
+    assert_allclose(a.bandwidth_, b.bandwidth_, rtol=0)
+    assert_allclose(a.predict(df), b.predict(X), rtol=1e-12)
+
+
 def test_from_dtype_pandas_and_names():
     X, y = make_data()
     df = pd.DataFrame({

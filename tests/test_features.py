@@ -1,0 +1,80 @@
+"""Feature types and the encoding of discrete features."""
+
+import numpy as np
+import pytest
+from numpy.testing import assert_array_equal
+
+from sknw._features import FeatureEncoder, feature_types
+
+pd = pytest.importorskip("pandas")
+
+
+def test_from_dtype():
+    df = pd.DataFrame({
+        "x": [0.1, 0.2, 0.3],
+        "city": ["a", "b", "a"],
+        "cat": pd.Categorical(["u", "v", "u"]),
+        "grade": pd.Categorical([1, 2, 3], ordered=True),
+        "numbers": np.array([1.0, 2.0, 3.0], dtype=object),
+        "flag": pd.array([True, False, True], dtype="boolean"),
+    })  # fmt: skip
+    types = feature_types(df, "from_dtype", None)
+    assert list(types) == [
+        "continuous", "unordered", "unordered", "ordered", "continuous",
+        "continuous",
+    ]  # fmt: skip
+
+
+def test_masks_indices_and_names():
+    X = np.zeros((3, 3))
+    assert list(feature_types(X, [True, False, True], None)) == [
+        "unordered", "continuous", "unordered",
+    ]  # fmt: skip
+    assert list(feature_types(X, [-1], [0])) == ["ordered", "continuous", "unordered"]
+    assert list(feature_types(X, None, None)) == ["continuous"] * 3
+    df = pd.DataFrame(X, columns=["a", "b", "c"])
+    assert list(feature_types(df, ["b"], ["c"])) == [
+        "continuous", "unordered", "ordered",
+    ]  # fmt: skip
+    with pytest.raises(ValueError, match="outside"):
+        feature_types(X, [3], None)
+    with pytest.raises(ValueError, match="mask of 2 values"):
+        feature_types(X, [True, False], None)
+    with pytest.raises(ValueError, match="no feature names"):
+        feature_types(X, ["a"], None)
+    with pytest.raises(ValueError, match="not a feature"):
+        feature_types(df, ["z"], None)
+
+
+def test_encoding_learns_levels_and_codes_unseen_as_minus_one():
+    X = np.array([[0.5, "b", 3], [0.1, "a", 1], [0.2, "b", 2]], dtype=object)
+    types = feature_types(X, [1], [2])
+    enc = FeatureEncoder(types).fit(X)
+    assert list(enc.categories[1]) == ["a", "b"]
+    assert_array_equal(enc.categories[2], [1.0, 2.0, 3.0])
+    Q = np.array([[0.3, "z", 7], [0.4, "a", 1]], dtype=object)
+    assert_array_equal(enc.transform(Q), [[0.3, -1.0, 7.0], [0.4, 0.0, 1.0]])
+
+
+def test_ordered_categorical_positions():
+    col = pd.Categorical(
+        ["lo", "hi", "mid"], categories=["lo", "mid", "hi"], ordered=True
+    )
+    df = pd.DataFrame({"x": [0.0, 1.0, 2.0], "g": col})
+    enc = FeatureEncoder(feature_types(df, "from_dtype", None)).fit(df)
+    assert_array_equal(enc.transform(df)["g"], [0.0, 2.0, 1.0])
+    q = pd.DataFrame({"x": [0.0], "g": pd.Categorical(["new"])})
+    assert_array_equal(enc.transform(q)["g"], [-1.0])
+
+
+def test_refusals():
+    X = np.array([[0.5, 1.5], [0.1, 2.0]])
+    with pytest.raises(ValueError, match="not integers"):
+        FeatureEncoder(feature_types(X, None, [1])).fit(X)
+    with pytest.raises(ValueError, match="NaN"):
+        FeatureEncoder(feature_types(X, [1], None)).fit(np.array([[0.1, np.nan]]))
+    with pytest.raises(ValueError, match="infinity"):
+        FeatureEncoder(feature_types(X, [1], None)).fit(np.array([[0.1, np.inf]]))
+    unordered = pd.DataFrame({"g": pd.Categorical(["a", "b"])})
+    with pytest.raises(ValueError, match="unordered"):
+        FeatureEncoder(feature_types(unordered, None, [0])).fit(unordered)
