@@ -151,6 +151,9 @@ def encode_features(est, X, reset):
         est._discrete = None
         if sp.issparse(X):
             _refuse_sparse_declarations(est)
+            d = X.shape[1] if X.ndim == 2 else 0
+            est.feature_types_ = np.asarray(["continuous"] * d, dtype=object)
+            est.categories_ = [None] * d
         table = _table(X)
         if table is None:
             return X
@@ -165,6 +168,11 @@ def encode_features(est, X, reset):
     discrete = getattr(est, "_discrete", None)
     if discrete is None:
         return X
+    if sp.issparse(X):
+        raise ValueError(
+            f"{type(est).__name__} was fitted with discrete features, which are "
+            "read from dense arrays or DataFrames: give dense X."
+        )
     if not reset and hasattr(X, "columns"):  # names checked before reading
         _check_feature_names(est, X, reset=False)
     table = _table(X)
@@ -366,6 +374,11 @@ def mixed_grid(bandwidths, discrete, n_features, n_samples):
             )
         cont, lambdas = discrete.split(full)
         discrete.check_lambdas(lambdas)
-        grid.append({"bandwidth": check_bandwidth(cont, n_cont),
-                     "lambdas": tuple(lambdas)})  # fmt: skip
+        cont = check_bandwidth(cont, n_cont)
+        if cont.size and np.all(cont == cont[0]):
+            # Equal entries: one bandwidth of the continuous features, as the
+            # fitted estimators read ``bandwidth_`` (a float divides the
+            # distances, whatever the metric).
+            cont = float(cont[0])
+        grid.append({"bandwidth": cont, "lambdas": tuple(lambdas)})
     return grid, None

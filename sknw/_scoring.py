@@ -46,6 +46,14 @@ def _neg_log_loss(proba, y_index, sample_weight):
     return float(np.average(np.log(p), weights=sample_weight))
 
 
+def _neg_mean_squared_error(pred, y_true, sample_weight):
+    """scikit-learn's ``neg_mean_squared_error`` (outputs averaged), without
+    its validation: the scores of a search's candidates, many per fit."""
+    y = np.asarray(y_true, dtype=np.float64).reshape(pred.shape[0], -1)
+    errors = np.average((pred - y) ** 2, axis=0, weights=sample_weight)
+    return -float(np.mean(errors))
+
+
 def make_scorer(scoring, kind, classes=None):
     """Turn ``scoring`` into ``f(pred, y_true, sample_weight) -> float``.
 
@@ -64,6 +72,8 @@ def make_scorer(scoring, kind, classes=None):
     """
     if kind == "classification" and scoring is None:
         return _neg_log_loss
+    if kind == "regression" and scoring is None:
+        return _neg_mean_squared_error
     if kind == "regression":
         stand_in = _RegressionPredictions()
         scoring = "neg_mean_squared_error" if scoring is None else scoring

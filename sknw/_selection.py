@@ -163,6 +163,10 @@ def cv_predictions(
                         empties[i][test] = empty
                     else:
                         policy = "nearest"
+                        if factors is not None:
+                            # No point of positive factor: the mean, a
+                            # local constant (for local fits too).
+                            empties[i][test] = empty
                     if policy in ("nearest", "mean"):
                         out[empty] = fallbacks(policy, empty, factors)
                     else:

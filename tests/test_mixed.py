@@ -749,3 +749,58 @@ def test_dataframe_column_checks_come_first():
     dup = pd.DataFrame(np.zeros((4, 3)), columns=["a", "a", "b"]).assign(b=list("xyxy"))
     with pytest.raises(ValueError, match="(?i)duplicate|unique"):
         NadarayaWatsonRegressor().fit(dup, np.arange(4.0))
+
+
+def test_sparse_queries_refused_after_discrete_fit():
+    import scipy.sparse as sp
+
+    X, y = make_data(60)
+    reg = NadarayaWatsonRegressor(
+        bandwidth=[0.2, 0.1, 0.3], categorical_features=[1], ordered_features=[2]
+    ).fit(X, y)
+    with pytest.raises(ValueError, match="dense X"):
+        reg.predict(sp.csr_matrix(X[:4]))
+    # A refit on sparse data forgets the discrete features.
+    df = pd.DataFrame({"x": X[:, 0], "g": pd.Categorical(X[:, 1].astype(int))})
+    reg = NadarayaWatsonRegressor(bandwidth=[0.2, 0.1]).fit(df, y)
+    reg.fit(sp.csr_matrix(X[:, :2]), y)
+    assert list(reg.feature_types_) == ["continuous", "continuous"]
+
+
+@pytest.mark.parametrize("kernel", ["gaussian", "epanechnikov"])
+def test_local_linear_loo_with_a_level_of_one_point(kernel):
+    from sknw import LocalLinearRegressor, LocalLinearRegressorCV
+
+    rng = np.random.default_rng(0)
+    X = np.column_stack([rng.uniform(0, 1, 30), rng.integers(0, 3, 30)]).astype(float)
+    X[0, 1] = 9.0  # alone in its level: with lambda 0 its window is empty
+    y = X[:, 0] + 0.1 * rng.normal(size=30)
+    b = np.array([0.3, 0.0])
+    cv = LocalLinearRegressorCV(
+        kernels=[kernel], bandwidths=[b], categorical_features=[1], max_leverage=None
+    ).fit(X, y)
+    loo = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for i in range(30):
+            keep = np.arange(30) != i
+            refit = LocalLinearRegressor(
+                kernel=kernel, bandwidth=b, categorical_features=[1],
+                max_leverage=None,
+            ).fit(X[keep], y[keep])  # fmt: skip
+            loo.append(refit.predict(X[i : i + 1])[0])
+    assert_allclose(-cv.best_score_, np.mean((np.array(loo) - y) ** 2), rtol=1e-9)
+
+
+def test_cosine_with_discrete_features_rescores_its_choice():
+    rng = np.random.default_rng(0)
+    n = 80
+    X = np.column_stack(
+        [rng.uniform(0.1, 1, n), rng.uniform(0.1, 1, n), rng.integers(0, 3, n)]
+    )
+    y = np.arctan2(X[:, 1], X[:, 0]) + X[:, 2] + 0.05 * rng.normal(size=n)
+    kw = {"metric": "cosine", "categorical_features": [2]}
+    reg = NadarayaWatsonRegressor(**kw).fit(X, y)
+    again = NadarayaWatsonRegressorCV(bandwidths=[reg.bandwidth_], **kw).fit(X, y)
+    assert_allclose(again.best_score_, reg.bandwidth_selection_["score"], rtol=1e-10)
+    assert_allclose(again.predict(X), reg.predict(X), rtol=1e-10)

@@ -914,3 +914,18 @@ def test_groups_through_metadata_routing():
         ref = NadarayaWatsonRegressorCV(cv=GroupKFold(3), bandwidths=5)
         ref.fit(X[train], y[train], groups=groups[train])
         np.testing.assert_array_equal(fitted.bandwidth_, ref.bandwidth_)
+
+
+def test_default_regression_score_is_sklearns_mean_squared_error():
+    from sklearn.metrics import mean_squared_error
+
+    from sknw._scoring import make_scorer
+
+    rng = np.random.default_rng(0)
+    pred, y = rng.normal(size=(20, 3)), rng.normal(size=(20, 3))
+    w = rng.uniform(0, 2, 20)
+    score = make_scorer(None, "regression")
+    assert np.isclose(score(pred, y, w), -mean_squared_error(y, pred, sample_weight=w))
+    assert np.isclose(
+        score(pred[:, :1], y[:, 0], None), -mean_squared_error(y[:, 0], pred[:, 0])
+    )
