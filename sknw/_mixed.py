@@ -29,15 +29,6 @@ DISCRETE_CONSTRAINTS = {
     "ordered_kernel": [StrOptions(set(ORDERED_KERNELS))],
 }
 
-#: Their defaults.
-DISCRETE_DEFAULTS = {
-    "categorical_features": "from_dtype",
-    "ordered_features": None,
-    "categorical_kernel": "aitchison_aitken",
-    "ordered_kernel": "wang_ryzin",
-}
-
-
 class Discrete:
     """The fitted discrete features of an estimator: their encoder, kernels
     and the columns of each kind."""
