@@ -358,16 +358,22 @@ class NadarayaWatsonBase(BaseEstimator):
         ``compute`` returns an array or a tuple of arrays, a row per query;
         the warnings of the batches are merged into one per kind, with their
         counts summed."""
-        Q = self._validate_queries(X, keep_sparse=True)
+        if self._discrete is not None:
+            # Discrete features are encoded (and validated) one batch at a
+            # time: the encoded copy of the queries is a batch's.
+            Q, validate = _raw_rows(X), self._validate_queries
+        else:
+            Q = self._validate_queries(X, keep_sparse=True)
+            validate = _dense
         m, rows = Q.shape[0], self._batch_rows()
         if m <= rows:
-            return compute(Q.toarray() if sp.issparse(Q) else Q)
+            return compute(validate(Q))
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             out = None
             for a in range(0, m, rows):
-                batch = Q[a : a + rows]
-                part = compute(batch.toarray() if sp.issparse(batch) else batch)
+                batch = Q.iloc[a : a + rows] if hasattr(Q, "iloc") else Q[a : a + rows]
+                part = compute(validate(batch))
                 single = not isinstance(part, tuple)
                 part = (part,) if single else part
                 if out is None:  # the outputs, filled batch by batch
@@ -715,6 +721,25 @@ class NadarayaWatsonBase(BaseEstimator):
         if isinstance(index, cKDTree):  # its arrays are not attributes
             size += index.data.nbytes + index.indices.nbytes
         return size
+
+
+def _dense(Q):
+    """A batch of validated queries, densified where sparse."""
+    return Q.toarray() if sp.issparse(Q) else Q
+
+
+def _raw_rows(X):
+    """Queries as given, sliceable by rows: a DataFrame or sparse matrix as
+    is, anything else as an array (objects kept where they are not all
+    numbers); the validation of each batch names the problems."""
+    if hasattr(X, "iloc") or sp.issparse(X) or hasattr(X, "shape"):
+        return X
+    try:
+        A = np.asarray(X)
+    except (TypeError, ValueError):
+        return np.asarray(X, dtype=object)
+    # Lists mixing numbers and strings become all strings: keep the objects.
+    return np.asarray(X, dtype=object) if A.dtype.kind in "US" else A
 
 
 #: The warnings whose message starts with "N of M queries": merged over the

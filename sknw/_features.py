@@ -186,9 +186,17 @@ class FeatureEncoder:
             if self.types[j] == CONTINUOUS:
                 out[j] = col
                 continue
-            values = np.asarray(col, dtype=object)
-            _check_missing(values, j)
-            _check_finite(values, j)
+            numeric = _numeric(col) if not hasattr(col, "cat") else None
+            if numeric is not None:  # numbers: checked without objects
+                if not np.all(np.isfinite(numeric)):
+                    raise ValueError(
+                        f"Input X contains NaN or infinity in discrete feature {j}."
+                    )
+                values = numeric
+            else:
+                values = np.asarray(col, dtype=object)
+                _check_missing(values, j)
+                _check_finite(values, j)
             if self.coded[j]:
                 out[j] = _codes(values, self.categories[j])
             else:
@@ -262,8 +270,30 @@ def _key(v):
 
 def _codes(values, levels):
     """The index of each value among ``levels`` (-1: not among them)."""
+    numeric = _numeric(values)
+    if numeric is not None and levels.size and _numeric(levels) is not None:
+        # Numbers: a sorted search, without an object per value.
+        keys = _numeric(levels)
+        order = np.argsort(keys, kind="stable")
+        pos = np.searchsorted(keys[order], numeric)
+        pos = np.minimum(pos, keys.size - 1)
+        hit = keys[order][pos] == numeric
+        return np.where(hit, order[pos], -1).astype(np.float64)
     lookup = {_key(v): i for i, v in enumerate(levels)}
     return np.array([lookup.get(_key(v), -1) for v in values], dtype=np.float64)
+
+
+def _numeric(values):
+    """``values`` as float64 where they are all real numbers, else None."""
+    values = np.asarray(values)
+    if values.dtype.kind in "biuf":
+        return values.astype(np.float64)
+    if values.dtype.kind == "O" and all(
+        isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
+        for v in values
+    ):
+        return values.astype(np.float64)
+    return None
 
 
 def _integer_values(values, j):

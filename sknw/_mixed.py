@@ -29,6 +29,7 @@ DISCRETE_CONSTRAINTS = {
     "ordered_kernel": [StrOptions(set(ORDERED_KERNELS))],
 }
 
+
 class Discrete:
     """The fitted discrete features of an estimator: their encoder, kernels
     and the columns of each kind."""
@@ -204,6 +205,10 @@ def _table(X):
         return X if 0 not in X.shape else None
     try:
         A = np.asarray(X)
+        if A.dtype.kind in "US" and not isinstance(X, np.ndarray):
+            # Lists mixing numbers and strings become all strings: keep the
+            # objects, so that the numbers stay numbers.
+            A = np.asarray(X, dtype=object)
     except (TypeError, ValueError):
         return None
     if A.ndim != 2 or 0 in A.shape:

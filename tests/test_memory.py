@@ -57,3 +57,23 @@ def test_extra_memory_does_not_grow_with_the_queries(make, method, kwargs):
     # times the per-query temporaries (over 100 bytes per query before).
     assert extra_large <= extra_small + 2 * 2**20
     assert extra_large <= 64 * 2**20
+
+
+@pytest.mark.parametrize("levels", [3, 40], ids=["cells", "pair_by_pair"])
+def test_discrete_features_memory_does_not_grow_with_the_queries(levels):
+    rng = np.random.default_rng(0)
+    n = 200
+    X = np.column_stack([rng.normal(size=(n, 2)), rng.integers(0, levels, n)])
+    y = X[:, 0] + X[:, 2] % 2
+    est = NadarayaWatsonRegressor(
+        bandwidth=[1.0, 1.0, 0.3], categorical_features=[2]
+    ).fit(X, y)
+
+    def queries(m):
+        return np.column_stack([rng.normal(size=(m, 2)), rng.integers(0, levels, m)])
+
+    small, large = queries(40_000), queries(160_000)
+    extra_small = extra_memory(lambda: est.predict(small))
+    extra_large = extra_memory(lambda: est.predict(large))
+    assert extra_large <= extra_small + 2 * 2**20
+    assert extra_large <= 64 * 2**20

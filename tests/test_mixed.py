@@ -804,3 +804,14 @@ def test_cosine_with_discrete_features_rescores_its_choice():
     again = NadarayaWatsonRegressorCV(bandwidths=[reg.bandwidth_], **kw).fit(X, y)
     assert_allclose(again.best_score_, reg.bandwidth_selection_["score"], rtol=1e-10)
     assert_allclose(again.predict(X), reg.predict(X), rtol=1e-10)
+
+
+def test_lists_mixing_numbers_and_labels():
+    X = [[0.1, "a"], [0.2, "b"], [0.3, "a"], [0.5, "b"]]
+    y = [1.0, 2.0, 3.0, 4.0]
+    reg = NadarayaWatsonRegressor(bandwidth=[0.2, 0.3], categorical_features=[1])
+    got = reg.fit(X, y).predict([[0.15, "a"], [0.3, "zz"]])
+    codes = np.array([[0.1, 0], [0.2, 1], [0.3, 0], [0.5, 1]])
+    Q = np.array([[0.15, 0], [0.3, -1]])
+    W = brute_weights(Q, codes, np.array([0.2, 0.3]), [0], [1], [], levels={1: 2})
+    assert_allclose(got, W @ np.array(y) / W.sum(axis=1), rtol=1e-12)

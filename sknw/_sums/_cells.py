@@ -196,22 +196,40 @@ class CellPartition:
     cell; ``rows``: the training indices of each cell, in order.
     """
 
-    def __init__(self, X, factors):
+    def __init__(self, X, factors, keep=False):
         codes = np.asarray(X[:, list(factors.columns)], dtype=np.float64)
+        self.ordered = None
         if codes.shape[0] == 0:
             self.levels = np.zeros((0, codes.shape[1]))
             self.cell_of = np.zeros(0, dtype=np.intp)
-            self.rows = []
+            self.rows, self.order = [], np.zeros(0, dtype=np.intp)
             return
         self.levels, inverse = np.unique(codes, axis=0, return_inverse=True)
         self.cell_of = np.ravel(inverse).astype(np.intp)
-        order = np.argsort(self.cell_of, kind="stable")
-        bounds = np.searchsorted(self.cell_of[order], np.arange(len(self.levels) + 1))
-        self.rows = [order[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+        self.order = np.argsort(self.cell_of, kind="stable")
+        bounds = np.searchsorted(
+            self.cell_of[self.order], np.arange(len(self.levels) + 1)
+        )
+        self.bounds = bounds
+        self.rows = [
+            self.order[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)
+        ]
+        if keep:  # fitted: the continuous rows in cell order, read as views
+            cont = list(factors.continuous)
+            self.ordered = np.ascontiguousarray(np.asarray(X)[self.order][:, cont])
 
     def continuous(self, X, c, factors):
-        """The continuous columns of cell ``c``'s training rows."""
+        """The continuous columns of cell ``c``'s training rows (a view of
+        the kept rows of a fitted partition, else a copy)."""
+        if self.ordered is not None:
+            return self.ordered[self.bounds[c] : self.bounds[c + 1]]
         return np.asarray(X[np.ix_(self.rows[c], list(factors.continuous))])
+
+    def all_continuous(self, X, factors):
+        """The continuous columns of every training row, in cell order."""
+        if self.ordered is not None:
+            return self.ordered
+        return np.asarray(X[self.order][:, list(factors.continuous)])
 
 
 class _Fold:
@@ -288,14 +306,13 @@ def direct_sums(Q, X, V, heads, partition, *, metric, metric_params, scale=None,
     """
     factors = discrete_of(heads)
     m, n, k = Q.shape[0], X.shape[0], V.shape[1]
-    order = np.concatenate(partition.rows) if partition.rows else np.zeros(0, int)
+    order = partition.order
     position = np.empty(n, dtype=np.intp)
     position[order] = np.arange(n)
     cells = partition.cell_of[order]
     cont = list(factors.continuous)
-    Qc, Xc = np.asarray(Q[:, cont]), np.asarray(X[order][:, cont])
+    Qc, Xc = np.asarray(Q[:, cont]), partition.all_continuous(X, factors)
     w = None if sample_weight is None else _as_float64(sample_weight)
-    Vx = _weighted_values(V[order], None if w is None else w[order], slice(None))
     own = own_rows(m, **loo)
     ratio = None
     if own is not None:
@@ -309,6 +326,7 @@ def direct_sums(Q, X, V, heads, partition, *, metric, metric_params, scale=None,
     for x0 in range(0, n, bn):
         x1 = min(x0 + bn, n)
         Xs = _scaled_rows(Xc, x0, x1, scale)
+        Vx = _weighted_values(V, w, order[x0:x1])  # one tile's values
         run = cells[x0:x1]
         starts = np.flatnonzero(np.r_[True, run[1:] != run[:-1]])
         run_of = np.repeat(np.arange(starts.size), np.diff(np.r_[starts, x1 - x0]))
@@ -327,7 +345,7 @@ def direct_sums(Q, X, V, heads, partition, *, metric, metric_params, scale=None,
                 with np.errstate(divide="ignore"):
                     extra[r, mine[r] - x0] += np.log(ratio[q0:q1][r])
             runs = [
-                _run_sums(D, head, squared, extra, starts, run_of, Vx[x0:x1])
+                _run_sums(D, head, squared, extra, starts, run_of, Vx)
                 for head in unique
             ]
             tables = {}

@@ -153,7 +153,7 @@ def _choose_cells(algorithm, accepted, request):
     """:func:`choose` for a product kernel with discrete features: a backend
     and index per cell (:class:`~sknw._sums._cells.CellIndex`), named by
     the backend of the most training points."""
-    partition = CellPartition(request.X, request.head.factors)
+    partition = CellPartition(request.X, request.head.factors, keep=True)
     if many_cells(partition):  # summed pair by pair: no index
         n_cells = len(partition.rows)
         return DENSE, CellIndex(partition, (DENSE,) * n_cells, (None,) * n_cells)
