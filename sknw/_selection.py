@@ -587,10 +587,12 @@ class CVSelectionMixin:
         """Refine the chosen continuous bandwidth (``refine=True``)."""
         best = self.best_index_
         current = cands[best]
-        score_of = lambda bandwidth: evaluate(  # noqa: E731
-            [{"kernel": self.kernel_, "bandwidth": bandwidth,
-              **({"lambdas": current["lambdas"]} if "lambdas" in current else {})}]
-        )[0][0][0]  # fmt: skip
+        extra = {"lambdas": current["lambdas"]} if "lambdas" in current else {}
+
+        def score_of(bandwidth):
+            cand = {"kernel": self.kernel_, "bandwidth": bandwidth, **extra}
+            return evaluate([cand])[0][0][0]
+
         same_kernel = [
             c["bandwidth"] for c in cands if c["kernel"] is current["kernel"]
         ]
