@@ -815,3 +815,14 @@ def test_lists_mixing_numbers_and_labels():
     Q = np.array([[0.15, 0], [0.3, -1]])
     W = brute_weights(Q, codes, np.array([0.2, 0.3]), [0], [1], [], levels={1: 2})
     assert_allclose(got, W @ np.array(y) / W.sum(axis=1), rtol=1e-12)
+
+
+def test_refine_keeps_the_smoothing_parameters():
+    X, y = make_data(100)
+    kw = {"bandwidths": 8, "categorical_features": [1], "ordered_features": [2]}
+    plain = NadarayaWatsonRegressorCV(**kw).fit(X, y)
+    refined = NadarayaWatsonRegressorCV(refine=True, **kw).fit(X, y)
+    assert refined.best_score_ >= plain.best_score_
+    assert_allclose(refined.bandwidth_[1:], plain.bandwidth_[1:])
+    ref = brute_loo_mse(X, y, refined.bandwidth_, [0], [1], [2])
+    assert_allclose(-refined.best_score_, ref, rtol=1e-10)
