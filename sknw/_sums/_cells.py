@@ -441,18 +441,16 @@ def cell_sums(compute, Q, X, V, heads, partition=None, **params):
     w = params.get("sample_weight")
     position = np.empty(X.shape[0], dtype=np.intp)
     everyone = np.arange(m)
-    tables = {}
-    for head in heads:
-        key = (head.factors.lambdas, head.factors.power)
-        if key not in tables:
-            tables[key] = head.factors.table(Q, partition.levels)
+    keys = {(h.factors.lambdas, h.factors.power): h.factors for h in heads}
     for c, rows_c in enumerate(partition.rows):
         if w is not None and not np.any(np.asarray(w)[rows_c] > 0):
             continue
         position[rows_c] = np.arange(rows_c.size)
         Xc = partition.continuous(X, c, factors)
         Vc = V[rows_c]
-        logs = {key: table.column(c) for key, table in tables.items()}
+        # Few cells: each one's log factors (m,) per smoothing, as needed.
+        cell = partition.levels[c]
+        logs = {key: f.log_factors(Q, cell) for key, f in keys.items()}
         groups = [(everyone, None)]
         if own is not None:
             mine = partition.cell_of[own] == c
