@@ -155,24 +155,30 @@ def cv_predictions(
                     # (no probability below 0).
                     np.clip(out, lo, hi, out=out)
                 if empty.any():
-                    # Unbounded support: only overflow empties a window; use the
-                    # limit of a vanishing bandwidth, the nearest points.
-                    policy = empty_window
-                    if np.isfinite(head.kernel.support):
+                    compact = _fill_empty(out, empty, head, empty_window, fallbacks)
+                    if compact:
                         n_empty[i] += int(empty.sum())
+                    if compact or factors is not None:
+                        # Empty windows, or no point of positive factor (the
+                        # mean): local constant, for the local fits too.
                         empties[i][test] = empty
-                    else:
-                        policy = "nearest"
-                        if factors is not None:
-                            # No point of positive factor: the mean, a
-                            # local constant (for local fits too).
-                            empties[i][test] = empty
-                    if policy in ("nearest", "mean"):
-                        out[empty] = fallbacks(policy, empty, factors)
-                    else:
-                        out[empty] = np.nan
                 preds[i][test] = out
     return preds, n_empty, empties
+
+
+def _fill_empty(out, empty, head, empty_window, fallbacks):
+    """Set the estimates of the queries ``empty`` in ``out`` by the
+    ``empty_window`` policy, and say whether the kernel is compact (its empty
+    windows count as such). Unbounded support: only overflow, or discrete
+    factors of 0, empty a window; those take the limit of a vanishing
+    bandwidth, the nearest points (see :class:`_Fallbacks`)."""
+    compact = bool(np.isfinite(head.kernel.support))
+    policy = empty_window if compact else "nearest"
+    if policy in ("nearest", "mean"):
+        out[empty] = fallbacks(policy, empty, getattr(head, "factors", None))
+    else:
+        out[empty] = np.nan
+    return compact
 
 
 def _removed_shares(head, den, M, w, kept):
