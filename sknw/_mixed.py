@@ -51,14 +51,10 @@ class Discrete:
         """Count each unordered feature's levels among the training points of
         positive weight of the encoded ``X`` (a level held only by points of
         weight 0 weighs nothing: as if unseen, the same estimates as without
-        those points)."""
-        X = np.asarray(X)
-        rows = slice(None) if sample_weight is None else sample_weight > 0
-        levels = list(self.levels)
-        for i, j in enumerate(self.columns):
-            if not self.kernels[i].ordered:
-                levels[i] = max(np.unique(X[rows, j]).size, 1)
-        self.levels = tuple(levels)
+        those points; as the core counts them per request,
+        :meth:`~sknw._sums._cells.DiscreteFactors.counted`)."""
+        lambdas = np.zeros(len(self.columns))
+        self.levels = self.factors(lambdas).counted(np.asarray(X), sample_weight).levels
 
     def as_params(self, categorical_kernel, ordered_kernel):
         """The estimator parameters that declare these features on the
