@@ -502,11 +502,7 @@ class NadarayaWatsonBase(BaseEstimator):
         Xc, Qc = self._continuous(X), self._continuous(Qe)
         near = nearest_scale(scale, self.metric_, Xc, Qc)
         factors = self._head().factors
-        S, den = cell_nearest_sums(Qe, X, V, factors, scale=near, **params)
-        none = ~(den > 0)
-        if none.any():  # no point of positive factor: every point (the mean)
-            wt = np.ones(X.shape[0]) if w is None else w
-            S[none], den[none] = wt @ V, wt.sum()
+        S, den, _ = cell_nearest_sums(Qe, X, V, factors, scale=near, **params)
         return S, den
 
     def _kernel_sums(self, Q, V, w, heads, own=None):
@@ -620,12 +616,10 @@ class NadarayaWatsonBase(BaseEstimator):
         if factors is not None:
             Xc, Qc = self._continuous(self.X_fit_), self._continuous(Qe)
             scale = nearest_scale(self._scale(), self.metric_, Xc, Qc)
-            mask = cell_nearest_weights(
+            mask, none = cell_nearest_weights(
                 Qe, self.X_fit_, factors, scale=scale, sample_weight=w, **params
             )
-            none = ~(mask.sum(axis=1) > 0)
             if none.any():  # no point of positive factor: the mean's weights
-                mask[none] = np.ones(mask.shape[1]) if w is None else w
                 self._warn_no_factor(int(none.sum()))
             return mask / mask.sum(axis=1, keepdims=True)
         scale = nearest_scale(self._scale(), self.metric_, self.X_fit_, Qe)

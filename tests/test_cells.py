@@ -183,7 +183,8 @@ def test_nearest_among_positive_factors():
     X, V = _data(80)
     f = _factors((0.0, 0.5))
     Q = X[:5] + np.array([0.003, 0, 0, 0])
-    S, den = cell_nearest_sums(Q, X, V, f, metric="euclidean", metric_params=None)
+    S, den, none = cell_nearest_sums(Q, X, V, f, metric="euclidean", metric_params=None)
+    assert not none.any()
     for i in range(5):
         ok = X[:, 1] == Q[i, 1]
         d = np.linalg.norm(X[:, [0, 3]] - Q[i, [0, 3]], axis=1)

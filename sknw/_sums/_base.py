@@ -422,6 +422,18 @@ def own_rows(m, exclude_self=False, self_offset=0, self_index=None, **unused):
     return self_offset + np.arange(m)
 
 
+def all_point_sums(m, V, w, own=None, self_weight=None):
+    """``(S, den)`` of ``m`` queries over every training point: the sums of
+    ``w V`` and ``w`` (their weighted mean), each query's own point
+    (``own``, leave-one-out) left out or keeping ``self_weight``."""
+    w = np.ones(V.shape[0]) if w is None else w
+    total_S, total = w @ V, w.sum()
+    if own is None:
+        return np.broadcast_to(total_S, (m, V.shape[1])), np.full(m, total)
+    removed = w if self_weight is None else w - self_weight
+    return total_S - removed[own, None] * V[own], total - removed[own]
+
+
 def removed_entirely(own, sample_weight=None, self_weight=None, **unused):
     """Whether each query's own point weighs and leaves its window: leaving
     out takes all of its weight (it keeps no ``self_weight``)."""

@@ -37,6 +37,7 @@ from ._base import (
     _signs,
     _tile_shape,
     _weighted_values,
+    all_point_sums,
     keep_ratios,
     own_rows,
     pairwise_distances,
@@ -534,12 +535,14 @@ def _nearest_tiles(Q, X, factors, *, metric, metric_params, scale=None,
 
 
 def cell_nearest_sums(Q, X, V, factors, **params):
-    """Sums of ``w F V`` over the nearest training points of each query
-    among those of positive factor ``F`` (ties included), and the sums of
-    ``w F``: the limit of a vanishing continuous bandwidth of the product
-    kernel (see :func:`~sknw._sums._nearest.nearest_sums`, whose keywords
-    ``params`` are; the own row of a query is left out, or keeps weight
-    ``self_weight``)."""
+    """``(S, den, none)``: sums of ``w F V`` over the nearest training points
+    of each query among those of positive factor ``F`` (ties included), and
+    the sums of ``w F``: the limit of a vanishing continuous bandwidth of
+    the product kernel (see :func:`~sknw._sums._nearest.nearest_sums`, whose
+    keywords ``params`` are; the own row of a query is left out, or keeps
+    weight ``self_weight``). The queries ``none`` with no point of positive
+    factor (smoothing parameters of 0 and no training point of their levels)
+    get the sums over every point, whose ratio is the weighted mean."""
     m, k = Q.shape[0], V.shape[1]
     acc, best = np.zeros((m, k + 1)), np.full(m, np.inf)
     for rows_c, q0, q1, D, W in _nearest_tiles(Q, X, factors, **params):
@@ -550,12 +553,23 @@ def cell_nearest_sums(Q, X, V, factors, **params):
         ties = (D == b[:, None]) & np.isfinite(b)[:, None]
         Vx = np.hstack([V[rows_c], np.ones((rows_c.size, 1))])
         acc[q0:q1] += (ties * W) @ Vx
-    return acc[:, :k], acc[:, k].copy()
+    none = ~(acc[:, k] > 0)
+    if none.any():
+        own = own_rows(m, params.get("exclude_self", False), 0,
+                       params.get("self_index"))  # fmt: skip
+        w = params.get("sample_weight")
+        acc[none, :k], acc[none, k] = all_point_sums(
+            int(none.sum()), V, None if w is None else _as_float64(w),
+            None if own is None else own[none], params.get("self_weight"),
+        )  # fmt: skip
+    return acc[:, :k], acc[:, k].copy(), none
 
 
 def cell_nearest_weights(Q, X, factors, **params):
-    """The weights ``w F`` of the nearest training points of each query (see
-    :func:`cell_nearest_sums`) as rows over every training point."""
+    """``(weights, none)``: the weights ``w F`` of the nearest training
+    points of each query (see :func:`cell_nearest_sums`) as rows over every
+    training point; the queries ``none`` with no point of positive factor
+    get the weights ``w`` of every point (those of the weighted mean)."""
     m = Q.shape[0]
     best = np.full(m, np.inf)
     for _, q0, q1, D, _ in _nearest_tiles(Q, X, factors, **params):
@@ -564,7 +578,10 @@ def cell_nearest_weights(Q, X, factors, **params):
     for rows_c, q0, q1, D, W in _nearest_tiles(Q, X, factors, **params):
         ties = (D == best[q0:q1, None]) & np.isfinite(best[q0:q1])[:, None]
         out[q0:q1, rows_c] = ties * W
-    return out
+    none = ~(out.sum(axis=1) > 0)
+    w = params.get("sample_weight")
+    out[none] = np.ones(X.shape[0]) if w is None else w
+    return out, none
 
 
 def _own_pairs(own, rows_c):

@@ -9,6 +9,7 @@ from ._base import (
     _scaled_rows,
     _tile_shape,
     _weighted_values,
+    all_point_sums,
     own_rows,
     pairwise_distances,
     power_of_two_scale,
@@ -163,12 +164,14 @@ def empty_window_estimates(
     """
     if policy == "nearest" and factors is not None:
         cont = list(factors.continuous)
-        S, den = cell_nearest_sums(
+        S, den, none = cell_nearest_sums(
             Q, X, V, factors, metric=metric, metric_params=metric_params,
             scale=nearest_scale(scale, metric, X[:, cont], Q[:, cont]),
             sample_weight=w, exclude_self=exclude_self, self_weight=self_weight,
             self_index=self_index, tile_elements=tile_elements,
         )  # fmt: skip
+        if on_mean is not None and none.any():
+            on_mean(int(none.sum()))
     elif policy == "nearest":
         S, den = nearest_sums(
             Q,
@@ -184,27 +187,9 @@ def empty_window_estimates(
             tile_elements=tile_elements,
         )
     else:
-        w = np.ones(X.shape[0]) if w is None else w
-        total_S, total = w @ V, w.sum()
-        if exclude_self:
-            own = own_rows(Q.shape[0], exclude_self, 0, self_index)
-            removed = w if self_weight is None else w - self_weight
-            S = total_S - removed[own, None] * V[own]
-            den = total - removed[own]
-        else:
-            S = np.broadcast_to(total_S, (Q.shape[0], V.shape[1]))
-            den = np.full(Q.shape[0], total)
+        own = own_rows(Q.shape[0], exclude_self, 0, self_index)
+        S, den = all_point_sums(Q.shape[0], V, w, own, self_weight)
     with np.errstate(invalid="ignore", divide="ignore"):
         out = S / den[:, None]
     out[~(den > 0)] = np.nan
-    if factors is not None and policy == "nearest" and not np.all(den > 0):
-        rows = ~(den > 0)
-        own = own_rows(Q.shape[0], exclude_self, 0, self_index)
-        out[rows] = empty_window_estimates(
-            "mean", Q[rows], X, V, w, scale=scale, metric=metric,
-            metric_params=metric_params, exclude_self=exclude_self,
-            self_weight=self_weight, self_index=None if own is None else own[rows],
-        )  # fmt: skip
-        if on_mean is not None:
-            on_mean(int(rows.sum()))
     return out
