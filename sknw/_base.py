@@ -41,6 +41,7 @@ from ._validation import (
     EMPTY_WINDOW_POLICIES,
     SPARSE_FORMATS,
     NotBoolInterval,
+    as_rows,
     check_bandwidth,
     check_not_text,
     check_sample_weight,
@@ -729,11 +730,9 @@ def _raw_rows(X):
     if hasattr(X, "iloc") or sp.issparse(X) or hasattr(X, "shape"):
         return X
     try:
-        A = np.asarray(X)
+        return as_rows(X)
     except (TypeError, ValueError):
         return np.asarray(X, dtype=object)
-    # Lists mixing numbers and strings become all strings: keep the objects.
-    return np.asarray(X, dtype=object) if A.dtype.kind in "US" else A
 
 
 #: The warnings whose message starts with "N of M queries": merged over the

@@ -19,7 +19,7 @@ from sklearn.utils.validation import _check_feature_names
 from ._discrete import CATEGORICAL_KERNELS, ORDERED_KERNELS, default_lambda
 from ._features import ORDERED, FeatureEncoder, feature_types, n_levels
 from ._sums._cells import DiscreteFactors, DiscreteHead
-from ._validation import _temporal_types, check_bandwidth
+from ._validation import _temporal_types, as_rows, check_bandwidth
 
 #: The parameters of the estimators that take discrete features.
 DISCRETE_CONSTRAINTS = {
@@ -200,11 +200,7 @@ def _table(X):
             )
         return X if 0 not in X.shape else None
     try:
-        A = np.asarray(X)
-        if A.dtype.kind in "US" and not isinstance(X, np.ndarray):
-            # Lists mixing numbers and strings become all strings: keep the
-            # objects, so that the numbers stay numbers.
-            A = np.asarray(X, dtype=object)
+        A = as_rows(X)
     except (TypeError, ValueError):
         return None
     if A.ndim != 2 or 0 in A.shape:

@@ -123,13 +123,9 @@ def _columns(X):
     if getattr(dtype, "kind", "O") in "biufc":
         return
     try:
-        A = np.asarray(X)
+        A = as_rows(X)
         if A.dtype.kind in "biufc":
             return
-        if A.dtype.kind != "O" and not isinstance(X, np.ndarray):
-            # Lists mixing numbers and strings become all strings: keep the
-            # objects to tell the columns apart.
-            A = np.asarray(X, dtype=object)
     except (TypeError, ValueError):
         return  # ragged or unconvertible: left to scikit-learn
     if A.ndim != 2:
@@ -139,6 +135,16 @@ def _columns(X):
     labels = list(columns) if named else range(A.shape[1])
     for j, label in enumerate(labels):
         yield label, A[:, j], named
+
+
+def as_rows(X):
+    """``X`` as a numpy array, keeping the objects of a list that mixes
+    numbers and strings (which numpy would make all strings), so that its
+    numbers stay numbers and its columns can be told apart."""
+    A = np.asarray(X)
+    if A.dtype.kind not in "biufcO" and not isinstance(X, np.ndarray):
+        A = np.asarray(X, dtype=object)
+    return A
 
 
 def _temporal_types():
