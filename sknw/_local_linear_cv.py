@@ -92,18 +92,14 @@ class LocalLinearRegressorCV(CVSelectionMixin, LocalLinearRegressor):
         As in :class:`NadarayaWatsonRegressorCV`: parallel workers for the
         cross-validation passes and for predictions.
     categorical_features : "from_dtype", None or array-like, default="from_dtype"
-        As in :class:`NadarayaWatsonRegressor`: the unordered categorical
-        features. The local polynomial is fitted in the continuous features;
-        the discrete ones enter through the kernel only (a product kernel, as
-        in R's ``np``).
+        As in :class:`LocalLinearRegressor`.
     ordered_features : None or array-like, default=None
-        As in :class:`NadarayaWatsonRegressor`: the ordered features.
+        As in :class:`LocalLinearRegressor`.
     categorical_kernel : {"aitchison_aitken", "li_racine"}, default="aitchison_aitken"
-        The kernel of the unordered features.
+        As in :class:`LocalLinearRegressor`.
     ordered_kernel : {"wang_ryzin", "li_racine"}, default="wang_ryzin"
-        The kernel of the ordered features. With discrete features the fits
-        take the exact path (the one-feature fast paths sum one continuous
-        kernel only).
+        As in :class:`LocalLinearRegressor`; the smoothing parameters are
+        searched as by :class:`NadarayaWatsonRegressorCV`.
 
     Attributes
     ----------
