@@ -426,12 +426,15 @@ def cell_sums(compute, Q, X, V, heads, partition=None, **params):
     ``(S, den, M)`` of the queries ``Qc`` (continuous columns) over cell
     ``c``'s points ``Xc`` and values ``Vc``, for the request ``params`` (its
     weights and leave-one-out keys those of the cell). ``partition``: the
-    fitted :class:`CellPartition` of ``X`` (None: made here).
+    fitted :class:`CellPartition` of ``X``, whose heads hold the levels
+    counted at fit (None: made here, and the levels counted on ``X``).
     """
-    heads = recounted(heads, X, params.get("sample_weight"))
-    factors = discrete_of(heads)
     if partition is None:
-        partition = CellPartition(X, factors)
+        # A request without a fitted partition (a CV pass) counts its levels;
+        # a fitted estimator's heads carry those counted at fit.
+        heads = recounted(heads, X, params.get("sample_weight"))
+        partition = CellPartition(X, discrete_of(heads))
+    factors = discrete_of(heads)
     if many_cells(partition):
         return direct_sums(Q, X, V, heads, partition, **params)
     m, k = Q.shape[0], V.shape[1]
