@@ -200,3 +200,19 @@ def test_discrete_heads_are_all_or_none():
     assert discrete_of([head]) is None
     with pytest.raises(ValueError, match="all discrete or none"):
         discrete_of([head, DiscreteHead(head, _factors())])
+
+
+def test_pair_by_pair_shift_is_decided_per_query(monkeypatch):
+    from sknw._sums import _cells
+
+    monkeypatch.setattr(_cells, "FEW_CELLS", 0)
+    monkeypatch.setattr(_cells, "CELL_ROWS", 10**9)
+    X, V = _data(120)
+    head = DiscreteHead(Head(get_kernel("gaussian"), 0.002), _factors((0.3, 0.4)))
+    params = {"metric": "euclidean", "metric_params": None}
+    # Far queries need each run's own shift; near ones do not.
+    Q = np.vstack([X[:5], X[5:8] + np.array([3.0, 0, 0, 3.0])])
+    ((S, den, M),) = backend_sums("brute", None, Q, X, V, [head], **params)
+    for i in range(Q.shape[0]):
+        ((s, d, m),) = backend_sums("brute", None, Q[i : i + 1], X, V, [head], **params)
+        np.testing.assert_array_equal(S[i] / den[i], s[0] / d[0])

@@ -387,16 +387,17 @@ def _run_sums(D, head, squared, extra, starts, run_of, Vx):
         L += extra
     M = np.maximum.reduceat(L, starts, axis=1)
     top = M.max(axis=1, initial=-np.inf)
-    if np.all((M >= top[:, None] - RUN_SPAN) | ~np.isfinite(M)):
-        # Every run's largest term is far above the floor of exp under the
-        # row's shift: one shift per row (no gather).
-        safe = np.where(np.isfinite(top), top, 0.0)
-        L -= safe[:, None]
-        M = np.where(np.isfinite(M), safe[:, None], -np.inf)
+    # A row whose every run's largest term is far above the floor of exp
+    # under the row's shift takes that one shift; the others, each run's own
+    # (decided per row: a query's sums do not depend on its tile).
+    row = np.all((M >= top[:, None] - RUN_SPAN) | ~np.isfinite(M), axis=1)
+    safe_top = np.where(np.isfinite(top), top, 0.0)
+    shift = np.where(row[:, None], safe_top[:, None], np.where(np.isfinite(M), M, 0.0))
+    if row.all():  # no gather
+        L -= safe_top[:, None]
     else:
-        safe = np.where(np.isfinite(M), M, 0.0)
-        L -= safe[:, run_of]
-        M = np.where(np.isfinite(M), safe, -np.inf)
+        L -= shift[:, run_of]
+    M = np.where(np.isfinite(M), shift, -np.inf)
     E = np.exp(L, out=L)
     if not head.kernel.nonnegative:
         E *= _signs(D, head, squared)
