@@ -7,12 +7,10 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._base import NadarayaWatsonBase, _merge_warnings, _tile_elements
-from ._local_cv import (
-    moment_targets,
-)
+from ._gradient import empty_gradient, local_constant_gradient
+from ._local_cv import moment_targets
 from ._local_frame import (
     MAX_RECENTRINGS,
-    LocalFrame,
     Moments,
     local_solution,
     moment_columns,
@@ -325,11 +323,6 @@ class LocalLinearRegressor(NadarayaWatsonRegressor):
         super()._resolve_algorithm(scaling)
         if not BACKENDS[self.algorithm_].local_moments:
             self._targets = None
-        # The local polynomial is in the continuous features; the discrete
-        # ones enter through the kernel only.
-        self._frame = LocalFrame.fit(
-            self._continuous(self.X_fit_), self._continuous_bandwidth(), self.kernel_
-        )
 
     def _local_fit(self, X, validated=False, with_std=True):
         """The local linear fit, and with ``with_std`` its weight sums.
@@ -399,23 +392,55 @@ class LocalLinearRegressor(NadarayaWatsonRegressor):
         y_scale = power_of_two_scale(y, axis=0)
         counts = self._window_counts(Q, own)
         mom, sol, cols = self._local_moments(Q, y / y_scale, counts, with_std, own)
-        # Empty windows are counted by the empty-window warning.
+        self._warn_designs(sol, counts)
+        estimate = (sol.estimate + mom.level) * y_scale
+        if not with_std:
+            return LocalFit(estimate, *([None] * 8))
+        return LocalFit(estimate, *self._std_terms(mom, sol, cols), y_scale)
+
+    def _warn_designs(self, sol, counts):
+        """Warn of the singular and the ridged local designs among the
+        queries of the solution ``sol`` (empty windows are counted by the
+        empty-window warning)."""
+        m = counts.shape[0]
         n_singular = int((sol.finite & ~sol.ok & (counts > 0)).sum())
         if n_singular:
-            warn(_singular_message(n_singular, Q.shape[0]), SingularDesignWarning)
+            warn(_singular_message(n_singular, m), SingularDesignWarning)
         n_ridged = int(sol.ridged.sum())
         if n_ridged:
             warn(
-                f"{n_ridged} of {Q.shape[0]} queries have a local design of "
+                f"{n_ridged} of {m} queries have a local design of "
                 f"leverage above max_leverage={self.max_leverage!r} (few points "
                 "in their window, or a query beyond them): their slopes are "
                 "ridged towards the local-constant fit.",
                 RidgedDesignWarning,
             )
-        estimate = (sol.estimate + mom.level) * y_scale
-        if not with_std:
-            return LocalFit(estimate, *([None] * 8))
-        return LocalFit(estimate, *self._std_terms(mom, sol, cols), y_scale)
+
+    def _gradient_rows(self, Q):
+        """The slopes of the local fits at the validated queries ``Q``, in
+        the continuous features (m, k, d), by the exact path. Singular
+        designs, whose estimate is the local-constant one, take its
+        gradient; empty windows that of their ``empty_window`` estimate."""
+        y = self._values()
+        y_scale = power_of_two_scale(y, axis=0)
+        counts = self._window_counts(Q)
+        mom, sol, _ = self._local_moments(Q, y / y_scale, counts, False)
+        self._warn_designs(sol, counts)
+        m, d, k = sol.cross.shape
+        grad = np.zeros((m, k, d))
+        ok = sol.ok
+        if ok.any():
+            slope = np.linalg.solve(sol.cov[ok], sol.cross[ok])  # (m, d, k)
+            # z = ((x - c) / unit * to_bandwidth) @ R: dz / dx = diag(t / unit) R.
+            t = self._frame.to_bandwidth / self._frame.unit
+            grad[ok] = np.einsum("mfe,mek->mkf", mom.R[ok], slope) * t
+        constant = ~ok & (counts > 0)
+        if constant.any():
+            grad[constant] = local_constant_gradient(self, Q[constant])
+        empty = counts == 0
+        if empty.any():
+            grad[empty] = empty_gradient(self, empty)
+        return grad * np.reshape(y_scale, (1, -1, 1))
 
     def _local_moments(self, Q, yn, counts, with_std, own=None):
         """Moments at every query and their local solution.

@@ -10,6 +10,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._bandwidth import BANDWIDTH_RULES
 from ._base import NadarayaWatsonBase
+from ._gradient import GradientMixin
+from ._local_frame import LocalFrame
 from ._mixed import DISCRETE_CONSTRAINTS, encode_features
 from ._selection import CV_ALGORITHMS, CVSelectionMixin, cv_parameter_constraints
 from ._sums import power_of_two_scale
@@ -19,7 +21,7 @@ from .exceptions import UndefinedStdWarning, warn
 from .kernels import KERNELS
 
 
-class NadarayaWatsonRegressor(RegressorMixin, NadarayaWatsonBase):
+class NadarayaWatsonRegressor(RegressorMixin, GradientMixin, NadarayaWatsonBase):
     r"""Nadaraya--Watson kernel regression (local-constant regression).
 
     The estimate at a query :math:`q` is the kernel-weighted average of the
@@ -335,6 +337,14 @@ class NadarayaWatsonRegressor(RegressorMixin, NadarayaWatsonBase):
         self._resolve_algorithm()
         self._fit_noise_variance()
         return self
+
+    def _resolve_algorithm(self, scaling=None):
+        super()._resolve_algorithm(scaling)
+        # The cells the local fits and the gradient take their sums about
+        # (in the continuous features).
+        self._frame = LocalFrame.fit(
+            self._continuous(self.X_fit_), self._continuous_bandwidth(), self.kernel_
+        )
 
     def _values(self):
         """The values averaged by the weights: the targets, as columns."""

@@ -171,6 +171,37 @@ class Kernel:
     #: ``u <= 1`` (``u < 1`` for the boxcar): the exact sorted 1-D path.
     _polynomial = None
 
+    def derivative(self, u):
+        """The derivative ``K'(u)`` at scaled distances ``u >= 0``.
+
+        For the estimators' ``gradient`` (one-sided values at a kink).
+
+        Parameters
+        ----------
+        u : ndarray
+            Non-negative scaled distances.
+
+        Returns
+        -------
+        ndarray
+            ``K'(u)``, of the shape of ``u``.
+        """
+        if self._polynomial is not None:  # sum_c c a_c u**(c - 1) on the support
+            u = _asfloat(u)
+            slope = np.polyder(np.asarray(self._polynomial, float)[::-1])
+            return _where_inside(u, np.polyval(slope, np.minimum(u, 1.0)))
+        raise NotImplementedError(
+            f"{type(self).__name__} defines no derivative(u), which gradients "
+            "need: implement derivative(u), the derivative of the kernel in "
+            "the scaled distance u."
+        )
+
+    def _log_slope(self, u):
+        """``log(-K'(u) / u)`` in closed form for ``u > 0`` (kernels of
+        unbounded support, whose derivative underflows where this does not),
+        or None."""
+        return None
+
     def sign(self, u):
         """Sign of ``K(u)``; only used for kernels that are not non-negative.
 
@@ -364,6 +395,13 @@ class Gaussian(Kernel):
     def log_value_sq(self, u2):
         return -0.5 * _asfloat(u2)
 
+    def derivative(self, u):
+        u = _asfloat(u)
+        return -u * np.exp(-0.5 * u * u)
+
+    def _log_slope(self, u):
+        return self.log_value(u)
+
 
 class Boxcar(Kernel):
     r"""Boxcar (uniform, tophat) kernel, :math:`K(u) = 1` for :math:`u < 1`, else 0.
@@ -425,6 +463,9 @@ class Constant(Kernel):
 
     def log_value_sq(self, u2):
         return np.zeros_like(_asfloat(u2))
+
+    def derivative(self, u):
+        return np.zeros_like(_asfloat(u))
 
 
 class Epanechnikov(Kernel):
@@ -603,6 +644,11 @@ class Cosine(Kernel):
             inside = np.log(np.cos(0.5 * np.pi * np.minimum(u, 1.0)))
         return _log_where_inside(u, inside)
 
+    def derivative(self, u):
+        u = _asfloat(u)
+        inner = -0.5 * np.pi * np.sin(0.5 * np.pi * np.minimum(u, 1.0))
+        return _where_inside(u, inner)
+
 
 class Laplacian(Kernel):
     r"""Laplacian (exponential) kernel, :math:`K(u) = \exp(-u)`.
@@ -626,6 +672,13 @@ class Laplacian(Kernel):
 
     def log_value(self, u):
         return -_asfloat(u)
+
+    def derivative(self, u):
+        return -np.exp(-_asfloat(u))
+
+    def _log_slope(self, u):
+        with np.errstate(divide="ignore"):
+            return -_asfloat(u) - np.log(u)
 
 
 class Logistic(Kernel):
@@ -652,6 +705,13 @@ class Logistic(Kernel):
         # 1/(e^u + 2 + e^-u) = e^-u / (1 + e^-u)^2, stable for large u.
         return -u - 2.0 * np.log1p(np.exp(-u))
 
+    def derivative(self, u):
+        return -self(u) * np.tanh(0.5 * _asfloat(u))
+
+    def _log_slope(self, u):  # -K'(u) / u = K(u) tanh(u / 2) / u
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return self.log_value(u) + np.log(np.tanh(0.5 * u) / u)
+
 
 class Sigmoid(Kernel):
     r"""Sigmoid kernel, :math:`K(u) = \frac{2}{\pi} \frac{1}{e^u + e^{-u}}`.
@@ -675,6 +735,13 @@ class Sigmoid(Kernel):
     def log_value(self, u):
         u = _asfloat(u)
         return math.log(2.0 / math.pi) - u - np.log1p(np.exp(-2.0 * u))
+
+    def derivative(self, u):
+        return -self(u) * np.tanh(_asfloat(u))
+
+    def _log_slope(self, u):  # -K'(u) / u = K(u) tanh(u) / u
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return self.log_value(u) + np.log(np.tanh(u) / u)
 
 
 class Cauchy(Kernel):
@@ -705,6 +772,13 @@ class Cauchy(Kernel):
         with np.errstate(divide="ignore"):
             tail = -2.0 * np.log(safe) - np.log1p(1.0 / (safe * safe))
         return np.where(big, tail, -np.log1p(np.minimum(u, 1.0) ** 2))
+
+    def derivative(self, u):
+        u = _asfloat(u)
+        return -2.0 * u * np.exp(2.0 * self.log_value(u))
+
+    def _log_slope(self, u):  # -K'(u) / u = 2 K(u)**2
+        return math.log(2.0) + 2.0 * self.log_value(u)
 
 
 class Silverman(Kernel):
@@ -748,6 +822,13 @@ class Silverman(Kernel):
             sign = np.sign(np.sin(s + 0.25 * np.pi))
         # The kernel vanishes at infinity: a zero weight there, not NaN.
         return np.where(np.isinf(s), 0.0, sign)
+
+    def derivative(self, u):
+        # d/du of e^-s sin(s + pi/4) / 2 with s = u / sqrt(2): -e^-s sin(s) / 2.
+        s = _asfloat(u) / math.sqrt(2.0)
+        with np.errstate(invalid="ignore"):
+            value = -0.5 * np.exp(-s) * np.sin(s)
+        return np.where(np.isinf(s), 0.0, value)
 
 
 #: Registry of built-in kernels by name (aliases included).

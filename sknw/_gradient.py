@@ -1,0 +1,289 @@
+"""Derivatives of the estimates with respect to the query: the kernel of the
+derivative sums, the quadratic form of the metric and the local-constant
+gradient, one more head of the core's pass.
+
+With ``u = d(x_j, q)`` the scaled distance of a metric that is a quadratic
+form, ``u**a = (x_j - q)' P (x_j - q)`` (``a = 2``: euclidean, seuclidean,
+mahalanobis, minkowski with ``p=2``; ``a = 1``: sqeuclidean), the weight
+``k_j = w_j K(u_j)`` has ``dk_j / dq = w_j H(u_j) P (x_j - q)`` with
+``H(u) = -K'(u) / u`` (``a = 2``) or ``-2 K'(u)`` (``a = 1``), and the
+derivative of the local-constant estimate ``m = sum k_j y_j / sum k_j`` is::
+
+    dm / dq = P sum_j w_j H(u_j) (x_j - q) (y_j - m) / sum_j w_j K(u_j).
+
+The sums of ``H`` are a second head of the pass that sums ``K`` (the same
+head for the Gaussian with ``a = 2``, whose ``H`` is ``K``), over values
+taken about a centre near each query.
+"""
+
+import numpy as np
+
+from ._sums import Head, power_of_two_scale
+from ._sums._base import scale_of
+from ._sums._traits import is_compact, is_user
+from .exceptions import EmptyWindowWarning, warn
+from .kernels import Gaussian, Kernel
+
+#: Metrics whose scaled distance is a quadratic form, and the power ``a`` of
+#: the distance that is (see the module docstring).
+QUADRATIC_METRICS = {
+    "euclidean": 2,
+    "seuclidean": 2,
+    "mahalanobis": 2,
+    "minkowski": 2,
+    "sqeuclidean": 1,
+}
+
+
+class SlopeKernel(Kernel):
+    """The kernel ``H`` of the derivative sums of ``kernel``: ``-K'(u) / u``
+    for ``power=2``, ``-2 K'(u)`` for ``power=1`` (see the module docstring).
+
+    ``H(0)`` is taken as 0 for ``power=2``: its term multiplies ``x_j - q =
+    0``, and the kernels with a kink at 0 have no finite value there.
+    """
+
+    def __init__(self, kernel=None, power=2):
+        self.kernel = kernel
+        self.power = power
+
+    @property
+    def support(self):
+        return self.kernel.support
+
+    @property
+    def nonnegative(self):
+        # Built-in kernels decrease on their support (the Silverman kernel
+        # aside); a user kernel's derivative may take either sign.
+        return bool(self.kernel.nonnegative) and not is_user(self.kernel)
+
+    @property
+    def _continuous(self):
+        # A compact kernel's derivative may jump at the edge of its support.
+        return not is_compact(self.kernel)
+
+    def _values(self, u):
+        u = np.asarray(u, dtype=np.float64)
+        inside = u <= self.support
+        v = np.asarray(self.kernel.derivative(np.where(inside, u, 0.0)), dtype=float)
+        if is_user(self.kernel) and not np.all(np.isfinite(v)):
+            raise ValueError(
+                f"Kernel {self.kernel!r} returned NaN or infinite derivatives; "
+                "derivative(u) must be finite for u >= 0."
+            )
+        with np.errstate(divide="ignore", invalid="ignore"):
+            v = -v / u if self.power == 2 else -2.0 * v
+        keep = inside & ((u > 0) | (self.power == 1))
+        return np.where(keep, v, 0.0)
+
+    def __call__(self, u):
+        return self._values(u)
+
+    def log_value(self, u):
+        u = np.asarray(u, dtype=np.float64)
+        closed = self.kernel._log_slope(u) if self.power == 2 else None
+        if closed is None or is_user(self.kernel):
+            with np.errstate(divide="ignore"):
+                return np.log(np.abs(self._values(u)))
+        return np.where(u > 0, closed, -np.inf)
+
+    def sign(self, u):
+        return np.sign(self._values(u))
+
+
+def quadratic_form(metric, metric_params, scale, divisor, d):
+    """``(P, a)`` of the fitted metric (see the module docstring), with the
+    features divided by ``scale`` and the distances by ``divisor``."""
+    params = metric_params or {}
+    a = QUADRATIC_METRICS.get(metric) if isinstance(metric, str) else None
+    if a is None or metric == "minkowski" and params.get("p", 2) != 2:
+        raise ValueError(
+            f"gradient needs a metric that is a quadratic form of the "
+            f"differences of the features ({', '.join(QUADRATIC_METRICS)}, "
+            f"minkowski with p=2), got metric={metric!r}."
+        )
+    if metric == "seuclidean":
+        M = np.diag(1.0 / np.asarray(params["V"], dtype=np.float64))
+    elif metric == "mahalanobis":
+        M = np.asarray(params["VI"], dtype=np.float64)
+    else:
+        M = np.diag(np.broadcast_to(np.asarray(params.get("w", 1.0), float), (d,)))
+    s = scale_of(scale)
+    s = np.ones(d) if s is None else np.broadcast_to(np.asarray(s, float), (d,))
+    return M / np.outer(s, s) / float(divisor) ** a, a
+
+
+def slope_head(head, a):
+    """The head of the derivative sums of ``head`` (itself for the
+    Gaussian with ``a = 2``), with the discrete factors of ``head``."""
+    if a == 2 and type(head.kernel) is Gaussian:
+        return head
+    slope = Head(SlopeKernel(head.kernel, a), head.divisor)
+    if hasattr(head, "with_head"):  # the discrete features' factors
+        slope = head.with_head(slope, power=1)
+    return slope
+
+
+def local_constant_gradient(est, Q):
+    """The derivative of the local-constant estimate of the fitted regressor
+    ``est`` at the validated queries ``Q`` with respect to its continuous
+    features: (m, k, d).
+
+    Queries are grouped by the cell of :class:`~sknw._local_frame.LocalFrame`
+    they fall in; each cell's values (targets minus a level near it, the
+    features' offsets from its centre and their products) cost one pass over
+    the training points, so that the covariance of the derivative sums, a
+    difference of sums, loses few digits to the spread of the data.
+    """
+    Qc = np.asarray(est._continuous(Q), dtype=np.float64)
+    Xc = np.asarray(est._continuous(est.X_fit_), dtype=np.float64)
+    y = est._values()
+    y_scale = power_of_two_scale(y, axis=0)
+    y = y / y_scale
+    m, d, k = Qc.shape[0], Qc.shape[1], y.shape[1]
+    head = est._head()
+    scale, metric = est._scale(), est.metric_
+    P, a = quadratic_form(metric, est.metric_params_, scale, head.divisor, d)
+    slope = slope_head(head, a)
+    heads = [head] if slope is head else [head, slope]
+    centres, inverse = np.unique(
+        est._frame.cell_centres(Qc), axis=0, return_inverse=True
+    )
+    inverse = inverse.ravel()
+    T = np.zeros((m, d, k))
+    empty = np.zeros(m, dtype=bool)
+    for g, centre in enumerate(centres):
+        rows = np.flatnonzero(inverse == g)
+        Z = Xc - centre
+        near = est._frame.coordinates(Xc, centre, np.eye(d))
+        yc = y - y[np.argmin(np.einsum("ij,ij->i", near, near))]
+        V = np.hstack([yc, Z, (Z[:, :, None] * yc[:, None, :]).reshape(-1, d * k)])
+        Vn, w, column_scale = est._normalised(V)
+        sums = est._kernel_sums(Q[rows], Vn, w, heads)
+        (S, den, M), (SH, denH, MH) = sums[0], sums[-1]
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+            mean = S[:, :k] / den[:, None] * column_scale[:k]
+            avg = SH / denH[:, None] * column_scale
+            ratio = denH / den * np.exp(np.where(np.isfinite(MH), MH - M, 0.0))
+        a_y, a_z = avg[:, :k], avg[:, k : k + d]
+        a_zy = avg[:, k + d :].reshape(-1, d, k)
+        offset = a_z - (Qc[rows] - centre)
+        t = a_zy - a_z[:, :, None] * a_y[:, None, :]
+        t += offset[:, :, None] * (a_y - mean)[:, None, :]
+        t *= ratio[:, None, None]
+        t[~(denH > 0)] = 0.0
+        T[rows] = t
+        empty[rows] = ~(den > 0)
+    grad = np.einsum("ef,mfk->mke", P, T) * np.reshape(y_scale, (1, -1, 1))
+    if empty.any():
+        grad[empty] = empty_gradient(est, empty)
+    return grad
+
+
+def empty_gradient(est, empty):
+    """The gradient at queries whose window holds no training point: that of
+    their ``empty_window`` estimate, which does not vary with the query
+    (0), or NaN for ``"nan"``; ``"raise"`` raises. Kernels of unbounded
+    support have such windows only where every weight underflows (the limit
+    of the nearest training points): 0, silently."""
+    if not is_compact(est.kernel_):
+        return 0.0
+    policy = est.empty_window
+    if policy == "raise":
+        raise est._empty_error(empty)
+    value = np.nan if policy == "nan" else 0.0
+    warn(
+        f"{est._empty_message(empty)}; their gradient is {value} "
+        f"(empty_window={policy!r}).",
+        EmptyWindowWarning,
+    )
+    return value
+
+
+class GradientMixin:
+    """The ``gradient`` method of the regressors."""
+
+    def gradient(self, X):
+        r"""Derivative of the estimate with respect to each feature.
+
+        For :class:`NadarayaWatsonRegressor`, the analytic derivative of the
+        local-constant estimate (a ratio of kernel sums) in each continuous
+        feature of the query; for the local polynomial estimators, the slope
+        coefficients of the local fit at the query (the estimate of the
+        derivative of the regression function that statsmodels'
+        ``KernelReg(reg_type="ll")`` and R's ``npreg(gradients=TRUE)``
+        report as marginal effects).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_queries, n_features)
+            Queries.
+
+        Returns
+        -------
+        ndarray of shape (n_queries, n_features) or (n_queries, n_outputs, n_features)
+            ``gradient[i, j]`` (``gradient[i, o, j]`` with several outputs) is
+            the derivative at query ``i`` with respect to feature ``j``; NaN
+            for discrete features (not differentiable).
+
+        Notes
+        -----
+        The metric must be a quadratic form of the differences of the
+        features: euclidean, seuclidean, mahalanobis, sqeuclidean or
+        minkowski with ``p=2`` (else a ValueError), and the kernel must define
+        :meth:`~sknw.kernels.Kernel.derivative` (every built-in does). With
+        weights :math:`k_j = w_j K(u_j)` and, for the euclidean metric,
+        :math:`u_j = \lVert (x_j - q) / h \rVert`, the derivative of the
+        local-constant estimate :math:`\hat m(q)` is
+
+        .. math::
+
+            \frac{\partial \hat m}{\partial q_f} = \frac{1}{h_f^2}
+            \frac{\sum_j w_j H(u_j) (x_{jf} - q_f) (y_j - \hat m(q))}
+                 {\sum_j w_j K(u_j)},
+            \qquad H(u) = -K'(u) / u,
+
+        one more head of the pass of the estimate (for the Gaussian,
+        :math:`H = K`). The boxcar and constant kernels give 0 (their
+        estimates are step functions, or constant). At a query on a training
+        point, the triangular and Laplacian kernels, which have a kink there,
+        give the mean of the one-sided derivatives for that point's term (it
+        contributes 0); at the edge of the support of a compact kernel that
+        does not vanish smoothly there (Epanechnikov, triangular, cosine), a
+        point exactly at the edge contributes the outer one-sided derivative,
+        0. Queries with an empty window follow ``empty_window``: the gradient
+        of their estimate, 0 (``"nearest"``, ``"mean"``), NaN (``"nan"``) or
+        an error (``"raise"``).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sknw import LocalLinearRegressor, NadarayaWatsonRegressor
+        >>> X = np.linspace(0, 1, 41).reshape(-1, 1)
+        >>> y = X[:, 0] ** 2
+        >>> ll = LocalLinearRegressor(bandwidth=0.1).fit(X, y)
+        >>> ll.gradient([[0.5], [1.0]]).round(3)  # the derivative of x**2: 1, 2
+        array([[1.   ],
+               [1.795]])
+        >>> nw = NadarayaWatsonRegressor(bandwidth=0.1).fit(X, y)
+        >>> nw.gradient([[0.5], [1.0]]).round(3)  # flattened at the boundary
+        array([[1.   ],
+               [0.697]])
+        """
+        grad = self._batched(X, self._full_gradient)
+        return grad[:, 0, :] if self.y_fit_.ndim == 1 else grad
+
+    def _full_gradient(self, Q):
+        """(m, k, n_features) gradient of validated queries, NaN for the
+        discrete features."""
+        grad = self._gradient_rows(Q)
+        if self._discrete is None:
+            return grad
+        out = np.full(grad.shape[:2] + (self.n_features_in_,), np.nan)
+        out[:, :, list(self._discrete.continuous)] = grad
+        return out
+
+    def _gradient_rows(self, Q):
+        """(m, k, d) gradient in the continuous features of validated
+        queries: that of the local-constant estimate."""
+        return local_constant_gradient(self, Q)
