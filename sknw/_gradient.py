@@ -180,14 +180,17 @@ def local_constant_gradient(est, Q):
     return grad
 
 
-def empty_gradient(est, empty):
+def empty_gradient(est, empty, warned=False):
     """The gradient at queries whose window holds no training point: that of
     their ``empty_window`` estimate, which does not vary with the query
     (0), or NaN for ``"nan"``; ``"raise"`` raises. Kernels of unbounded
     support have such windows only where every weight underflows (the limit
-    of the nearest training points): 0, silently."""
+    of the nearest training points): 0, silently. ``warned``: the caller
+    has applied the policy (raised or warned)."""
     if not is_compact(est.kernel_):
         return 0.0
+    if warned:
+        return np.nan if est.empty_window == "nan" else 0.0
     policy = est.empty_window
     if policy == "raise":
         raise est._empty_error(empty)

@@ -439,7 +439,8 @@ class LocalLinearRegressor(NadarayaWatsonRegressor):
             grad[constant] = local_constant_gradient(self, Q[constant])
         empty = counts == 0
         if empty.any():
-            grad[empty] = empty_gradient(self, empty)
+            # The moments of these queries applied the empty-window policy.
+            grad[empty] = empty_gradient(self, empty, warned=True)
         return grad * np.reshape(y_scale, (1, -1, 1))
 
     def _local_moments(self, Q, yn, counts, with_std, own=None):

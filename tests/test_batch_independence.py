@@ -40,7 +40,8 @@ SETUPS = [
 def _methods(est):
     if isinstance(est, NadarayaWatsonClassifier):
         return ["predict_proba", "attention_weights"]
-    return ["predict", "standard_error", "effective_sample_size", "attention_weights"]
+    return ["predict", "standard_error", "effective_sample_size", "attention_weights",
+            "gradient"]  # fmt: skip
 
 
 @st.composite
