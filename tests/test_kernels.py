@@ -617,3 +617,23 @@ def test_user_kernel_declared_signed_is_accepted():
     weights = (1.0 - u**2) * np.exp(-0.5 * u**2)
     assert np.any(weights < 0)
     assert_allclose(pred, weights @ y / weights.sum(axis=1), rtol=1e-10)
+
+
+@pytest.mark.parametrize("name", sorted(KERNELS))
+def test_derivatives_are_those_of_the_kernels(name):
+    # Central differences away from the kinks (0 and the edge of the support).
+    kernel = KERNELS[name]()
+    u = np.array([0.05, 0.2, 0.5, 0.8, 0.97, 1.2, 3.0, 7.0])
+    h = 1e-6
+    numeric = (kernel(u + h) - kernel(u - h)) / (2 * h)
+    np.testing.assert_allclose(kernel.derivative(u), numeric, rtol=1e-6, atol=1e-9)
+    assert kernel.derivative(np.zeros((2, 3))).shape == (2, 3)
+
+
+def test_a_user_kernel_without_derivative_says_what_to_add():
+    class Bump(Kernel):
+        def __call__(self, u):
+            return np.exp(-np.asarray(u) ** 4)
+
+    with pytest.raises(NotImplementedError, match=r"implement derivative\(u\)"):
+        Bump().derivative(np.ones(2))
