@@ -633,7 +633,7 @@ def test_derivatives_are_those_of_the_kernels(name):
 def test_a_user_kernel_without_derivative_says_what_to_add():
     class Bump(Kernel):
         def __call__(self, u):
-            return np.exp(-np.asarray(u) ** 4)
+            return np.exp(-(np.asarray(u) ** 4))
 
     with pytest.raises(NotImplementedError, match=r"implement derivative\(u\)"):
         Bump().derivative(np.ones(2))
