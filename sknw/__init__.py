@@ -5,6 +5,7 @@ from ._classification import NadarayaWatsonClassifier, NadarayaWatsonClassifierC
 from ._dask import dask_predict
 from ._local_linear import LocalLinearRegressor
 from ._local_linear_cv import LocalLinearRegressorCV
+from ._local_polynomial import LocalPolynomialRegressor, LocalPolynomialRegressorCV
 from ._regression import NadarayaWatsonRegressor, NadarayaWatsonRegressorCV
 from .exceptions import (
     EmptyWindowWarning,
@@ -22,6 +23,8 @@ __all__ = [
     "GridEdgeWarning",
     "LocalLinearRegressor",
     "LocalLinearRegressorCV",
+    "LocalPolynomialRegressor",
+    "LocalPolynomialRegressorCV",
     "NadarayaWatsonClassifier",
     "NadarayaWatsonClassifierCV",
     "NadarayaWatsonRegressor",

@@ -286,7 +286,13 @@ class NadarayaWatsonBase(BaseEstimator):
             tolerance=getattr(self, "binned_tol", None),
             tile_elements=_tile_elements(),
         )
-        self.algorithm_, self._index = choose(self.algorithm, self._algorithms, request)
+        self.algorithm_, self._index = choose(
+            self.algorithm, self._fit_algorithms(), request
+        )
+
+    def _fit_algorithms(self):
+        """The backends ``algorithm`` may resolve to at fit."""
+        return self._algorithms
 
     #: The highest power of the local moments the fitted index sums (local
     #: polynomial fits; 0: the sums of Nadaraya--Watson).

@@ -2,6 +2,7 @@
 are taken in and the small least-squares problems solved from them."""
 
 from dataclasses import dataclass
+from itertools import combinations_with_replacement
 
 import numpy as np
 
@@ -38,10 +39,49 @@ def coordinate_frame(X):
     return centre, power_of_two_scale(half[None, :], axis=0)
 
 
-def moment_columns(Z, yc, squares=False):
+def monomial_terms(d, degree):
+    """The monomials of degrees 1 to ``degree`` in ``d`` coordinates, each as
+    the tuple of the coordinates it multiplies, in graded order (the ``d``
+    linear ones first)."""
+    return [
+        term
+        for p in range(1, degree + 1)
+        for term in combinations_with_replacement(range(d), p)
+    ]
+
+
+def monomials(Z, degree):
+    """The monomials of :func:`monomial_terms` at the rows of ``Z`` (n, D);
+    ``Z`` itself for degree 1."""
+    if degree == 1:
+        return Z
+    terms = monomial_terms(Z.shape[1], degree)
+    out = np.empty((Z.shape[0], len(terms)))
+    for j, term in enumerate(terms):
+        out[:, j] = np.prod(Z[:, list(term)], axis=1)
+    return out
+
+
+def monomial_gradients(Zq, degree):
+    """The derivatives of the monomials of :func:`monomial_terms` at the rows
+    of ``Zq``: (m, D, d)."""
+    m, d = Zq.shape
+    terms = monomial_terms(d, degree)
+    out = np.zeros((m, len(terms), d))
+    for j, term in enumerate(terms):
+        for f in set(term):
+            rest = list(term)
+            rest.remove(f)
+            out[:, j, f] = term.count(f) * np.prod(Zq[:, rest], axis=1)
+    return out
+
+
+def moment_columns(Z, yc, squares=False, degree=1):
     """Per-point moments ``y, z, z y, z z^T`` (upper triangle) and, with
     ``squares``, ``y**2``, as the columns of one array; and the column bounds
-    of each block."""
+    of each block. For ``degree`` above 1, ``z`` stands for the monomials of
+    the coordinates (:func:`monomials`)."""
+    Z = monomials(Z, degree)
     n, d = Z.shape
     k = yc.shape[1]
     iu = np.triu_indices(d)
@@ -91,11 +131,12 @@ MAX_RECENTRINGS = 3
 @dataclass
 class LocalSolution:
     """The local linear fit at each query from the kernel-weighted moments;
-    ``smallest`` is the smallest eigenvalue of the covariance in bandwidth
-    units (up to a common factor, see :func:`local_solution`), ``second``
-    the trace of the second moments about the centre in the same units and
-    ``distance`` the squared Mahalanobis distance of the query from the
-    window's mean (0 where singular)."""
+    ``smallest`` is the smallest eigenvalue of the covariance of the
+    coordinates (the linear monomials) in bandwidth units (up to a common
+    factor, see :func:`local_solution`), ``second`` the trace of their
+    second moments about the centre in the same units and ``distance`` the
+    squared Mahalanobis distance of the query's monomials from the window's
+    mean (0 where singular): its leverage less 1."""
 
     mean_y: np.ndarray
     mean_z: np.ndarray
@@ -114,12 +155,15 @@ class LocalSolution:
 
 def local_solution(
     A, cols, d, k, Zq, min_eigenvalue, few=None, to_bandwidth=None,
-    max_leverage=None,
+    max_leverage=None, linear=None,
 ):  # fmt: skip
     """Solve the local least-squares problems from averaged moments.
 
     ``A`` holds the kernel-weighted averages of :func:`moment_columns` at the
-    queries, whose coordinates are ``Zq`` (those of the moments).
+    queries, whose coordinates are ``Zq`` (those of the moments): ``d`` of
+    them, or, for a local polynomial, ``d`` monomials of which the first
+    ``linear`` are the coordinates, and ``Zq`` and ``to_bandwidth`` those of
+    the monomials.
     ``to_bandwidth`` (d,) takes these coordinates to bandwidth units (None:
     they are), where a design is singular when the smallest eigenvalue of the
     local covariance is at most ``min_eigenvalue`` times the largest, or
@@ -132,21 +176,29 @@ def local_solution(
     """
     mean_y = A[:, cols[0] : cols[1]]
     mean_z = A[:, cols[1] : cols[2]]
-    mean_zy = A[:, cols[2] : cols[3]].reshape(-1, d, k)
+    mean_zy = A[:, cols[2] : cols[3]].reshape(A.shape[0], d, k)
     second = symmetric(A[:, cols[3] : cols[4]], d)
     cov = second - outer(mean_z, mean_z)
     cross = mean_zy - mean_z[:, :, None] * mean_y[:, None, :]
     finite = np.all(np.isfinite(cov), axis=(1, 2))
     t = np.ones(d) if to_bandwidth is None else to_bandwidth
     scaled = np.where(finite[:, None, None], cov, 0.0) * outer(t[None], t[None])
-    eig = np.linalg.eigvalsh(scaled)
+    if d == 0:  # degree 0: the local-constant fit
+        eig = np.ones((A.shape[0], 1))
+    else:
+        eig = np.linalg.eigvalsh(scaled)
     top = eig[:, -1]
     with np.errstate(invalid="ignore"):
-        trace = np.einsum(
-            "mii,i->m", np.where(finite[:, None, None], second, 0.0), t * t
+        squares = np.einsum(
+            "mii,i->mi", np.where(finite[:, None, None], second, 0.0), t * t
         )
+    trace = squares.sum(axis=1)
     rounding = COVARIANCE_ROUNDING * _EPS * trace
     singular = ~(top > 0) | ~(eig[:, 0] > np.maximum(min_eigenvalue * top, rounding))
+    smallest, second_linear = eig[:, 0], trace
+    if linear is not None and linear < d:
+        smallest = np.linalg.eigvalsh(scaled[:, :linear, :linear])[:, 0]
+        second_linear = squares[:, :linear].sum(axis=1)
     if few is not None:
         singular |= few
     ok = finite & ~singular
@@ -173,8 +225,8 @@ def local_solution(
             ridged[over] = True
         estimate[ok] = mean_y[ok] - np.einsum("md,mdk->mk", a[ok], cross[ok])
     return LocalSolution(
-        mean_y, mean_z, cov, cross, a, ok, finite, estimate, eig[:, 0], trace,
-        distance, ridge, ridged,
+        mean_y, mean_z, cov, cross, a, ok, finite, estimate, smallest,
+        second_linear, distance, ridge, ridged,
     )  # fmt: skip
 
 
@@ -274,7 +326,7 @@ class LocalFrame:
         """
         d, t = C.shape[1], self.to_bandwidth
         with np.errstate(invalid="ignore", over="ignore"):
-            offset = np.sum(sol.mean_z**2, axis=1)
+            offset = np.sum(sol.mean_z[:, :d] ** 2, axis=1)
             allowed = RECENTRE * np.maximum(sol.smallest, _EPS * sol.second)
             far = sol.finite & ~few & (offset > RECENTRE * np.maximum(sol.smallest, 0))
         far &= allowed > 0
@@ -282,13 +334,13 @@ class LocalFrame:
         _, exponent = np.frexp(np.sqrt(np.where(far, allowed / d, 1.0)))
         step = np.ldexp(1.0, exponent - 1)[:, None]
         with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-            mean = C + self.unit * np.einsum("mde,me->md", R, sol.mean_z) / t
+            mean = C + self.unit * np.einsum("mde,me->md", R, sol.mean_z[:, :d]) / t
             spacing = self.unit * (step / t)
             new = self.lo + np.round((mean - self.lo) / spacing) * spacing
         new = np.where(far[:, None], self.place(new, self.place(mean, C)), C)
         turn = sol.ok & ~few & (d > 1)
         if turn.any():
-            cov = sol.cov[turn]
+            cov = sol.cov[turn][:, :d, :d]
             scale = 1.0 / np.sqrt(np.einsum("mii->mi", cov))
             corr = np.linalg.eigvalsh(cov * outer(scale, scale))
             with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
@@ -296,7 +348,7 @@ class LocalFrame:
                 turn[turn] = rounding * np.sqrt(1.0 + sol.distance[turn]) > ROTATE
         R = R.copy()
         if turn.any():
-            R[turn] = R[turn] @ np.linalg.eigh(sol.cov[turn])[1]
+            R[turn] = R[turn] @ np.linalg.eigh(sol.cov[turn][:, :d, :d])[1]
         changed = turn | np.any(new != C, axis=1)
         return new, R, changed
 

@@ -14,6 +14,9 @@ from ._local_frame import (
     Moments,
     local_solution,
     moment_columns,
+    monomial_gradients,
+    monomial_terms,
+    monomials,
     outer,
     query_centred_fit,
     symmetric,
@@ -41,7 +44,423 @@ def _singular_message(n_singular, m):
     )
 
 
-class LocalLinearRegressor(NadarayaWatsonRegressor):
+class LocalPolynomialFit(NadarayaWatsonRegressor):
+    """The local polynomial fits of :class:`LocalLinearRegressor` and
+    :class:`~sknw.LocalPolynomialRegressor` (of degree :meth:`_degree`): the
+    moments of the monomials of the continuous features about a centre near
+    each query, summed by the core, and the least-squares solve from them."""
+
+    # The local fit sums moments of its own (the sorted and fgt indexes hold
+    # the targets only) and has no tolerance parameter.
+    _algorithms = algorithms(fixed_values=False, tolerance=False, local_moments=True)
+    _local_powers = 2
+    _parameter_constraints = {
+        **{
+            k: v
+            for k, v in NadarayaWatsonRegressor._parameter_constraints.items()
+            if k != "binned_tol"
+        },
+        "algorithm": [StrOptions(set(_algorithms))],
+        "min_eigenvalue": [Interval(Real, 0, 1, closed="both")],
+        "max_leverage": [Interval(Real, 1, None, closed="neither"), None],
+    }
+
+    def __init__(
+        self,
+        *,
+        kernel="gaussian",
+        bandwidth="cv",
+        metric="euclidean",
+        metric_params=None,
+        empty_window="nearest",
+        min_eigenvalue=1e-8,
+        max_leverage=100.0,
+        noise_variance="local",
+        algorithm="auto",
+        n_jobs=None,
+        categorical_features="from_dtype",
+        ordered_features=None,
+        categorical_kernel="aitchison_aitken",
+        ordered_kernel="wang_ryzin",
+    ):
+        NadarayaWatsonBase.__init__(
+            self,
+            kernel=kernel,
+            bandwidth=bandwidth,
+            metric=metric,
+            metric_params=metric_params,
+            empty_window=empty_window,
+            algorithm=algorithm,
+            n_jobs=n_jobs,
+        )
+        self.noise_variance = noise_variance
+        self.min_eigenvalue = min_eigenvalue
+        self.max_leverage = max_leverage
+        self.categorical_features = categorical_features
+        self.ordered_features = ordered_features
+        self.categorical_kernel = categorical_kernel
+        self.ordered_kernel = ordered_kernel
+
+    # The local least-squares solves amplify the rounding of the moments: they
+    # are summed in float64 whatever the input dtype.
+    _float32_sums = False
+    # The local fits hold about a hundred numbers per query while they solve:
+    # smaller batches.
+    _MIN_BATCH_ROWS = 1 << 13
+
+    def _check_discrete(self):
+        if not self._discrete.continuous:
+            n = self._discrete.n_features
+            raise ValueError(
+                f"{type(self).__name__} fits a local polynomial in the "
+                f"continuous features, but got {n} feature(s), all discrete: "
+                "with discrete features only, the fit is local constant; use "
+                "NadarayaWatsonRegressor."
+            )
+
+    def predict(self, X, return_std=False):
+        """Local polynomial estimate at each query: the intercept of the fit.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_queries, n_features)
+            Queries.
+        return_std : bool, default=False
+            Also return the pointwise standard error of each estimate (see
+            :meth:`standard_error`).
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_queries,) or (n_queries, n_outputs)
+            Estimates, as float64.
+        y_std : ndarray of shape (n_queries,) or (n_queries, n_outputs)
+            Standard errors of the estimates; only with ``return_std=True``.
+        """
+        return super().predict(X, return_std=return_std)
+
+    def _estimate(self, X, validated=False):
+        return self._local_fit(X, validated=validated, with_std=False).estimate
+
+    def _resolve_algorithm(self, scaling=None):
+        # The values of the moments about each query, resolved at fit: kept
+        # where the chosen backend sums those moments.
+        V, mid, y_scale, spread = moment_targets(self._values(), self.sample_weight_)
+        w = self.sample_weight_
+        wn = None if w is None else w / power_of_two_scale(w)
+        self._targets = (V, wn, (mid, y_scale, spread))
+        super()._resolve_algorithm(scaling)
+        if not BACKENDS[self.algorithm_].local_moments:
+            self._targets = None
+
+    def _local_fit(self, X, validated=False, with_std=True):
+        """The local linear fit, and with ``with_std`` its weight sums.
+
+        Estimates alone come from the moments about each query where the
+        fitted backend sums them (:meth:`_query_centred`) and their bound
+        serves; every other query takes the exact path
+        (:meth:`_exact_local_fit`).
+        """
+        Q = X if validated else self._validate_queries(X)
+        fast = None if with_std else self._query_centred(Q)
+        if fast is None:
+            return self._exact_local_fit(Q, with_std)
+        if self.empty_window == "raise" and fast.empty.any():
+            # Counted among all the queries (the exact path sees the rest).
+            raise self._empty_error(fast.empty)
+        rest = np.flatnonzero(~fast.served)
+        estimate = fast.estimate
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            if rest.size:
+                estimate[rest] = self._exact_local_fit(Q[rest], False).estimate
+            n_few = int(fast.singular.sum())
+            if n_few:
+                warn(_singular_message(n_few, n_few), SingularDesignWarning)
+        _merge_warnings(caught, Q.shape[0])
+        return LocalFit(estimate, *([None] * 8))
+
+    def _index_values(self):
+        """The targets the moments about each query sum (see
+        :func:`~sknw._local_cv.moment_targets`), and the normalised weights."""
+        V, w, _ = self._targets
+        return V, w
+
+    def _query_centred(self, Q):
+        """:class:`~sknw._local_frame.QueryCentredFit` from the moments about
+        each query by the fitted backend (one feature: sorted, fgt), or None
+        where it does not sum them."""
+        if self._targets is None:
+            return None
+        V, w, (mid, y_scale, spread) = self._targets
+        moments = local_moments(
+            self.algorithm_, self._index, Q, self.X_fit_, V, self._head(), 2,
+            metric=self.metric_, metric_params=self.metric_params_,
+            scale=self._scale(), sample_weight=w, tile_elements=_tile_elements(),
+            n_jobs=self.n_jobs,
+        )  # fmt: skip
+        if moments is None:
+            return None
+        n_positive = V.shape[0] if w is None else int(np.sum(w > 0))
+        fit = query_centred_fit(
+            moments, spread / 2, spread, self.min_eigenvalue, n_positive,
+            max_leverage=self.max_leverage,
+        )  # fmt: skip
+        fit.estimate = (fit.estimate + mid) * y_scale
+        counts = moments.counts
+        fit.empty = np.zeros(Q.shape[0], dtype=bool) if counts is None else counts == 0
+        return fit
+
+    def _exact_local_fit(self, Q, with_std, own=None):
+        """The local fit by the exact path: moments about a centre near each
+        query's window (see :meth:`_local_moments`), of the targets divided
+        by a power of two per output, minus a level near the query. ``own``:
+        the queries are these training points, each left out of its own fit
+        (leave-one-out, without ``with_std``)."""
+        y = self._values()
+        y_scale = power_of_two_scale(y, axis=0)
+        counts = self._window_counts(Q, own)
+        mom, sol, cols = self._local_moments(Q, y / y_scale, counts, with_std, own)
+        self._warn_designs(sol, counts)
+        estimate = (sol.estimate + mom.level) * y_scale
+        if not with_std:
+            return LocalFit(estimate, *([None] * 8))
+        return LocalFit(estimate, *self._std_terms(mom, sol, cols), y_scale)
+
+    def _warn_designs(self, sol, counts):
+        """Warn of the singular and the ridged local designs among the
+        queries of the solution ``sol`` (empty windows are counted by the
+        empty-window warning)."""
+        m = counts.shape[0]
+        n_singular = int((sol.finite & ~sol.ok & (counts > 0)).sum())
+        if n_singular:
+            warn(_singular_message(n_singular, m), SingularDesignWarning)
+        n_ridged = int(sol.ridged.sum())
+        if n_ridged:
+            warn(
+                f"{n_ridged} of {m} queries have a local design of "
+                f"leverage above max_leverage={self.max_leverage!r} (few points "
+                "in their window, or a query beyond them): their slopes are "
+                "ridged towards the local-constant fit.",
+                RidgedDesignWarning,
+            )
+
+    def _gradient_rows(self, Q):
+        """The slopes of the local fits at the validated queries ``Q``, in
+        the continuous features (m, k, d), by the exact path. Singular
+        designs, whose estimate is the local-constant one, take its
+        gradient; empty windows that of their ``empty_window`` estimate."""
+        if not self._degree():  # the local-constant fit
+            return local_constant_gradient(self, Q)
+        y = self._values()
+        y_scale = power_of_two_scale(y, axis=0)
+        counts = self._window_counts(Q)
+        mom, sol, _ = self._local_moments(Q, y / y_scale, counts, False)
+        self._warn_designs(sol, counts)
+        m, k, frame = Q.shape[0], y.shape[1], self._frame
+        d = frame.lo.size
+        grad = np.zeros((m, k, d))
+        ok = sol.ok
+        if ok.any():
+            coef = np.linalg.solve(sol.cov[ok], sol.cross[ok])  # (m, terms, k)
+            # The local polynomial's derivative at the query, in its frame.
+            Qo = np.asarray(self._continuous(Q[ok]), dtype=np.float64)
+            z = frame.coordinates(Qo, mom.C[ok], mom.R[ok])
+            slope = np.einsum(
+                "mte,mtk->mek", monomial_gradients(z, self._degree()), coef
+            )
+            # z = ((x - c) / unit * to_bandwidth) @ R: dz / dx = diag(t / unit) R.
+            t = frame.to_bandwidth / frame.unit
+            grad[ok] = np.einsum("mfe,mek->mkf", mom.R[ok], slope) * t
+        constant = ~ok & (counts > 0)
+        if constant.any():
+            grad[constant] = local_constant_gradient(self, Q[constant])
+        empty = counts == 0
+        if empty.any():
+            # The moments of these queries applied the empty-window policy.
+            grad[empty] = empty_gradient(self, empty, warned=True)
+        return grad * np.reshape(y_scale, (1, -1, 1))
+
+    def _local_moments(self, Q, yn, counts, with_std, own=None):
+        """Moments at every query and their local solution.
+
+        A first pass takes each query's moments about the centre of its cell
+        (:meth:`LocalFrame.cell_centres`); queries whose window mean is far
+        from that centre for the spread of their window (an extrapolating
+        query, a one-sided window) take them again about that mean (rounded),
+        and those whose window is thin across the features in its principal
+        axes (:meth:`LocalFrame.recentred`), so that the local covariance, a
+        difference of moments, loses few digits to cancellation. Every frame
+        depends on the query alone (and the fitted state): a query's answer
+        does not depend on the other queries of its batch. Empty windows take
+        the ``empty_window`` policy, as in :meth:`_weighted_average`.
+        """
+        Q64 = np.asarray(self._continuous(Q), dtype=np.float64)
+        frame, d, k, p = self._frame, Q64.shape[1], yn.shape[1], self._degree()
+        # A local polynomial of degree p has a coefficient per monomial (and
+        # the intercept).
+        n_terms = len(monomial_terms(d, p))
+        few = counts < n_terms + 1
+        cols = moment_columns(np.zeros((1, d)), np.zeros((1, k)), with_std, p)[1]
+        mom = Moments.allocate(frame.cell_centres(Q64), cols[-1], k, with_std)
+        empty = counts == 0
+        if empty.any():
+            A, level, *sq = self._empty_moments(Q, empty, yn, with_std, own)
+            mom.put(empty, A, *sq, level=level)
+
+        def solve(rows):
+            z = frame.coordinates(Q64[rows], mom.C[rows], mom.R[rows])
+            return local_solution(
+                mom.A[rows], cols, n_terms, k, monomials(z, p), self.min_eigenvalue,
+                few=few[rows], max_leverage=self.max_leverage, linear=d,
+            )  # fmt: skip
+
+        rows = np.flatnonzero(~empty)
+        for attempt in range(MAX_RECENTRINGS + 1):
+            self._moments(Q, rows, yn, with_std, mom, own)
+            if attempt == MAX_RECENTRINGS or not n_terms:
+                break
+            C, R, again = frame.recentred(
+                solve(rows), mom.C[rows], mom.R[rows], few[rows]
+            )
+            mom.C[rows], mom.R[rows] = C, R
+            rows = rows[again]
+            if not rows.size:
+                break
+        return mom, solve(slice(None)), cols
+
+    def _moments(self, Q, rows, yn, with_std, mom, own=None):
+        """Set the moments of the queries ``rows`` in their frames (``mom.C``
+        and ``mom.R``), one pass over the training points per distinct frame.
+        Queries with an undefined distance are named among all of ``Q``."""
+        if not rows.size:
+            return
+        d = mom.C.shape[1]
+        frames = np.hstack([mom.C[rows], mom.R[rows].reshape(-1, d * d) + 0.0])
+        frames, inverse = np.unique(frames, axis=0, return_inverse=True)
+        inverse = inverse.ravel()
+        order = np.argsort(inverse, kind="stable")
+        groups = np.split(rows[order], np.cumsum(np.bincount(inverse))[:-1])
+        try:
+            for key, group in zip(frames, groups, strict=True):
+                centre, rotation = key[:d], key[d:].reshape(d, d)
+                V, level = self._moment_values(centre, rotation, yn, with_std)
+                got = self._weighted_average(
+                    Q[group], V, squared=with_std, validated=True,
+                    own=None if own is None else own[group],
+                )  # fmt: skip
+                mom.put(group, *(got if with_std else (got,)), level=level)
+        except UndefinedDistanceError:
+            Qc, Xc = self._continuous(Q), self._continuous(self.X_fit_)
+            raise nan_rows(
+                Qc, Xc, self.metric_, self.metric_params_, self._scale()
+            ) from None
+
+    def _moment_values(self, centre, rotation, yn, with_std):
+        """Per-point moments (:func:`moment_columns`) of the coordinates in
+        the frame of ``centre`` and ``rotation`` and of the targets ``yn``
+        minus the level: the target of the training point nearest to the
+        centre (in bandwidth units)."""
+        X = np.asarray(self._continuous(self.X_fit_), dtype=np.float64)
+        Z = self._frame.coordinates(X, centre, rotation)
+        level = yn[np.argmin(np.einsum("ij,ij->i", Z, Z))]
+        return moment_columns(Z, yn - level, with_std, self._degree())[0], level
+
+    def _empty_moments(self, Q, empty, yn, with_std, own=None):
+        """Moments of the queries ``Q[empty]``, whose window is empty, by the
+        ``empty_window`` policy (its warning counts them among all queries),
+        as :meth:`_weighted_average` gives them."""
+        d = self._frame.lo.size
+        V, level = self._moment_values(self._frame.lo, np.eye(d), yn, with_std)
+        if with_std:
+            w0 = self.sample_weight_
+            recip = np.ones(V.shape[0])
+            if w0 is not None:
+                with np.errstate(divide="ignore", over="ignore"):
+                    recip = np.where(w0 > 0, 1.0 / np.where(w0 > 0, w0, 1.0), 0.0)
+            V = np.hstack([V, recip[:, None]])
+        Vn, w, column_scale = self._normalised(V)
+        A = np.empty((int(empty.sum()), V.shape[1]))
+        mine = None if own is None else own[empty]
+        A[:] = self._empty_values(Q[empty], Vn, empty, w, own=mine)
+        A *= column_scale
+        if not with_std:
+            return A, level
+        # Compact kernels only (others have no empty window): undefined.
+        m, nan = A.shape[0], np.full(A.shape[0], np.nan)
+        undefined = np.ones(m, dtype=bool)
+        sq = SquaredWeights(A[:, :-1] * np.nan, nan, nan, undefined, A[:, -1])
+        return A[:, :-1], level, sq
+
+    def _std_terms(self, mom, sol, cols):
+        """What the standard errors need besides the estimate (see
+        :class:`~sknw._uncertainty.LocalFit`), from the same local solution:
+        ``rss, second, spread, dof, inverse_weight, leverage, undefined``."""
+        A, sq, d = mom.A, mom.sq, sol.mean_z.shape[1]
+        mean_y, mean_z, cov, cross = sol.mean_y, sol.mean_z, sol.cov, sol.cross
+        a, ok = sol.a, sol.ok
+        # Residual mean square of the weighted least-squares fit in the window.
+        second = A[:, cols[4] : cols[5]]
+        rss = second - mean_y * mean_y
+        if ok.any():
+            slope = np.linalg.solve(cov[ok], cross[ok])  # (m, d, k)
+            rss[ok] -= np.einsum("mdk,mdk->mk", cross[ok], slope)
+            # A ridged slope b fits worse than least squares by b' D b.
+            rss[ok] -= np.einsum("md,mdk->mk", sol.ridge[ok], slope * slope)
+        # Squared-weight moments about the local mean: s0, s1 and S2.
+        s0 = sq.total
+        m1 = sq.average[:, cols[1] : cols[2]]
+        m2 = symmetric(sq.average[:, cols[3] : cols[4]], d)
+        s1 = m1 - s0[:, None] * mean_z
+        S2 = (
+            m2
+            - outer(mean_z, m1)
+            - outer(m1, mean_z)
+            + s0[:, None, None] * outer(mean_z, mean_z)
+        )
+        spread = s0.copy()
+        dof = s0.copy()
+        leverage = sq.self_weight.copy()
+        if ok.any():
+            ao, So, Co = a[ok], S2[ok], cov[ok]
+            spread[ok] += -2.0 * np.einsum("md,md->m", ao, s1[ok]) + np.einsum(
+                "md,mde,me->m", ao, So, ao
+            )
+            dof[ok] += np.trace(np.linalg.solve(Co, So), axis1=1, axis2=2)
+            leverage[ok] *= 1.0 + np.einsum("md,mde,me->m", ao, Co, ao)
+        return rss, second, spread, dof, sq.inverse_weight, leverage, sq.undefined
+
+    def _window_counts(self, Q, own=None):
+        """Training points of positive weight with a non-zero kernel weight.
+
+        For a compact kernel, one boxcar pass over the support (``u < 1``,
+        where the compact kernels are positive); every point otherwise.
+        ``own``: leave-one-out counts of these training points, without each
+        one unless it keeps part of its weight (more than one unit).
+        """
+        w = self.sample_weight_
+        positive = np.ones(self.X_fit_.shape[0]) if w is None else 1.0 * (w > 0)
+        stays = None
+        if own is not None:
+            # A point of weight above one unit keeps the rest in its window.
+            stays = np.zeros(own.size) if w is None else 1.0 * (w[own] > 1.0)
+        head = self._head()
+        unbounded = not np.isfinite(head.kernel.support)
+        if unbounded and self._discrete is None:
+            total = np.full(Q.shape[0], positive.sum())
+            return total if own is None else total - positive[own] + stays
+        if unbounded:  # every point of a positive discrete factor
+            window = Head(Boxcar(), np.finfo(np.float64).max)
+        else:
+            window = Head(Boxcar(), head.divisor * head.kernel.support)
+        if self._discrete is not None:  # where the factors are positive
+            window = head.with_head(window, power=0)
+        ((S, _, M),) = self._kernel_sums(Q, positive[:, None], None, [window], own)
+        # The boxcar's log weight is 0 inside: the shifted sum is the count.
+        counts = np.where(np.isfinite(M), S[:, 0], 0.0)
+        return counts if own is None else counts + stays
+
+
+class LocalLinearRegressor(LocalPolynomialFit):
     r"""Local linear kernel regression.
 
     At each query, the intercept of a kernel-weighted least-squares hyperplane
@@ -211,73 +630,9 @@ class LocalLinearRegressor(NadarayaWatsonRegressor):
     array([1.433])
     """
 
-    # The local fit sums moments of its own (the sorted and fgt indexes hold
-    # the targets only) and has no tolerance parameter.
-    _algorithms = algorithms(fixed_values=False, tolerance=False, local_moments=True)
-    _local_powers = 2
-    _parameter_constraints = {
-        **{
-            k: v
-            for k, v in NadarayaWatsonRegressor._parameter_constraints.items()
-            if k != "binned_tol"
-        },
-        "algorithm": [StrOptions(set(_algorithms))],
-        "min_eigenvalue": [Interval(Real, 0, 1, closed="both")],
-        "max_leverage": [Interval(Real, 1, None, closed="neither"), None],
-    }
-
-    def __init__(
-        self,
-        *,
-        kernel="gaussian",
-        bandwidth="cv",
-        metric="euclidean",
-        metric_params=None,
-        empty_window="nearest",
-        min_eigenvalue=1e-8,
-        max_leverage=100.0,
-        noise_variance="local",
-        algorithm="auto",
-        n_jobs=None,
-        categorical_features="from_dtype",
-        ordered_features=None,
-        categorical_kernel="aitchison_aitken",
-        ordered_kernel="wang_ryzin",
-    ):
-        NadarayaWatsonBase.__init__(
-            self,
-            kernel=kernel,
-            bandwidth=bandwidth,
-            metric=metric,
-            metric_params=metric_params,
-            empty_window=empty_window,
-            algorithm=algorithm,
-            n_jobs=n_jobs,
-        )
-        self.noise_variance = noise_variance
-        self.min_eigenvalue = min_eigenvalue
-        self.max_leverage = max_leverage
-        self.categorical_features = categorical_features
-        self.ordered_features = ordered_features
-        self.categorical_kernel = categorical_kernel
-        self.ordered_kernel = ordered_kernel
-
-    # The local least-squares solves amplify the rounding of the moments: they
-    # are summed in float64 whatever the input dtype.
-    _float32_sums = False
-    # The local fits hold about a hundred numbers per query while they solve:
-    # smaller batches.
-    _MIN_BATCH_ROWS = 1 << 13
-
-    def _check_discrete(self):
-        if not self._discrete.continuous:
-            n = self._discrete.n_features
-            raise ValueError(
-                f"{type(self).__name__} fits a local linear polynomial in the "
-                f"continuous features, but got {n} feature(s), all discrete: "
-                "with discrete features only, the fit is local constant; use "
-                "NadarayaWatsonRegressor."
-            )
+    def _degree(self):
+        """The degree of the local polynomial."""
+        return 1
 
     def _search_class(self):
         from ._local_linear_cv import LocalLinearRegressorCV
@@ -289,332 +644,3 @@ class LocalLinearRegressor(NadarayaWatsonRegressor):
             "min_eigenvalue": self.min_eigenvalue,
             "max_leverage": self.max_leverage,
         }
-
-    def predict(self, X, return_std=False):
-        """Local linear estimate at each query.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_queries, n_features)
-            Queries.
-        return_std : bool, default=False
-            Also return the pointwise standard error of each estimate (see
-            :meth:`standard_error`).
-
-        Returns
-        -------
-        y_pred : ndarray of shape (n_queries,) or (n_queries, n_outputs)
-            Estimates, as float64.
-        y_std : ndarray of shape (n_queries,) or (n_queries, n_outputs)
-            Standard errors of the estimates; only with ``return_std=True``.
-        """
-        return super().predict(X, return_std=return_std)
-
-    def _estimate(self, X, validated=False):
-        return self._local_fit(X, validated=validated, with_std=False).estimate
-
-    def _resolve_algorithm(self, scaling=None):
-        # The values of the moments about each query, resolved at fit: kept
-        # where the chosen backend sums those moments.
-        V, mid, y_scale, spread = moment_targets(self._values(), self.sample_weight_)
-        w = self.sample_weight_
-        wn = None if w is None else w / power_of_two_scale(w)
-        self._targets = (V, wn, (mid, y_scale, spread))
-        super()._resolve_algorithm(scaling)
-        if not BACKENDS[self.algorithm_].local_moments:
-            self._targets = None
-
-    def _local_fit(self, X, validated=False, with_std=True):
-        """The local linear fit, and with ``with_std`` its weight sums.
-
-        Estimates alone come from the moments about each query where the
-        fitted backend sums them (:meth:`_query_centred`) and their bound
-        serves; every other query takes the exact path
-        (:meth:`_exact_local_fit`).
-        """
-        Q = X if validated else self._validate_queries(X)
-        fast = None if with_std else self._query_centred(Q)
-        if fast is None:
-            return self._exact_local_fit(Q, with_std)
-        if self.empty_window == "raise" and fast.empty.any():
-            # Counted among all the queries (the exact path sees the rest).
-            raise self._empty_error(fast.empty)
-        rest = np.flatnonzero(~fast.served)
-        estimate = fast.estimate
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            if rest.size:
-                estimate[rest] = self._exact_local_fit(Q[rest], False).estimate
-            n_few = int(fast.singular.sum())
-            if n_few:
-                warn(_singular_message(n_few, n_few), SingularDesignWarning)
-        _merge_warnings(caught, Q.shape[0])
-        return LocalFit(estimate, *([None] * 8))
-
-    def _index_values(self):
-        """The targets the moments about each query sum (see
-        :func:`~sknw._local_cv.moment_targets`), and the normalised weights."""
-        V, w, _ = self._targets
-        return V, w
-
-    def _query_centred(self, Q):
-        """:class:`~sknw._local_frame.QueryCentredFit` from the moments about
-        each query by the fitted backend (one feature: sorted, fgt), or None
-        where it does not sum them."""
-        if self._targets is None:
-            return None
-        V, w, (mid, y_scale, spread) = self._targets
-        moments = local_moments(
-            self.algorithm_, self._index, Q, self.X_fit_, V, self._head(), 2,
-            metric=self.metric_, metric_params=self.metric_params_,
-            scale=self._scale(), sample_weight=w, tile_elements=_tile_elements(),
-            n_jobs=self.n_jobs,
-        )  # fmt: skip
-        if moments is None:
-            return None
-        n_positive = V.shape[0] if w is None else int(np.sum(w > 0))
-        fit = query_centred_fit(
-            moments, spread / 2, spread, self.min_eigenvalue, n_positive,
-            max_leverage=self.max_leverage,
-        )  # fmt: skip
-        fit.estimate = (fit.estimate + mid) * y_scale
-        counts = moments.counts
-        fit.empty = np.zeros(Q.shape[0], dtype=bool) if counts is None else counts == 0
-        return fit
-
-    def _exact_local_fit(self, Q, with_std, own=None):
-        """The local fit by the exact path: moments about a centre near each
-        query's window (see :meth:`_local_moments`), of the targets divided
-        by a power of two per output, minus a level near the query. ``own``:
-        the queries are these training points, each left out of its own fit
-        (leave-one-out, without ``with_std``)."""
-        y = self._values()
-        y_scale = power_of_two_scale(y, axis=0)
-        counts = self._window_counts(Q, own)
-        mom, sol, cols = self._local_moments(Q, y / y_scale, counts, with_std, own)
-        self._warn_designs(sol, counts)
-        estimate = (sol.estimate + mom.level) * y_scale
-        if not with_std:
-            return LocalFit(estimate, *([None] * 8))
-        return LocalFit(estimate, *self._std_terms(mom, sol, cols), y_scale)
-
-    def _warn_designs(self, sol, counts):
-        """Warn of the singular and the ridged local designs among the
-        queries of the solution ``sol`` (empty windows are counted by the
-        empty-window warning)."""
-        m = counts.shape[0]
-        n_singular = int((sol.finite & ~sol.ok & (counts > 0)).sum())
-        if n_singular:
-            warn(_singular_message(n_singular, m), SingularDesignWarning)
-        n_ridged = int(sol.ridged.sum())
-        if n_ridged:
-            warn(
-                f"{n_ridged} of {m} queries have a local design of "
-                f"leverage above max_leverage={self.max_leverage!r} (few points "
-                "in their window, or a query beyond them): their slopes are "
-                "ridged towards the local-constant fit.",
-                RidgedDesignWarning,
-            )
-
-    def _gradient_rows(self, Q):
-        """The slopes of the local fits at the validated queries ``Q``, in
-        the continuous features (m, k, d), by the exact path. Singular
-        designs, whose estimate is the local-constant one, take its
-        gradient; empty windows that of their ``empty_window`` estimate."""
-        y = self._values()
-        y_scale = power_of_two_scale(y, axis=0)
-        counts = self._window_counts(Q)
-        mom, sol, _ = self._local_moments(Q, y / y_scale, counts, False)
-        self._warn_designs(sol, counts)
-        m, d, k = sol.cross.shape
-        grad = np.zeros((m, k, d))
-        ok = sol.ok
-        if ok.any():
-            slope = np.linalg.solve(sol.cov[ok], sol.cross[ok])  # (m, d, k)
-            # z = ((x - c) / unit * to_bandwidth) @ R: dz / dx = diag(t / unit) R.
-            t = self._frame.to_bandwidth / self._frame.unit
-            grad[ok] = np.einsum("mfe,mek->mkf", mom.R[ok], slope) * t
-        constant = ~ok & (counts > 0)
-        if constant.any():
-            grad[constant] = local_constant_gradient(self, Q[constant])
-        empty = counts == 0
-        if empty.any():
-            # The moments of these queries applied the empty-window policy.
-            grad[empty] = empty_gradient(self, empty, warned=True)
-        return grad * np.reshape(y_scale, (1, -1, 1))
-
-    def _local_moments(self, Q, yn, counts, with_std, own=None):
-        """Moments at every query and their local solution.
-
-        A first pass takes each query's moments about the centre of its cell
-        (:meth:`LocalFrame.cell_centres`); queries whose window mean is far
-        from that centre for the spread of their window (an extrapolating
-        query, a one-sided window) take them again about that mean (rounded),
-        and those whose window is thin across the features in its principal
-        axes (:meth:`LocalFrame.recentred`), so that the local covariance, a
-        difference of moments, loses few digits to cancellation. Every frame
-        depends on the query alone (and the fitted state): a query's answer
-        does not depend on the other queries of its batch. Empty windows take
-        the ``empty_window`` policy, as in :meth:`_weighted_average`.
-        """
-        Q64 = np.asarray(self._continuous(Q), dtype=np.float64)
-        frame, d, k = self._frame, Q64.shape[1], yn.shape[1]
-        few = counts < d + 1
-        cols = moment_columns(np.zeros((1, d)), np.zeros((1, k)), with_std)[1]
-        mom = Moments.allocate(frame.cell_centres(Q64), cols[-1], k, with_std)
-        empty = counts == 0
-        if empty.any():
-            A, level, *sq = self._empty_moments(Q, empty, yn, with_std, own)
-            mom.put(empty, A, *sq, level=level)
-
-        def solve(rows):
-            z = frame.coordinates(Q64[rows], mom.C[rows], mom.R[rows])
-            return local_solution(
-                mom.A[rows], cols, d, k, z, self.min_eigenvalue, few=few[rows],
-                max_leverage=self.max_leverage,
-            )  # fmt: skip
-
-        rows = np.flatnonzero(~empty)
-        for attempt in range(MAX_RECENTRINGS + 1):
-            self._moments(Q, rows, yn, with_std, mom, own)
-            if attempt == MAX_RECENTRINGS:
-                break
-            C, R, again = frame.recentred(
-                solve(rows), mom.C[rows], mom.R[rows], few[rows]
-            )
-            mom.C[rows], mom.R[rows] = C, R
-            rows = rows[again]
-            if not rows.size:
-                break
-        return mom, solve(slice(None)), cols
-
-    def _moments(self, Q, rows, yn, with_std, mom, own=None):
-        """Set the moments of the queries ``rows`` in their frames (``mom.C``
-        and ``mom.R``), one pass over the training points per distinct frame.
-        Queries with an undefined distance are named among all of ``Q``."""
-        if not rows.size:
-            return
-        d = mom.C.shape[1]
-        frames = np.hstack([mom.C[rows], mom.R[rows].reshape(-1, d * d) + 0.0])
-        frames, inverse = np.unique(frames, axis=0, return_inverse=True)
-        inverse = inverse.ravel()
-        order = np.argsort(inverse, kind="stable")
-        groups = np.split(rows[order], np.cumsum(np.bincount(inverse))[:-1])
-        try:
-            for key, group in zip(frames, groups, strict=True):
-                centre, rotation = key[:d], key[d:].reshape(d, d)
-                V, level = self._moment_values(centre, rotation, yn, with_std)
-                got = self._weighted_average(
-                    Q[group], V, squared=with_std, validated=True,
-                    own=None if own is None else own[group],
-                )  # fmt: skip
-                mom.put(group, *(got if with_std else (got,)), level=level)
-        except UndefinedDistanceError:
-            Qc, Xc = self._continuous(Q), self._continuous(self.X_fit_)
-            raise nan_rows(
-                Qc, Xc, self.metric_, self.metric_params_, self._scale()
-            ) from None
-
-    def _moment_values(self, centre, rotation, yn, with_std):
-        """Per-point moments (:func:`moment_columns`) of the coordinates in
-        the frame of ``centre`` and ``rotation`` and of the targets ``yn``
-        minus the level: the target of the training point nearest to the
-        centre (in bandwidth units)."""
-        X = np.asarray(self._continuous(self.X_fit_), dtype=np.float64)
-        Z = self._frame.coordinates(X, centre, rotation)
-        level = yn[np.argmin(np.einsum("ij,ij->i", Z, Z))]
-        return moment_columns(Z, yn - level, with_std)[0], level
-
-    def _empty_moments(self, Q, empty, yn, with_std, own=None):
-        """Moments of the queries ``Q[empty]``, whose window is empty, by the
-        ``empty_window`` policy (its warning counts them among all queries),
-        as :meth:`_weighted_average` gives them."""
-        d = self._frame.lo.size
-        V, level = self._moment_values(self._frame.lo, np.eye(d), yn, with_std)
-        if with_std:
-            w0 = self.sample_weight_
-            recip = np.ones(V.shape[0])
-            if w0 is not None:
-                with np.errstate(divide="ignore", over="ignore"):
-                    recip = np.where(w0 > 0, 1.0 / np.where(w0 > 0, w0, 1.0), 0.0)
-            V = np.hstack([V, recip[:, None]])
-        Vn, w, column_scale = self._normalised(V)
-        A = np.empty((int(empty.sum()), V.shape[1]))
-        mine = None if own is None else own[empty]
-        A[:] = self._empty_values(Q[empty], Vn, empty, w, own=mine)
-        A *= column_scale
-        if not with_std:
-            return A, level
-        # Compact kernels only (others have no empty window): undefined.
-        m, nan = A.shape[0], np.full(A.shape[0], np.nan)
-        undefined = np.ones(m, dtype=bool)
-        sq = SquaredWeights(A[:, :-1] * np.nan, nan, nan, undefined, A[:, -1])
-        return A[:, :-1], level, sq
-
-    def _std_terms(self, mom, sol, cols):
-        """What the standard errors need besides the estimate (see
-        :class:`~sknw._uncertainty.LocalFit`), from the same local solution:
-        ``rss, second, spread, dof, inverse_weight, leverage, undefined``."""
-        A, sq, d = mom.A, mom.sq, sol.mean_z.shape[1]
-        mean_y, mean_z, cov, cross = sol.mean_y, sol.mean_z, sol.cov, sol.cross
-        a, ok = sol.a, sol.ok
-        # Residual mean square of the weighted least-squares fit in the window.
-        second = A[:, cols[4] : cols[5]]
-        rss = second - mean_y * mean_y
-        if ok.any():
-            slope = np.linalg.solve(cov[ok], cross[ok])  # (m, d, k)
-            rss[ok] -= np.einsum("mdk,mdk->mk", cross[ok], slope)
-            # A ridged slope b fits worse than least squares by b' D b.
-            rss[ok] -= np.einsum("md,mdk->mk", sol.ridge[ok], slope * slope)
-        # Squared-weight moments about the local mean: s0, s1 and S2.
-        s0 = sq.total
-        m1 = sq.average[:, cols[1] : cols[2]]
-        m2 = symmetric(sq.average[:, cols[3] : cols[4]], d)
-        s1 = m1 - s0[:, None] * mean_z
-        S2 = (
-            m2
-            - outer(mean_z, m1)
-            - outer(m1, mean_z)
-            + s0[:, None, None] * outer(mean_z, mean_z)
-        )
-        spread = s0.copy()
-        dof = s0.copy()
-        leverage = sq.self_weight.copy()
-        if ok.any():
-            ao, So, Co = a[ok], S2[ok], cov[ok]
-            spread[ok] += -2.0 * np.einsum("md,md->m", ao, s1[ok]) + np.einsum(
-                "md,mde,me->m", ao, So, ao
-            )
-            dof[ok] += np.trace(np.linalg.solve(Co, So), axis1=1, axis2=2)
-            leverage[ok] *= 1.0 + np.einsum("md,mde,me->m", ao, Co, ao)
-        return rss, second, spread, dof, sq.inverse_weight, leverage, sq.undefined
-
-    def _window_counts(self, Q, own=None):
-        """Training points of positive weight with a non-zero kernel weight.
-
-        For a compact kernel, one boxcar pass over the support (``u < 1``,
-        where the compact kernels are positive); every point otherwise.
-        ``own``: leave-one-out counts of these training points, without each
-        one unless it keeps part of its weight (more than one unit).
-        """
-        w = self.sample_weight_
-        positive = np.ones(self.X_fit_.shape[0]) if w is None else 1.0 * (w > 0)
-        stays = None
-        if own is not None:
-            # A point of weight above one unit keeps the rest in its window.
-            stays = np.zeros(own.size) if w is None else 1.0 * (w[own] > 1.0)
-        head = self._head()
-        unbounded = not np.isfinite(head.kernel.support)
-        if unbounded and self._discrete is None:
-            total = np.full(Q.shape[0], positive.sum())
-            return total if own is None else total - positive[own] + stays
-        if unbounded:  # every point of a positive discrete factor
-            window = Head(Boxcar(), np.finfo(np.float64).max)
-        else:
-            window = Head(Boxcar(), head.divisor * head.kernel.support)
-        if self._discrete is not None:  # where the factors are positive
-            window = head.with_head(window, power=0)
-        ((S, _, M),) = self._kernel_sums(Q, positive[:, None], None, [window], own)
-        # The boxcar's log weight is 0 inside: the shifted sum is the count.
-        counts = np.where(np.isfinite(M), S[:, 0], 0.0)
-        return counts if own is None else counts + stays

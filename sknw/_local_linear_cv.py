@@ -9,8 +9,10 @@ from ._local_frame import (
     coordinate_frame,
     local_solution,
     moment_columns,
+    monomial_terms,
+    monomials,
 )
-from ._local_linear import LocalLinearRegressor
+from ._local_linear import LocalLinearRegressor, LocalPolynomialFit
 from ._selection import CVSelectionMixin, cv_parameter_constraints
 from ._sums import algorithms
 from .kernels import KERNELS
@@ -32,7 +34,155 @@ def _local_shares(shares, distance):
     return np.where(shares >= 1.0, 1.0, h)
 
 
-class LocalLinearRegressorCV(CVSelectionMixin, LocalLinearRegressor):
+class LocalPolynomialCVFit(CVSelectionMixin, LocalPolynomialFit):
+    """The cross-validation of the local polynomial fits (see
+    :class:`LocalLinearRegressorCV`): exact leave-one-out through the moments
+    of the monomials, and the moments about each left-out point on the
+    one-feature backends (degree 1)."""
+
+    # The local fit at a training point is a weighted least-squares fit of
+    # its window: the in-sample criteria follow from leave-one-out.
+    _self_weights = True
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, sample_weight=None, groups=None):
+        """Select kernel and bandwidth by cross-validation, then fit.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training inputs.
+        y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+            Targets.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative frequency weights, used in the weighted sums and in the
+            scores.
+
+        groups : array-like of shape (n_samples,), default=None
+            Group labels of the samples, for a splitter that uses them
+            (``cv=GroupKFold(...)``, ``LeaveOneGroupOut()``, ...); refused
+            with ``cv=None``.
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+        """
+        try:
+            return self._fit_regression(X, y, sample_weight, groups)
+        finally:
+            self.__dict__.pop("_cv_targets", None)
+
+    @property
+    def _pass_algorithms(self):
+        # The passes sum moments in one frame for all the data (the columns
+        # of moment_columns): exact backends only. The moments about each
+        # query come from the one-feature backends (_cv_estimates).
+        return algorithms(fixed_values=False, tolerance=False)
+
+    def _cv_estimates(self, X, V, w, unit, cands, folds, finish, shares=None):
+        """The estimates of the candidates the one-feature backends serve
+        from the moments about each left-out point
+        (:func:`~sknw._local_cv.query_centred_cv`); the others' by the exact
+        passes, whose left-out points of ill-conditioned frames, and the
+        points beyond the fast paths' bound, take the exact path of
+        predictions (see :func:`~sknw._local_cv.exact_estimates`). With
+        ``shares`` (the in-sample criteria), every candidate takes the exact
+        passes, and ``shares`` receives each point's removed share of the
+        local linear fit (:func:`_local_shares`)."""
+        local = {}
+        if shares is None and self._degree() == 1:
+            local = query_centred_cv(self, X, self._cv_targets, w, unit, cands, folds)
+        rest = [i for i in range(len(cands)) if i not in local]
+        preds = np.full((len(cands), X.shape[0], self._cv_targets.shape[1]), np.nan)
+        n_empty = np.zeros(len(cands), dtype=np.intp)
+        if rest:
+            p, e = super()._cv_estimates(
+                X, V, w, unit, [cands[i] for i in rest], folds, finish, shares=shares
+            )
+            preds[rest], n_empty[rest] = p, e
+            if shares is not None:
+                shares[:] = _local_shares(shares, finish.distance)
+            # Points whose frame lost digits: again, exactly (for leave-one-out
+            # and for each training fold).
+            splits = [(None, None)] if folds is None else folds
+            for j, i in enumerate(rest):
+                lost = finish.rounding[j] > FRAME_ROUNDING
+                for train, test in splits:
+                    redo = np.flatnonzero(lost) if train is None else test[lost[test]]
+                    if redo.size:
+                        preds[i][redo] = exact_estimates(
+                            self, cands[i], X, w, unit, train, redo
+                        )[0]
+        for i, (pred, missing) in local.items():
+            preds[i] = pred
+            for train, left in missing:
+                preds[i][left], empty = exact_estimates(
+                    self, cands[i], X, w, unit, train, left
+                )
+                n_empty[i] += empty
+        return preds, n_empty
+
+    def _plain(self, cand, empty_window):
+        """The local polynomial estimator of candidate ``cand`` (on the
+        encoded data: discrete features by their columns)."""
+        discrete = {}
+        if self._discrete is not None:
+            discrete = self._discrete.as_params(
+                self.categorical_kernel, self.ordered_kernel
+            )
+        return self._plain_estimator(
+            kernel=cand["kernel"], bandwidth=self._full_bandwidth(cand),
+            metric=self.metric, metric_params=self.metric_params,
+            empty_window=empty_window, min_eigenvalue=self.min_eigenvalue,
+            max_leverage=self.max_leverage, algorithm="brute", **discrete,
+        )  # fmt: skip
+
+    def _cv_values(self, X, Y, w):
+        """Moments of the local fit (in the frame of :func:`coordinate_frame`),
+        and the local linear estimates from their left-out averages."""
+        self._cv_targets = Y
+        Xc = self._continuous(X)
+        centre, unit = coordinate_frame(Xc)
+        Z = (np.asarray(Xc, dtype=np.float64) - centre) / unit
+        mean = np.average(Y, axis=0, weights=w)
+        p = self._degree()
+        V, cols = moment_columns(Z, Y - mean, degree=p)
+        d, k = Z.shape[1], Y.shape[1]
+        terms = monomial_terms(d, p)
+        Zp = monomials(Z, p)
+
+        def finish(averages, cands, empty):
+            out = np.empty((len(cands), Z.shape[0], k))
+            # The rounding of each left-out point's local covariance in this
+            # one frame, in bandwidths squared (see FRAME_ROUNDING).
+            finish.rounding = np.zeros((len(cands), Z.shape[0]))
+            # Each left-out point's squared Mahalanobis distance from its
+            # window's mean (its leverage, for the in-sample criteria).
+            finish.distance = np.zeros((len(cands), Z.shape[0]))
+            for i, cand in enumerate(cands):
+                t = unit / np.asarray(cand["bandwidth"], dtype=np.float64)
+                t = np.broadcast_to(t, (d,))
+                to_bandwidth = [np.prod((t / np.max(t))[list(a)]) for a in terms]
+                sol = local_solution(
+                    averages[i], cols, len(terms), k, Zp, self.min_eigenvalue,
+                    few=empty[i], to_bandwidth=np.array(to_bandwidth),
+                    max_leverage=self.max_leverage, linear=d,
+                )  # fmt: skip
+                out[i] = sol.estimate + mean
+                finish.distance[i] = sol.distance
+                # sol.second is in bandwidths over max(t); the monomials of
+                # degree p lose about its p-th power (at least one: degree 0).
+                with np.errstate(invalid="ignore", over="ignore"):
+                    rounding = _EPS * (sol.second * np.max(t) ** 2) ** max(p, 1)
+                rounding[empty[i]] = 0.0
+                finish.rounding[i] = np.where(np.isnan(rounding), np.inf, rounding)
+            return out
+
+        return V, finish
+
+
+class LocalLinearRegressorCV(LocalPolynomialCVFit, LocalLinearRegressor):
     r"""Local linear regression with kernel and bandwidth chosen by CV.
 
     By default, exact leave-one-out cross-validation over a log-spaced grid of
@@ -176,9 +326,8 @@ class LocalLinearRegressorCV(CVSelectionMixin, LocalLinearRegressor):
         LocalLinearRegressor._algorithms,
     )
 
-    # The local fit at a training point is a weighted least-squares fit of
-    # its window: the in-sample criteria follow from leave-one-out.
-    _self_weights = True
+    def _plain_estimator(self, **params):
+        return LocalLinearRegressor(**params)
 
     def __init__(
         self,
@@ -220,137 +369,3 @@ class LocalLinearRegressorCV(CVSelectionMixin, LocalLinearRegressor):
         self.ordered_features = ordered_features
         self.categorical_kernel = categorical_kernel
         self.ordered_kernel = ordered_kernel
-
-    @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, sample_weight=None, groups=None):
-        """Select kernel and bandwidth by cross-validation, then fit.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Training inputs.
-        y : array-like of shape (n_samples,) or (n_samples, n_outputs)
-            Targets.
-        sample_weight : array-like of shape (n_samples,), default=None
-            Non-negative frequency weights, used in the weighted sums and in the
-            scores.
-
-        groups : array-like of shape (n_samples,), default=None
-            Group labels of the samples, for a splitter that uses them
-            (``cv=GroupKFold(...)``, ``LeaveOneGroupOut()``, ...); refused
-            with ``cv=None``.
-
-        Returns
-        -------
-        self : LocalLinearRegressorCV
-            The fitted estimator.
-        """
-        try:
-            return self._fit_regression(X, y, sample_weight, groups)
-        finally:
-            self.__dict__.pop("_cv_targets", None)
-
-    @property
-    def _pass_algorithms(self):
-        # The passes sum moments in one frame for all the data (the columns
-        # of moment_columns): exact backends only. The moments about each
-        # query come from the one-feature backends (_cv_estimates).
-        return algorithms(fixed_values=False, tolerance=False)
-
-    def _cv_estimates(self, X, V, w, unit, cands, folds, finish, shares=None):
-        """The estimates of the candidates the one-feature backends serve
-        from the moments about each left-out point
-        (:func:`~sknw._local_cv.query_centred_cv`); the others' by the exact
-        passes, whose left-out points of ill-conditioned frames, and the
-        points beyond the fast paths' bound, take the exact path of
-        predictions (see :func:`~sknw._local_cv.exact_estimates`). With
-        ``shares`` (the in-sample criteria), every candidate takes the exact
-        passes, and ``shares`` receives each point's removed share of the
-        local linear fit (:func:`_local_shares`)."""
-        local = {}
-        if shares is None:
-            local = query_centred_cv(self, X, self._cv_targets, w, unit, cands, folds)
-        rest = [i for i in range(len(cands)) if i not in local]
-        preds = np.full((len(cands), X.shape[0], self._cv_targets.shape[1]), np.nan)
-        n_empty = np.zeros(len(cands), dtype=np.intp)
-        if rest:
-            p, e = super()._cv_estimates(
-                X, V, w, unit, [cands[i] for i in rest], folds, finish, shares=shares
-            )
-            preds[rest], n_empty[rest] = p, e
-            if shares is not None:
-                shares[:] = _local_shares(shares, finish.distance)
-            if folds is None:  # points whose frame lost digits: again, exactly
-                for j, i in enumerate(rest):
-                    redo = np.flatnonzero(finish.rounding[j] > FRAME_ROUNDING)
-                    if redo.size:
-                        preds[i][redo] = exact_estimates(
-                            self, cands[i], X, w, unit, None, redo
-                        )[0]
-        for i, (pred, missing) in local.items():
-            preds[i] = pred
-            for train, left in missing:
-                preds[i][left], empty = exact_estimates(
-                    self, cands[i], X, w, unit, train, left
-                )
-                n_empty[i] += empty
-        return preds, n_empty
-
-    def _plain(self, cand, empty_window):
-        """The local linear estimator of candidate ``cand`` (on the encoded
-        data: discrete features by their columns)."""
-        discrete = {}
-        if self._discrete is not None:
-            discrete = self._discrete.as_params(
-                self.categorical_kernel, self.ordered_kernel
-            )
-        return LocalLinearRegressor(
-            kernel=cand["kernel"], bandwidth=self._full_bandwidth(cand),
-            metric=self.metric, metric_params=self.metric_params,
-            empty_window=empty_window, min_eigenvalue=self.min_eigenvalue,
-            max_leverage=self.max_leverage, algorithm="brute", **discrete,
-        )  # fmt: skip
-
-    def _cv_values(self, X, Y, w):
-        """Moments of the local fit (in the frame of :func:`coordinate_frame`),
-        and the local linear estimates from their left-out averages."""
-        self._cv_targets = Y
-        Xc = self._continuous(X)
-        centre, unit = coordinate_frame(Xc)
-        Z = (np.asarray(Xc, dtype=np.float64) - centre) / unit
-        mean = np.average(Y, axis=0, weights=w)
-        V, cols = moment_columns(Z, Y - mean)
-        d, k = Z.shape[1], Y.shape[1]
-
-        def finish(averages, cands, empty):
-            out = np.empty((len(cands), Z.shape[0], k))
-            # The rounding of each left-out point's local covariance in this
-            # one frame, in bandwidths squared (see FRAME_ROUNDING).
-            finish.rounding = np.zeros((len(cands), Z.shape[0]))
-            # Each left-out point's squared Mahalanobis distance from its
-            # window's mean (its leverage, for the in-sample criteria).
-            finish.distance = np.zeros((len(cands), Z.shape[0]))
-            for i, cand in enumerate(cands):
-                t = unit / np.asarray(cand["bandwidth"], dtype=np.float64)
-                t = np.broadcast_to(t, (d,))
-                sol = local_solution(
-                    averages[i],
-                    cols,
-                    d,
-                    k,
-                    Z,
-                    self.min_eigenvalue,
-                    few=empty[i],
-                    to_bandwidth=t / np.max(t),
-                    max_leverage=self.max_leverage,
-                )
-                out[i] = sol.estimate + mean
-                finish.distance[i] = sol.distance
-                # sol.second is in bandwidths over max(t).
-                with np.errstate(invalid="ignore", over="ignore"):
-                    rounding = _EPS * sol.second * np.max(t) ** 2
-                rounding[empty[i]] = 0.0
-                finish.rounding[i] = np.where(np.isnan(rounding), np.inf, rounding)
-            return out
-
-        return V, finish

@@ -1,0 +1,390 @@
+"""Local polynomial regression of any degree, and its cross-validated
+selection: the local linear code with the monomials of the features."""
+
+from numbers import Integral
+
+from sklearn.utils._param_validation import Interval
+
+from ._local_linear import LocalPolynomialFit
+from ._local_linear_cv import LocalPolynomialCVFit
+from ._selection import CVSelectionMixin, cv_parameter_constraints
+from ._sums import algorithms
+from .kernels import KERNELS
+
+#: The backends of the local polynomial fits of degree other than 1: exact
+#: sums of the moments (the one-feature backends sum those of degree 1).
+EXACT_ALGORITHMS = algorithms(fixed_values=False, tolerance=False)
+
+
+def _fit_algorithms(est):
+    """The backends ``est.algorithm`` may resolve to for ``est.degree``."""
+    if est.degree == 1:
+        return est._algorithms
+    if est.algorithm not in EXACT_ALGORITHMS:
+        raise ValueError(
+            f"algorithm={est.algorithm!r} sums the moments of local linear fits "
+            f"(degree=1); degree={est.degree} takes the exact sums: use one of "
+            f"{', '.join(EXACT_ALGORITHMS)}."
+        )
+    return EXACT_ALGORITHMS
+
+
+class LocalPolynomialRegressor(LocalPolynomialFit):
+    r"""Local polynomial kernel regression of any degree.
+
+    At each query, the intercept of a kernel-weighted least-squares
+    polynomial of degree ``degree`` in the features, centred at the query:
+    degree 0 is the local-constant (Nadaraya--Watson) estimate, degree 1
+    local linear (:class:`LocalLinearRegressor`), degree 2 local quadratic,
+    which follows the curvature of peaks and valleys that lower degrees
+    flatten, and whose local slopes (:meth:`gradient`) estimate
+    derivatives with less bias. A fit of degree ``p`` reproduces
+    polynomials of degree ``p`` exactly.
+
+    Parameters
+    ----------
+    degree : int, default=2
+        The degree of the local polynomial, at least 0. With ``d``
+        continuous features it has ``C(d + p, p)`` coefficients (the
+        intercept and every monomial of degree 1 to ``p``), each query's
+        window needs at least as many points of positive weight, and its
+        moments cost about that number squared per training point.
+    kernel : str or Kernel, default="gaussian"
+        As in :class:`NadarayaWatsonRegressor`.
+    bandwidth : {"cv", "plugin", "scott", "silverman"}, float or array-like
+        As in :class:`NadarayaWatsonRegressor` (default ``"cv"``); ``"cv"``
+        is the choice of :class:`LocalPolynomialRegressorCV` (leave-one-out
+        of the local polynomial fit of this degree).
+    metric : str or callable, default="euclidean"
+        As in :class:`LocalLinearRegressor`: the polynomial is in the
+        coordinates of the features; the metric only shapes the weights.
+    metric_params : dict, default=None
+        Keyword arguments of the metric.
+    empty_window : {"nearest", "mean", "nan", "raise"}, default="nearest"
+        As in :class:`NadarayaWatsonRegressor`.
+    min_eigenvalue : float, default=1e-8
+        As in :class:`LocalLinearRegressor`, for the covariance of the
+        monomials in bandwidth units: singular designs (or windows with
+        fewer points than coefficients) get the local-constant estimate,
+        with a :class:`~sknw.exceptions.SingularDesignWarning`.
+    max_leverage : float or None, default=100.0
+        As in :class:`LocalLinearRegressor`: the ridge of designs where the
+        query's leverage (1 plus the squared Mahalanobis distance of its
+        monomials from their window's mean) exceeds this.
+    noise_variance : {"local", "global"} or float, default="local"
+        As in :class:`LocalLinearRegressor`; ``"local"`` corrects the residual
+        mean square of each local fit for its degrees of freedom.
+    algorithm : {"auto", "fgt", "sorted", "tree", "tiles", "brute"}, default="auto"
+        As in :class:`LocalLinearRegressor` for ``degree=1``. Other degrees
+        sum their moments exactly: ``"auto"`` picks among ``"tiles"``,
+        ``"tree"`` and ``"brute"``, and ``"fgt"`` or ``"sorted"`` raise.
+    n_jobs : int, default=None
+        As in :class:`NadarayaWatsonRegressor`.
+    categorical_features : "from_dtype", None or array-like, default="from_dtype"
+        As in :class:`LocalLinearRegressor`: the polynomial is in the
+        continuous features; the discrete ones enter through the kernel.
+    ordered_features : None or array-like, default=None
+        As in :class:`NadarayaWatsonRegressor`.
+    categorical_kernel : {"aitchison_aitken", "li_racine"}, default="aitchison_aitken"
+        The kernel of the unordered features.
+    ordered_kernel : {"wang_ryzin", "li_racine"}, default="wang_ryzin"
+        The kernel of the ordered features.
+
+    Attributes
+    ----------
+    kernel_ : Kernel
+        The resolved kernel object.
+    bandwidth_ : float or ndarray of shape (n_features,)
+        The resolved bandwidth.
+    bandwidth_selection_ : dict
+        How ``bandwidth_`` was chosen, as in :class:`NadarayaWatsonRegressor`.
+    algorithm_ : {"fgt", "sorted", "tree", "tiles", "brute"}
+        The summation used by predictions.
+    metric_ : str or callable
+        The metric used: ``metric`` at fit.
+    metric_params_ : dict
+        Metric parameters used, including data-dependent defaults.
+    X_fit_ : ndarray of shape (n_samples, n_features)
+        Training inputs.
+    y_fit_ : ndarray of shape (n_samples,) or (n_samples, n_outputs)
+        Training targets.
+    sample_weight_ : ndarray of shape (n_samples,) or None
+        Training sample weights.
+    noise_variance_ : ndarray of shape (n_outputs,) or None
+        The noise variance per output for ``noise_variance="global"`` or a
+        float; ``None`` for ``"local"``.
+    n_features_in_ : int
+        Number of features seen during fit.
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
+        Names of features seen during fit; only defined when ``X`` has feature
+        names that are all strings.
+    feature_types_ : ndarray of shape (`n_features_in_`,)
+        ``"continuous"``, ``"unordered"`` or ``"ordered"`` for each feature.
+    categories_ : list of (ndarray or None)
+        The levels of each discrete feature learned at fit, None for the
+        continuous ones.
+
+    See Also
+    --------
+    LocalLinearRegressor : Degree 1, with the one-feature fast paths.
+    LocalPolynomialRegressorCV : The kernel and bandwidth chosen by
+        cross-validation.
+
+    Notes
+    -----
+    The fit is that of :class:`LocalLinearRegressor` (see its Notes) with
+    the features' offsets replaced by their monomials of degree 1 to ``p``
+    (:math:`z_1, z_2, z_1^2, z_1 z_2, z_2^2, \ldots`): the kernel-weighted
+    moments of the monomials and of their products with the targets, taken
+    about a centre near each query, and the Schur complement in their local
+    covariance. The local polynomial's value at the query is the estimate,
+    its derivative there the :meth:`gradient`.
+
+    References
+    ----------
+    .. [1] J. Fan and I. Gijbels, "Local Polynomial Modelling and Its
+       Applications", Chapman & Hall, 1996.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sknw import LocalPolynomialRegressor
+    >>> X = np.linspace(-1, 1, 41).reshape(-1, 1)
+    >>> y = 1 - 2 * X[:, 0] ** 2  # a peak at 0
+    >>> quad = LocalPolynomialRegressor(degree=2, bandwidth=0.3).fit(X, y)
+    >>> quad.predict([[0.0], [1.0]]).round(10)  # exact on a parabola
+    array([ 1., -1.])
+    >>> lin = LocalPolynomialRegressor(degree=1, bandwidth=0.3).fit(X, y)
+    >>> lin.predict([[0.0]]).round(3)  # the peak flattened
+    array([0.821])
+    """
+
+    _parameter_constraints = {
+        **LocalPolynomialFit._parameter_constraints,
+        "degree": [Interval(Integral, 0, None, closed="left")],
+    }
+
+    def __init__(
+        self,
+        *,
+        degree=2,
+        kernel="gaussian",
+        bandwidth="cv",
+        metric="euclidean",
+        metric_params=None,
+        empty_window="nearest",
+        min_eigenvalue=1e-8,
+        max_leverage=100.0,
+        noise_variance="local",
+        algorithm="auto",
+        n_jobs=None,
+        categorical_features="from_dtype",
+        ordered_features=None,
+        categorical_kernel="aitchison_aitken",
+        ordered_kernel="wang_ryzin",
+    ):
+        super().__init__(
+            kernel=kernel,
+            bandwidth=bandwidth,
+            metric=metric,
+            metric_params=metric_params,
+            empty_window=empty_window,
+            min_eigenvalue=min_eigenvalue,
+            max_leverage=max_leverage,
+            noise_variance=noise_variance,
+            algorithm=algorithm,
+            n_jobs=n_jobs,
+            categorical_features=categorical_features,
+            ordered_features=ordered_features,
+            categorical_kernel=categorical_kernel,
+            ordered_kernel=ordered_kernel,
+        )
+        self.degree = degree
+
+    def _degree(self):
+        return self.degree
+
+    def _fit_algorithms(self):
+        return _fit_algorithms(self)
+
+    def _search_class(self):
+        return LocalPolynomialRegressorCV
+
+    def _search_params(self):
+        return {
+            "degree": self.degree,
+            "min_eigenvalue": self.min_eigenvalue,
+            "max_leverage": self.max_leverage,
+        }
+
+
+class LocalPolynomialRegressorCV(LocalPolynomialCVFit, LocalPolynomialRegressor):
+    r"""Local polynomial regression with kernel and bandwidth chosen by CV.
+
+    Exact leave-one-out (or K-fold) cross-validation of the local
+    polynomial fit of degree ``degree``, as :class:`LocalLinearRegressorCV`
+    does for degree 1: every training point's local fit is solved from the
+    moments of its window summed without it. Then it predicts like
+    :class:`LocalPolynomialRegressor` with the best kernel and bandwidth.
+
+    Parameters
+    ----------
+    degree : int, default=2
+        As in :class:`LocalPolynomialRegressor`.
+    kernels : str, Kernel or sequence of them, default=("gaussian",)
+        Kernels to try.
+    bandwidths : int, array-like or None, default=None
+        As in :class:`LocalLinearRegressorCV`.
+    cv : int, cross-validation generator, iterable or None, default=None
+        ``None``: exact, efficient leave-one-out. Otherwise K-fold as in
+        :func:`sklearn.model_selection.check_cv`.
+    scoring : str, callable or None, default=None
+        As in :class:`LocalLinearRegressorCV` (``"aicc"`` and ``"gcv"``
+        included).
+    refine : bool, default=False
+        As in :class:`NadarayaWatsonRegressorCV`.
+    metric : str or callable, default="euclidean"
+        As in :class:`LocalPolynomialRegressor`.
+    metric_params : dict, default=None
+        Keyword arguments of the metric.
+    empty_window : {"nearest", "mean", "nan", "raise"}, default="nearest"
+        As in :class:`LocalLinearRegressorCV`.
+    min_eigenvalue : float, default=1e-8
+        As in :class:`LocalPolynomialRegressor`.
+    max_leverage : float or None, default=100.0
+        As in :class:`LocalPolynomialRegressor`.
+    noise_variance : {"local", "global"} or float, default="local"
+        As in :class:`LocalPolynomialRegressor`.
+    algorithm : {"auto", "fgt", "sorted", "tree", "tiles", "brute"}, default="auto"
+        As in :class:`LocalPolynomialRegressor`.
+    n_jobs : int, default=None
+        As in :class:`NadarayaWatsonRegressorCV`.
+    categorical_features : "from_dtype", None or array-like, default="from_dtype"
+        As in :class:`LocalLinearRegressor`.
+    ordered_features : None or array-like, default=None
+        As in :class:`LocalLinearRegressor`.
+    categorical_kernel : {"aitchison_aitken", "li_racine"}, default="aitchison_aitken"
+        As in :class:`LocalLinearRegressor`.
+    ordered_kernel : {"wang_ryzin", "li_racine"}, default="wang_ryzin"
+        As in :class:`LocalLinearRegressorCV`.
+
+    Attributes
+    ----------
+    kernel_ : Kernel
+        The selected kernel.
+    bandwidth_ : float or ndarray of shape (n_features,)
+        The selected bandwidth.
+    best_score_ : float
+        Cross-validated score of the selected kernel and bandwidth.
+    best_index_ : int
+        Index of the best grid candidate in ``cv_results_``.
+    cv_results_ : dict of ndarrays
+        As in :class:`NadarayaWatsonRegressorCV`.
+    algorithm_ : {"fgt", "sorted", "tree", "tiles", "brute"}
+        The summation used by predictions.
+    metric_ : str or callable
+        The metric used: ``metric`` at fit.
+    metric_params_ : dict
+        Metric parameters used, including data-dependent defaults.
+    X_fit_ : ndarray of shape (n_samples, n_features)
+        Training inputs.
+    y_fit_ : ndarray of shape (n_samples,) or (n_samples, n_outputs)
+        Training targets.
+    sample_weight_ : ndarray of shape (n_samples,) or None
+        Training sample weights.
+    noise_variance_ : ndarray of shape (n_outputs,) or None
+        As in :class:`LocalPolynomialRegressor`.
+    n_features_in_ : int
+        Number of features seen during fit.
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
+        Names of features seen during fit; only defined when ``X`` has feature
+        names that are all strings.
+    feature_types_ : ndarray of shape (`n_features_in_`,)
+        ``"continuous"``, ``"unordered"`` or ``"ordered"`` for each feature.
+    categories_ : list of (ndarray or None)
+        The levels of each discrete feature learned at fit, None for the
+        continuous ones.
+
+    See Also
+    --------
+    LocalPolynomialRegressor : The estimator with a fixed kernel and bandwidth.
+    LocalLinearRegressorCV : Degree 1, with the one-feature fast paths.
+
+    Notes
+    -----
+    The passes sum the moments of the monomials in one frame for all the
+    data; a left-out point whose local covariance loses digits in that
+    frame (more with each degree: about the ``p``-th power of its squared
+    distance from the frame's centre in bandwidths) is computed again by the
+    exact path of predictions, in frames near it, as a refit would be.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sknw import LocalPolynomialRegressorCV
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(-1, 1, (200, 1))
+    >>> y = np.cos(3 * X[:, 0]) + rng.normal(0, 0.1, 200)
+    >>> reg = LocalPolynomialRegressorCV(degree=2, bandwidths=10).fit(X, y)
+    >>> reg.bandwidth_.round(3)
+    array([0.148])
+    """
+
+    _parameter_constraints = {
+        **cv_parameter_constraints(
+            LocalPolynomialFit._parameter_constraints,
+            set(KERNELS),
+            LocalPolynomialFit._algorithms,
+        ),
+        "degree": [Interval(Integral, 0, None, closed="left")],
+    }
+
+    def _plain_estimator(self, **params):
+        return LocalPolynomialRegressor(degree=self.degree, **params)
+
+    def _fit_algorithms(self):
+        return _fit_algorithms(self)
+
+    def __init__(
+        self,
+        *,
+        degree=2,
+        kernels=("gaussian",),
+        bandwidths=None,
+        cv=None,
+        scoring=None,
+        refine=False,
+        metric="euclidean",
+        metric_params=None,
+        empty_window="nearest",
+        min_eigenvalue=1e-8,
+        max_leverage=100.0,
+        noise_variance="local",
+        algorithm="auto",
+        n_jobs=None,
+        categorical_features="from_dtype",
+        ordered_features=None,
+        categorical_kernel="aitchison_aitken",
+        ordered_kernel="wang_ryzin",
+    ):
+        CVSelectionMixin.__init__(
+            self,
+            kernels=kernels,
+            bandwidths=bandwidths,
+            cv=cv,
+            scoring=scoring,
+            refine=refine,
+            metric=metric,
+            metric_params=metric_params,
+            empty_window=empty_window,
+            algorithm=algorithm,
+            n_jobs=n_jobs,
+        )
+        self.degree = degree
+        self.min_eigenvalue = min_eigenvalue
+        self.max_leverage = max_leverage
+        self.noise_variance = noise_variance
+        self.categorical_features = categorical_features
+        self.ordered_features = ordered_features
+        self.categorical_kernel = categorical_kernel
+        self.ordered_kernel = ordered_kernel
