@@ -108,6 +108,17 @@ class LocalPolynomialFit(NadarayaWatsonRegressor):
     # smaller batches.
     _MIN_BATCH_ROWS = 1 << 13
 
+    def _query_width(self):
+        # The moments of the monomials and the local solve's matrices.
+        d = (
+            self.n_features_in_
+            if self._discrete is None
+            else len(self._discrete.continuous)
+        )
+        terms = len(monomial_terms(d, self._degree()))
+        k = 1 if self.y_fit_.ndim == 1 else self.y_fit_.shape[1]
+        return super()._query_width() + 4 * (terms * (terms + k) + k) + 3 * terms**2
+
     def _check_discrete(self):
         if not self._discrete.continuous:
             n = self._discrete.n_features

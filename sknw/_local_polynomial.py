@@ -1,19 +1,42 @@
 """Local polynomial regression of any degree, and its cross-validated
 selection: the local linear code with the monomials of the features."""
 
+from math import comb
 from numbers import Integral
 
+import numpy as np
 from sklearn.utils._param_validation import Interval
 
 from ._local_linear import LocalPolynomialFit
 from ._local_linear_cv import LocalPolynomialCVFit
 from ._selection import CVSelectionMixin, cv_parameter_constraints
 from ._sums import algorithms
+from .exceptions import SingularDesignWarning, warn
 from .kernels import KERNELS
 
 #: The backends of the local polynomial fits of degree other than 1: exact
 #: sums of the moments (the one-feature backends sum those of degree 1).
 EXACT_ALGORITHMS = algorithms(fixed_values=False, tolerance=False)
+
+
+def supported_degree(est, X, sample_weight):
+    """The largest degree up to ``est.degree`` whose coefficients (the
+    intercept and the monomials of the continuous features) the training
+    points of positive weight can determine; a warning where it is lower."""
+    d = X.shape[1] if est._discrete is None else len(est._discrete.continuous)
+    n = X.shape[0] if sample_weight is None else int(np.sum(sample_weight > 0))
+    degree = est.degree
+    while degree > 0 and comb(d + degree, degree) > n:
+        degree -= 1
+    if degree < est.degree:
+        warn(
+            f"degree={est.degree} has {comb(d + est.degree, est.degree)} "
+            f"coefficients with {d} continuous features, more than the {n} "
+            f"training points: the local fits are of degree {degree} "
+            "(degree_).",
+            SingularDesignWarning,
+        )
+    return degree
 
 
 def _fit_algorithms(est):
@@ -92,6 +115,10 @@ class LocalPolynomialRegressor(LocalPolynomialFit):
 
     Attributes
     ----------
+    degree_ : int
+        The degree of the fits: ``degree``, or the largest lower one whose
+        coefficients the training points of positive weight can determine
+        (with a :class:`~sknw.exceptions.SingularDesignWarning`).
     kernel_ : Kernel
         The resolved kernel object.
     bandwidth_ : float or ndarray of shape (n_features,)
@@ -201,8 +228,18 @@ class LocalPolynomialRegressor(LocalPolynomialFit):
         )
         self.degree = degree
 
+    # Fits of many monomials hold many numbers per query: batches down to
+    # a few hundred queries keep them within the working memory.
+    _MIN_BATCH_ROWS = 1 << 8
+
     def _degree(self):
-        return self.degree
+        # The search of bandwidth="cv" takes the fitted degree as its own.
+        return getattr(self, "degree_", self.degree)
+
+    def _resolve_metric_params(self, X, sample_weight):
+        # The first step of every fit: the degree the training points support.
+        self.degree_ = supported_degree(self, X, sample_weight)
+        return super()._resolve_metric_params(X, sample_weight)
 
     def _fit_algorithms(self):
         return _fit_algorithms(self)
@@ -212,7 +249,7 @@ class LocalPolynomialRegressor(LocalPolynomialFit):
 
     def _search_params(self):
         return {
-            "degree": self.degree,
+            "degree": self.degree_,
             "min_eigenvalue": self.min_eigenvalue,
             "max_leverage": self.max_leverage,
         }
@@ -270,6 +307,8 @@ class LocalPolynomialRegressorCV(LocalPolynomialCVFit, LocalPolynomialRegressor)
 
     Attributes
     ----------
+    degree_ : int
+        As in :class:`LocalPolynomialRegressor`.
     kernel_ : Kernel
         The selected kernel.
     bandwidth_ : float or ndarray of shape (n_features,)
@@ -340,7 +379,7 @@ class LocalPolynomialRegressorCV(LocalPolynomialCVFit, LocalPolynomialRegressor)
     }
 
     def _plain_estimator(self, **params):
-        return LocalPolynomialRegressor(degree=self.degree, **params)
+        return LocalPolynomialRegressor(degree=self._degree(), **params)
 
     def _fit_algorithms(self):
         return _fit_algorithms(self)

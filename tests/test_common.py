@@ -9,6 +9,8 @@ from sklearn.utils.estimator_checks import (
 from sknw import (
     LocalLinearRegressor,
     LocalLinearRegressorCV,
+    LocalPolynomialRegressor,
+    LocalPolynomialRegressorCV,
     NadarayaWatsonClassifier,
     NadarayaWatsonClassifierCV,
     NadarayaWatsonRegressor,
@@ -73,6 +75,19 @@ ESTIMATORS = (
         NadarayaWatsonRegressor(noise_variance="global"),
         LocalLinearRegressor(noise_variance=0.5, kernel="biweight", bandwidth=2.0),
     ]
+    + [
+        # The default (degree 2, bandwidth="cv"), and the other degrees at a
+        # fixed bandwidth (their selection is the same code).
+        LocalPolynomialRegressor(),
+        LocalPolynomialRegressor(kernel="epanechnikov", bandwidth=2.0),
+        LocalPolynomialRegressor(degree=0, bandwidth=1.0),
+        LocalPolynomialRegressor(degree=3, kernel="epanechnikov", bandwidth=2.0),
+    ]
+    + [
+        LocalPolynomialRegressorCV(degree=2, **params)
+        for params in ({}, {"bandwidths": 5, "cv": 3})
+    ]
+    + [LocalPolynomialRegressor(categorical_features=[0], bandwidth=1.0)]
 )
 
 
@@ -90,6 +105,8 @@ def test_sklearn_compatible_estimator(estimator, check):
         NadarayaWatsonClassifierCV(),
         LocalLinearRegressor(),
         LocalLinearRegressorCV(),
+        LocalPolynomialRegressor(),
+        LocalPolynomialRegressorCV(),
     ],
     ids=type,
 )

@@ -208,6 +208,8 @@ def test_parameter_types_are_plain_text(obj):
         "NadarayaWatsonClassifierCV",
         "LocalLinearRegressor",
         "LocalLinearRegressorCV",
+        "LocalPolynomialRegressor",
+        "LocalPolynomialRegressorCV",
     ],
 )
 def test_algorithm_lists_match_the_registry(name):

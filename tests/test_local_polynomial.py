@@ -1,0 +1,215 @@
+"""Local polynomial regression: against per-query weighted least squares
+(numpy's lstsq), exact on polynomials of its degree, the degree-1 and
+degree-0 cases against the local linear and local-constant estimators, and
+its cross-validation against refits."""
+
+import warnings
+from itertools import combinations_with_replacement
+
+import numpy as np
+import pandas as pd
+import pytest
+from numpy.testing import assert_allclose, assert_array_equal
+
+from sknw import (
+    LocalLinearRegressor,
+    LocalPolynomialRegressor,
+    LocalPolynomialRegressorCV,
+    NadarayaWatsonRegressor,
+)
+from sknw.exceptions import SingularDesignWarning
+from sknw.kernels import Epanechnikov, Gaussian
+
+
+def wls(X, y, Q, bandwidth, degree, kernel=None, w=None, factors=None):
+    """Intercepts, linear coefficients and the weights of the intercept (the
+    rows of the smoother) of the kernel-weighted least-squares polynomial of
+    ``degree`` centred at each query, by numpy's lstsq."""
+    kernel = Gaussian() if kernel is None else kernel
+    y = y.reshape(len(y), -1)
+    b = np.broadcast_to(np.asarray(bandwidth, float), (X.shape[1],))
+    fits, slopes, rows = [], [], []
+    for i, q in enumerate(Q):
+        Z = X - q
+        k = kernel(np.sqrt(((Z / b) ** 2).sum(axis=1)))
+        k = k * (1.0 if w is None else w) * (1.0 if factors is None else factors[i])
+        cols = [np.ones(len(X))]
+        for p in range(1, degree + 1):
+            for term in combinations_with_replacement(range(X.shape[1]), p):
+                cols.append(np.prod(Z[:, list(term)], axis=1))
+        D = np.column_stack(cols)
+        sk = np.sqrt(k)[:, None]
+        beta = np.linalg.lstsq(D * sk, y * sk, rcond=None)[0]
+        fits.append(beta[0])
+        slopes.append(beta[1 : 1 + X.shape[1]].T)
+        smoother = np.linalg.pinv(D * sk)[0] * sk[:, 0]
+        rows.append(smoother)
+    return np.array(fits), np.array(slopes), np.array(rows)
+
+
+def _data(seed, n, d, k=1):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(size=(n, d))
+    y = np.cos(3 * X).sum(axis=1)[:, None] * np.arange(1, k + 1)
+    y = y + 0.1 * rng.normal(size=(n, k))
+    Q = rng.uniform(-0.1, 1.1, size=(12, d))
+    return X, (y[:, 0] if k == 1 else y), Q, rng.uniform(0.5, 2.0, size=n)
+
+
+@pytest.mark.parametrize("degree", [2, 3])
+@pytest.mark.parametrize("d, k", [(1, 1), (2, 1), (2, 2)])
+def test_equals_weighted_least_squares(degree, d, k):
+    X, y, Q, w = _data(0, 300, d, k)
+    bw = np.linspace(0.3, 0.4, d)
+    est = LocalPolynomialRegressor(degree=degree, bandwidth=bw, max_leverage=None)
+    est.fit(X, y, sample_weight=w)
+    fit, slope, _ = wls(X, y, Q, bw, degree, w=w)
+    assert_allclose(est.predict(Q), fit.reshape(est.predict(Q).shape), rtol=1e-8,
+                    atol=1e-9)  # fmt: skip
+    g = est.gradient(Q)
+    assert g.shape == ((12, d) if k == 1 else (12, k, d))
+    assert_allclose(g.reshape(slope.shape), slope, rtol=1e-8, atol=1e-8)
+
+
+def test_compact_kernel_and_a_far_centre():
+    # Data far from the origin: the moments are taken about each query's cell.
+    X, y, Q, _ = _data(1, 400, 1)
+    est = LocalPolynomialRegressor(degree=3, kernel="epanechnikov", bandwidth=0.25,
+                                   max_leverage=None).fit(X + 1e5, y)  # fmt: skip
+    Qin = np.linspace(0.05, 0.95, 9)[:, None]
+    fit, _, _ = wls(X, y, Qin, 0.25, 3, kernel=Epanechnikov())
+    assert_allclose(est.predict(Qin + 1e5), fit[:, 0], rtol=1e-7, atol=1e-8)
+
+
+@pytest.mark.parametrize("degree", [0, 1, 2, 3])
+@pytest.mark.parametrize("d", [1, 2])
+def test_reproduces_polynomials_of_its_degree(degree, d):
+    rng = np.random.default_rng(2)
+    X = rng.uniform(size=(120, d))
+    coef = rng.normal(size=d)
+    y = 0.5 + (X @ coef) ** degree
+    Q = np.vstack([X[:5], np.zeros((1, d)), np.ones((1, d))])
+    truth = 0.5 + (Q @ coef) ** degree
+    est = LocalPolynomialRegressor(degree=degree, bandwidth=0.5, max_leverage=None)
+    assert_allclose(est.fit(X, y).predict(Q), truth, rtol=1e-9, atol=1e-9)
+    if degree:
+        slope = degree * (Q @ coef)[:, None] ** (degree - 1) * coef
+        assert_allclose(est.gradient(Q), slope, rtol=1e-7, atol=1e-7)
+
+
+@pytest.mark.parametrize(
+    "kernel, algorithm",
+    [("gaussian", "auto"), ("gaussian", "brute"), ("gaussian", "fgt"),
+     ("epanechnikov", "tree"), ("epanechnikov", "sorted")],
+)  # fmt: skip
+def test_degree_one_is_local_linear(kernel, algorithm):
+    X, y, Q, w = _data(3, 2000, 1)
+    lp = LocalPolynomialRegressor(
+        degree=1, kernel=kernel, bandwidth=0.05, algorithm=algorithm
+    )
+    ll = LocalLinearRegressor(kernel=kernel, bandwidth=0.05, algorithm=algorithm)
+    lp.fit(X, y, sample_weight=w)
+    ll.fit(X, y, sample_weight=w)
+    assert lp.algorithm_ == ll.algorithm_
+    assert_array_equal(lp.predict(Q), ll.predict(Q))
+    assert_array_equal(lp.standard_error(Q), ll.standard_error(Q))
+    assert_array_equal(lp.gradient(Q), ll.gradient(Q))
+
+
+def test_degree_zero_is_nadaraya_watson():
+    X, y, Q, w = _data(4, 300, 2)
+    lp = LocalPolynomialRegressor(degree=0, bandwidth=0.2).fit(X, y, sample_weight=w)
+    nw = NadarayaWatsonRegressor(bandwidth=0.2).fit(X, y, sample_weight=w)
+    assert_allclose(lp.predict(Q), nw.predict(Q), rtol=1e-12, atol=1e-13)
+    assert_allclose(lp.gradient(Q), nw.gradient(Q), rtol=1e-12, atol=1e-13)
+
+
+def test_standard_errors_are_those_of_the_smoother():
+    # With a known noise variance, the standard error of a linear smoother's
+    # estimate is sigma times the norm of its row.
+    X, y, Q, _ = _data(5, 200, 2)
+    est = LocalPolynomialRegressor(degree=2, bandwidth=0.4, noise_variance=0.25,
+                                   max_leverage=None).fit(X, y)  # fmt: skip
+    _, _, rows = wls(X, y, Q, 0.4, 2)
+    want = 0.5 * np.sqrt(np.sum(rows**2, axis=1))
+    assert_allclose(est.standard_error(Q), want, rtol=1e-7)
+
+
+def test_discrete_features_enter_through_the_kernel():
+    rng = np.random.default_rng(6)
+    n = 250
+    groups = pd.Categorical(rng.choice(["a", "b"], size=n))
+    frame = pd.DataFrame({"x": rng.uniform(size=n), "g": groups})
+    y = np.cos(3 * frame["x"]).to_numpy() + (frame["g"] == "b").to_numpy()
+    est = LocalPolynomialRegressor(degree=2, bandwidth=[0.3, 0.2],
+                                   max_leverage=None).fit(frame, y)  # fmt: skip
+    codes = frame["g"].cat.codes.to_numpy()
+    factors = np.where(codes[None, :] == codes[:8, None], 1 - 0.2, 0.2)
+    X = frame[["x"]].to_numpy()
+    fit, slope, _ = wls(X, y, X[:8], 0.3, 2, factors=factors)
+    assert_allclose(est.predict(frame.iloc[:8]), fit[:, 0], rtol=1e-9)
+    assert_allclose(est.gradient(frame.iloc[:8])[:, 0], slope[:, 0, 0], rtol=1e-8)
+
+
+def test_too_few_points_for_the_degree_lower_it():
+    rng = np.random.default_rng(7)
+    X = rng.uniform(size=(8, 2))
+    y = X.sum(axis=1)
+    est = LocalPolynomialRegressor(degree=3, bandwidth=1.0)
+    with pytest.warns(SingularDesignWarning, match="degree=3 has 10 coefficients"):
+        est.fit(X, y)
+    assert est.degree_ == 2  # 6 coefficients for degree 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert_allclose(est.predict(X), y, rtol=1e-10)
+
+
+def test_moment_backends_are_for_degree_one():
+    X, y, _, _ = _data(8, 600, 1)
+    with pytest.raises(ValueError, match="degree=2 takes the exact sums"):
+        LocalPolynomialRegressor(degree=2, algorithm="fgt", bandwidth=0.1).fit(X, y)
+    est = LocalPolynomialRegressor(degree=2, bandwidth=0.1).fit(X, y)
+    assert est.algorithm_ in ("tiles", "tree", "brute")
+
+
+@pytest.mark.parametrize("cv", [None, 4])
+def test_cross_validation_equals_refits(cv):
+    from sklearn.model_selection import KFold, LeaveOneOut
+
+    X, y, _, w = _data(9, 80, 1)
+    if cv is None:  # leave-one-out removes one unit of a frequency weight
+        w = np.ones_like(w)
+    bandwidths = [0.15, 0.3, 0.6]
+    est = LocalPolynomialRegressorCV(degree=2, bandwidths=bandwidths, cv=cv,
+                                     kernels=["gaussian", "biweight"])  # fmt: skip
+    est.fit(X, y, sample_weight=w)
+    splitter = LeaveOneOut() if cv is None else KFold(cv)
+    scores = []
+    for kernel in ("gaussian", "biweight"):
+        for h in bandwidths:
+            err = []
+            for train, test in splitter.split(X):
+                ref = LocalPolynomialRegressor(degree=2, kernel=kernel, bandwidth=h)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    ref.fit(X[train], y[train], sample_weight=w[train])
+                    pred = ref.predict(X[test])
+                err.append(np.average((pred - y[test]) ** 2, weights=w[test]))
+            scores.append(-np.mean(err))
+    assert_allclose(est.cv_results_["mean_test_score"], scores, rtol=1e-8)
+
+
+def test_the_default_bandwidth_is_the_cv_choice():
+    X, y, _, _ = _data(10, 150, 1)
+    est = LocalPolynomialRegressor(degree=2).fit(X, y)
+    cv = LocalPolynomialRegressorCV(degree=2).fit(X, y)
+    assert_allclose(est.bandwidth_, cv.bandwidth_)
+    assert est.bandwidth_selection_["method"] == "leave-one-out"
+
+
+def test_in_sample_criteria():
+    X, y, _, _ = _data(11, 120, 1)
+    for scoring in ("aicc", "gcv"):
+        est = LocalPolynomialRegressorCV(degree=2, bandwidths=6, scoring=scoring)
+        est.fit(X, y)
+        assert np.isfinite(est.best_score_)
