@@ -81,11 +81,14 @@ class SlopeKernel(Kernel):
 
     def log_value(self, u):
         u = np.asarray(u, dtype=np.float64)
-        closed = self.kernel._log_slope(u) if self.power == 2 else None
-        if closed is None or is_user(self.kernel):
-            with np.errstate(divide="ignore"):
-                return np.log(np.abs(self._values(u)))
-        return np.where(u > 0, closed, -np.inf)
+        closed = None if is_user(self.kernel) else self.kernel._log_slope(u)
+        with np.errstate(divide="ignore"):
+            generic = np.log(np.abs(self._values(u)))
+            if closed is None:
+                return generic
+            if self.power == 1:  # log(-2 K'(u)) = log 2 + log u + log(-K'(u)/u)
+                closed = np.log(2.0) + np.log(u) + closed
+        return np.where(u > 0, closed, generic)
 
     def sign(self, u):
         return np.sign(self._values(u))
@@ -141,6 +144,8 @@ def local_constant_gradient(est, Q):
     y_scale = power_of_two_scale(y, axis=0)
     y = y / y_scale
     m, d, k = Qc.shape[0], Qc.shape[1], y.shape[1]
+    if not d:  # discrete features only
+        return np.zeros((m, k, 0))
     head = est._head()
     scale, metric = est._scale(), est.metric_
     P, a = quadratic_form(metric, est.metric_params_, scale, head.divisor, d)
@@ -171,9 +176,9 @@ def local_constant_gradient(est, Q):
         t = a_zy - a_z[:, :, None] * a_y[:, None, :]
         t += offset[:, :, None] * (a_y - mean)[:, None, :]
         t *= ratio[:, None, None]
-        t[~(denH > 0)] = 0.0
+        t[~(denH != 0)] = 0.0  # signed kernels: sums of either sign
         T[rows] = t
-        empty[rows] = ~(den > 0)
+        empty[rows] = ~(den != 0)
     grad = np.einsum("ef,mfk->mke", P, T) * np.reshape(y_scale, (1, -1, 1))
     if empty.any():
         grad[empty] = empty_gradient(est, empty)

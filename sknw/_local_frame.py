@@ -76,6 +76,34 @@ def monomial_gradients(Zq, degree):
     return out
 
 
+def query_basis(Zq, B, degree):
+    """The monomials of ``u = (z - zq) B`` (the offsets from each query in
+    bandwidth units) in those of ``z``: ``T`` (m, D, D) with ``phi(u) =
+    T (phi(z) - phi(zq))`` for the monomials ``phi`` of
+    :func:`monomial_terms`, from the products of the linear forms ``u_f =
+    sum_e (z_e - zq_e) B_ef`` (``B`` (d, d) or one per query (m, d, d))."""
+    m, d = Zq.shape
+    B = np.broadcast_to(B, (m, d, d))
+    terms = monomial_terms(d, degree)
+    index = {term: j for j, term in enumerate(terms)}
+    shift = np.einsum("me,mef->mf", Zq, B)
+    T = np.zeros((m, len(terms), len(terms)))
+    # The polynomial in z of each monomial of u: {monomial of z: coefficients}.
+    polys = {(): {(): np.ones(m)}}
+    for term in terms:
+        f, poly = term[-1], {}
+        for key, coef in polys[term[:-1]].items():
+            for e in range(d):
+                grown = tuple(sorted(key + (e,)))
+                poly[grown] = poly.get(grown, 0.0) + coef * B[:, e, f]
+            poly[key] = poly.get(key, 0.0) - coef * shift[:, f]
+        polys[term] = poly
+        for key, coef in poly.items():
+            if key:  # the constant is -T phi(zq)
+                T[:, index[term], index[key]] = coef
+    return T
+
+
 def moment_columns(Z, yc, squares=False, degree=1):
     """Per-point moments ``y, z, z y, z z^T`` (upper triangle) and, with
     ``squares``, ``y**2``, as the columns of one array; and the column bounds
@@ -136,7 +164,10 @@ class LocalSolution:
     factor, see :func:`local_solution`), ``second`` the trace of their
     second moments about the centre in the same units and ``distance`` the
     squared Mahalanobis distance of the query's monomials from the window's
-    mean (0 where singular): its leverage less 1."""
+    mean (0 where singular): its leverage less 1. ``linear_cov`` is the
+    covariance of the coordinates in their frame; with ``basis`` (``T`` of
+    :func:`query_basis`), ``cov``, ``cross``, ``a`` and ``ridge`` are of the
+    monomials of the offsets from the query in bandwidth units."""
 
     mean_y: np.ndarray
     mean_z: np.ndarray
@@ -151,11 +182,13 @@ class LocalSolution:
     distance: np.ndarray
     ridge: np.ndarray = None
     ridged: np.ndarray = None
+    linear_cov: np.ndarray = None
+    basis: np.ndarray = None
 
 
 def local_solution(
     A, cols, d, k, Zq, min_eigenvalue, few=None, to_bandwidth=None,
-    max_leverage=None, linear=None,
+    max_leverage=None, linear=None, basis=None, degree=1,
 ):  # fmt: skip
     """Solve the local least-squares problems from averaged moments.
 
@@ -173,6 +206,13 @@ def local_solution(
     Mahalanobis distance of the query from the window's mean) exceeds it are
     ridged (:func:`ridge_to_leverage`). Estimates are of the centred
     targets.
+
+    With ``basis`` (``B`` of :func:`query_basis`, for the monomials of
+    ``degree`` above 1), the design is solved in the monomials of the
+    offsets from the query in bandwidth units, where the singular test and
+    the ridge do not depend on the frame (its centre, rotation and unit);
+    ``to_bandwidth`` then scales the frame's monomials to bandwidth units
+    for the rounding of their moments.
     """
     mean_y = A[:, cols[0] : cols[1]]
     mean_z = A[:, cols[1] : cols[2]]
@@ -183,22 +223,34 @@ def local_solution(
     finite = np.all(np.isfinite(cov), axis=(1, 2))
     t = np.ones(d) if to_bandwidth is None else to_bandwidth
     scaled = np.where(finite[:, None, None], cov, 0.0) * outer(t[None], t[None])
-    if d == 0:  # degree 0: the local-constant fit
-        eig = np.ones((A.shape[0], 1))
-    else:
-        eig = np.linalg.eigvalsh(scaled)
-    top = eig[:, -1]
     with np.errstate(invalid="ignore"):
         squares = np.einsum(
             "mii,i->mi", np.where(finite[:, None, None], second, 0.0), t * t
         )
     trace = squares.sum(axis=1)
     rounding = COVARIANCE_ROUNDING * _EPS * trace
-    singular = ~(top > 0) | ~(eig[:, 0] > np.maximum(min_eigenvalue * top, rounding))
-    smallest, second_linear = eig[:, 0], trace
-    if linear is not None and linear < d:
+    linear = d if linear is None else min(linear, d)
+    linear_cov, dz = cov[:, :linear, :linear], mean_z - Zq
+    if linear < d:
         smallest = np.linalg.eigvalsh(scaled[:, :linear, :linear])[:, 0]
         second_linear = squares[:, :linear].sum(axis=1)
+    T = None
+    if basis is not None and d:
+        T = query_basis(Zq[:, :linear], basis, degree)
+        with np.errstate(invalid="ignore", over="ignore"):
+            cov = np.einsum("mab,mbc,mdc->mad", T, cov, T)
+            cross = np.einsum("mab,mbk->mak", T, cross)
+            dz = np.einsum("mab,mb->ma", T, dz)
+        t = np.ones(d)  # the query's monomials are in bandwidth units
+        scaled = np.where(finite[:, None, None], cov, 0.0)
+    if d == 0:  # degree 0: the local-constant fit
+        eig = np.ones((A.shape[0], 1))
+    else:
+        eig = np.linalg.eigvalsh(scaled)
+    top = eig[:, -1]
+    singular = ~(top > 0) | ~(eig[:, 0] > np.maximum(min_eigenvalue * top, rounding))
+    if linear == d:
+        smallest, second_linear = eig[:, 0], trace
     if few is not None:
         singular |= few
     ok = finite & ~singular
@@ -209,7 +261,6 @@ def local_solution(
     ridge = np.zeros((A.shape[0], d))
     ridged = np.zeros(A.shape[0], dtype=bool)
     if ok.any():
-        dz = mean_z - Zq
         a[ok] = np.linalg.solve(cov[ok], dz[ok][:, :, None])[:, :, 0]
         distance[ok] = np.einsum("md,md->m", a[ok], dz[ok])
         limit = np.inf if max_leverage is None else max_leverage - 1.0
@@ -224,9 +275,11 @@ def local_solution(
             distance[over] = np.einsum("md,md->m", a[over], dz[over])
             ridged[over] = True
         estimate[ok] = mean_y[ok] - np.einsum("md,mdk->mk", a[ok], cross[ok])
+    if T is None and linear == d:
+        linear_cov = cov
     return LocalSolution(
         mean_y, mean_z, cov, cross, a, ok, finite, estimate, smallest,
-        second_linear, distance, ridge, ridged,
+        second_linear, distance, ridge, ridged, linear_cov, T,
     )  # fmt: skip
 
 
@@ -298,6 +351,20 @@ class LocalFrame:
         Z = (X - C) / self.unit * self.to_bandwidth
         return Z @ R if R.ndim == 2 else np.einsum("md,mde->me", Z, R)
 
+    def query_frame(self, bandwidth, R, degree):
+        """For the monomials of ``degree`` above 1 in the frames of rotations
+        ``R`` (m, d, d): ``B`` of :func:`query_basis` (the frame's
+        coordinates to the offsets from the query in bandwidth units, ``u =
+        (z - zq) B``) and the scale of each monomial to bandwidth units."""
+        d = self.lo.size
+        bw = np.broadcast_to(np.asarray(bandwidth, dtype=np.float64), (d,))
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+            g = self.unit / (self.to_bandwidth * bw)
+        B = np.swapaxes(R, 1, 2) * g[None, None, :]
+        # Every coordinate's unit is the same number of bandwidths, g.
+        scale = np.array([g[0] ** len(term) for term in monomial_terms(d, degree)])
+        return B, scale
+
     def place(self, C, fallback):
         """Centres ``C`` moved into the box, ``fallback`` where not finite;
         without negative zeros (equal centres compare equal bitwise)."""
@@ -340,7 +407,7 @@ class LocalFrame:
         new = np.where(far[:, None], self.place(new, self.place(mean, C)), C)
         turn = sol.ok & ~few & (d > 1)
         if turn.any():
-            cov = sol.cov[turn][:, :d, :d]
+            cov = sol.linear_cov[turn]
             scale = 1.0 / np.sqrt(np.einsum("mii->mi", cov))
             corr = np.linalg.eigvalsh(cov * outer(scale, scale))
             with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
@@ -348,7 +415,7 @@ class LocalFrame:
                 turn[turn] = rounding * np.sqrt(1.0 + sol.distance[turn]) > ROTATE
         R = R.copy()
         if turn.any():
-            R[turn] = R[turn] @ np.linalg.eigh(sol.cov[turn][:, :d, :d])[1]
+            R[turn] = R[turn] @ np.linalg.eigh(sol.linear_cov[turn])[1]
         changed = turn | np.any(new != C, axis=1)
         return new, R, changed
 

@@ -271,7 +271,13 @@ class LocalPolynomialFit(NadarayaWatsonRegressor):
         d = frame.lo.size
         grad = np.zeros((m, k, d))
         ok = sol.ok
-        if ok.any():
+        if ok.any() and sol.basis is not None:
+            # The linear coefficients of the polynomial in the offsets from
+            # the query in bandwidth units.
+            coef = np.linalg.solve(sol.cov[ok], sol.cross[ok])[:, :d, :]
+            bw = np.broadcast_to(self._continuous_bandwidth(), (d,))
+            grad[ok] = np.swapaxes(coef, 1, 2) / bw
+        elif ok.any():
             coef = np.linalg.solve(sol.cov[ok], sol.cross[ok])  # (m, terms, k)
             # The local polynomial's derivative at the query, in its frame.
             Qo = np.asarray(self._continuous(Q[ok]), dtype=np.float64)
@@ -320,9 +326,14 @@ class LocalPolynomialFit(NadarayaWatsonRegressor):
 
         def solve(rows):
             z = frame.coordinates(Q64[rows], mom.C[rows], mom.R[rows])
+            basis = scale = None
+            if p > 1:  # solved about the query (see local_solution)
+                bandwidth = self._continuous_bandwidth()
+                basis, scale = frame.query_frame(bandwidth, mom.R[rows], p)
             return local_solution(
                 mom.A[rows], cols, n_terms, k, monomials(z, p), self.min_eigenvalue,
                 few=few[rows], max_leverage=self.max_leverage, linear=d,
+                basis=basis, degree=p, to_bandwidth=scale,
             )  # fmt: skip
 
         rows = np.flatnonzero(~empty)
@@ -428,6 +439,11 @@ class LocalPolynomialFit(NadarayaWatsonRegressor):
             - outer(m1, mean_z)
             + s0[:, None, None] * outer(mean_z, mean_z)
         )
+        if sol.basis is not None:  # in the basis of the solution
+            T = sol.basis
+            with np.errstate(invalid="ignore", over="ignore"):
+                s1 = np.einsum("mab,mb->ma", T, s1)
+                S2 = np.einsum("mab,mbc,mdc->mad", T, S2, T)
         spread = s0.copy()
         dof = s0.copy()
         leverage = sq.self_weight.copy()

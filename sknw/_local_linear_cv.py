@@ -163,18 +163,25 @@ class LocalPolynomialCVFit(CVSelectionMixin, LocalPolynomialFit):
             for i, cand in enumerate(cands):
                 t = unit / np.asarray(cand["bandwidth"], dtype=np.float64)
                 t = np.broadcast_to(t, (d,))
-                to_bandwidth = [np.prod((t / np.max(t))[list(a)]) for a in terms]
+                basis = None
+                if p > 1:  # solved about each point (see local_solution)
+                    basis = np.diag(t)
+                    to_bandwidth = [np.prod(t[list(a)]) for a in terms]
+                else:
+                    to_bandwidth = [np.prod((t / np.max(t))[list(a)]) for a in terms]
                 sol = local_solution(
                     averages[i], cols, len(terms), k, Zp, self.min_eigenvalue,
                     few=empty[i], to_bandwidth=np.array(to_bandwidth),
-                    max_leverage=self.max_leverage, linear=d,
+                    max_leverage=self.max_leverage, linear=d, basis=basis,
+                    degree=p,
                 )  # fmt: skip
                 out[i] = sol.estimate + mean
                 finish.distance[i] = sol.distance
-                # sol.second is in bandwidths over max(t); the monomials of
-                # degree p lose about its p-th power (at least one: degree 0).
+                # sol.second is in bandwidths (over max(t) for degree 1); the
+                # monomials of degree p lose about its p-th power.
                 with np.errstate(invalid="ignore", over="ignore"):
-                    rounding = _EPS * (sol.second * np.max(t) ** 2) ** max(p, 1)
+                    second = sol.second * (np.max(t) ** 2 if p <= 1 else 1.0)
+                    rounding = _EPS * second ** max(p, 1)
                 rounding[empty[i]] = 0.0
                 finish.rounding[i] = np.where(np.isnan(rounding), np.inf, rounding)
             return out

@@ -41,12 +41,13 @@ def supported_degree(est, X, sample_weight):
 
 def _fit_algorithms(est):
     """The backends ``est.algorithm`` may resolve to for ``est.degree``."""
-    if est.degree == 1:
+    degree = est._degree()
+    if degree == 1:
         return est._algorithms
     if est.algorithm not in EXACT_ALGORITHMS:
         raise ValueError(
             f"algorithm={est.algorithm!r} sums the moments of local linear fits "
-            f"(degree=1); degree={est.degree} takes the exact sums: use one of "
+            f"(degree=1); degree={degree} takes the exact sums: use one of "
             f"{', '.join(EXACT_ALGORITHMS)}."
         )
     return EXACT_ALGORITHMS

@@ -186,7 +186,8 @@ class Kernel:
         ndarray
             ``K'(u)``, of the shape of ``u``.
         """
-        if self._polynomial is not None:  # sum_c c a_c u**(c - 1) on the support
+        builtin = type(self).__module__ == __name__
+        if builtin and self._polynomial is not None:  # sum_c c a_c u**(c - 1)
             u = _asfloat(u)
             slope = np.polyder(np.asarray(self._polynomial, float)[::-1])
             return _where_inside(u, np.polyval(slope, np.minimum(u, 1.0)))

@@ -345,3 +345,35 @@ def test_local_linear_empty_windows_warn_once():
         g = est.gradient([[0.5], [3.0]])
     assert np.isnan(g[1, 0]) and np.isfinite(g[0, 0])
     assert sum(issubclass(c.category, EmptyWindowWarning) for c in caught) == 1
+
+
+def test_signed_kernels_beyond_the_data():
+    # The Silverman kernel's sums are negative beyond the data.
+    rng = np.random.default_rng(15)
+    X = rng.uniform(size=(200, 1))
+    y = np.sin(3 * X[:, 0])
+    est = NadarayaWatsonRegressor(kernel="silverman", bandwidth=0.1).fit(X, y)
+    Q = np.array([[1.5], [1.2], [0.5]])
+    num = central_differences(est, Q, h=1e-6)
+    assert_allclose(est.gradient(Q), num, rtol=1e-5)
+
+
+@pytest.mark.parametrize("kernel", ["laplacian", "logistic", "cauchy"])
+def test_sqeuclidean_tails_do_not_underflow(kernel):
+    rng = np.random.default_rng(16)
+    X = rng.uniform(size=(100, 1))
+    y = np.sin(3 * X[:, 0])
+    est = NadarayaWatsonRegressor(kernel=kernel, bandwidth=0.01, metric="sqeuclidean")
+    est.fit(X, y)
+    Q = np.array([[6.0], [3.0]])
+    num = central_differences(est, Q, h=1e-6)
+    assert np.all(num != 0)
+    assert_allclose(est.gradient(Q), num, rtol=1e-5)
+
+
+def test_discrete_features_only_give_nan():
+    frame = pd.DataFrame({"g": pd.Categorical(list("abcabcab"))})
+    y = np.arange(8.0)
+    est = NadarayaWatsonRegressor(bandwidth=[0.3]).fit(frame, y)
+    assert np.isnan(est.gradient(frame)).all()
+    assert est.gradient(frame).shape == (8, 1)

@@ -637,3 +637,12 @@ def test_a_user_kernel_without_derivative_says_what_to_add():
 
     with pytest.raises(NotImplementedError, match=r"implement derivative\(u\)"):
         Bump().derivative(np.ones(2))
+
+
+def test_a_user_subclass_of_a_polynomial_kernel_defines_its_derivative():
+    class Flatter(sknw.kernels.Epanechnikov):
+        def __call__(self, u):
+            return np.where(np.asarray(u) <= 1, 1 - np.asarray(u) ** 4, 0.0)
+
+    with pytest.raises(NotImplementedError, match="derivative"):
+        Flatter().derivative(np.ones(2))

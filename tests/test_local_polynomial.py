@@ -213,3 +213,62 @@ def test_in_sample_criteria():
         est = LocalPolynomialRegressorCV(degree=2, bandwidths=6, scoring=scoring)
         est.fit(X, y)
         assert np.isfinite(est.best_score_)
+
+
+@pytest.mark.parametrize("kernel", ["gaussian", "epanechnikov"])
+def test_the_ridge_and_the_singular_test_do_not_depend_on_the_frame(kernel):
+    # Rescaled features (and bandwidths), and a far training point of weight 0
+    # that moves the frame: the same fits, ridged queries included.
+    rng = np.random.default_rng(12)
+    X = rng.uniform(size=(200, 2))
+    y = np.sin(4 * X.sum(axis=1)) + rng.normal(0, 0.1, 200)
+    Q = rng.uniform(-0.2, 1.2, (200, 2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        base = LocalPolynomialRegressor(degree=2, kernel=kernel, bandwidth=[0.15, 0.15])
+        base.fit(X, y)
+        s = np.array([1.0, 0.01])
+        scaled = LocalPolynomialRegressor(degree=2, kernel=kernel,
+                                          bandwidth=0.15 * s).fit(X * s, y)  # fmt: skip
+        far = np.vstack([X, [[-40.0, -40.0]]])
+        w = np.r_[np.ones(200), 0.0]
+        moved = LocalPolynomialRegressor(degree=2, kernel=kernel,
+                                         bandwidth=[0.15, 0.15])  # fmt: skip
+        moved.fit(far, np.r_[y, 0.0], sample_weight=w)
+        want, slope = base.predict(Q), base.gradient(Q)
+        assert_allclose(scaled.predict(Q * s), want, rtol=1e-8, atol=1e-8)
+        assert_allclose(scaled.gradient(Q * s) * s, slope, rtol=1e-7, atol=1e-7)
+        assert_allclose(moved.predict(Q), want, rtol=1e-8, atol=1e-8)
+
+
+def test_a_wide_design_is_not_singular_at_a_small_bandwidth():
+    # Coordinates of thousands of bandwidths: the singular test is in
+    # bandwidth units.
+    X = np.arange(2000.0)[:, None]
+    y = np.sin(X[:, 0] / 40)
+    est = LocalPolynomialRegressor(degree=3, bandwidth=5.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SingularDesignWarning)
+        est.fit(X, y)
+        got = est.predict([[500.5], [1200.25]])
+    fit, _, _ = wls(X, y, np.array([[500.5], [1200.25]]), 5.0, 3)
+    assert_allclose(got, fit[:, 0], rtol=1e-7, atol=1e-9)
+
+
+def test_leave_one_out_with_ridged_points_equals_refits():
+    rng = np.random.default_rng(13)
+    X = rng.uniform(size=(80, 2))
+    y = np.sin(4 * X.sum(axis=1)) + rng.normal(0, 0.1, 80)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cv = LocalPolynomialRegressorCV(degree=2, kernels="epanechnikov",
+                                        bandwidths=[0.15]).fit(X, y)  # fmt: skip
+        pred = np.empty(80)
+        for i in range(80):
+            keep = np.arange(80) != i
+            ref = LocalPolynomialRegressor(
+                degree=2, kernel="epanechnikov", bandwidth=0.15
+            ).fit(X[keep], y[keep])
+            pred[i] = ref.predict(X[i : i + 1])[0]
+    assert_allclose(cv.cv_results_["mean_test_score"], [-np.mean((y - pred) ** 2)],
+                    rtol=1e-8)  # fmt: skip
