@@ -238,7 +238,7 @@ def local_solution(
     if basis is not None and d:
         T = query_basis(Zq[:, :linear], basis, degree)
         with np.errstate(invalid="ignore", over="ignore"):
-            cov = np.einsum("mab,mbc,mdc->mad", T, cov, T)
+            cov = T @ cov @ np.swapaxes(T, 1, 2)
             cross = np.einsum("mab,mbk->mak", T, cross)
             dz = np.einsum("mab,mb->ma", T, dz)
         t = np.ones(d)  # the query's monomials are in bandwidth units

@@ -443,7 +443,7 @@ class LocalPolynomialFit(NadarayaWatsonRegressor):
             T = sol.basis
             with np.errstate(invalid="ignore", over="ignore"):
                 s1 = np.einsum("mab,mb->ma", T, s1)
-                S2 = np.einsum("mab,mbc,mdc->mad", T, S2, T)
+                S2 = T @ S2 @ np.swapaxes(T, 1, 2)
         spread = s0.copy()
         dof = s0.copy()
         leverage = sq.self_weight.copy()
