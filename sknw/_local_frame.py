@@ -62,20 +62,6 @@ def monomials(Z, degree):
     return out
 
 
-def monomial_gradients(Zq, degree):
-    """The derivatives of the monomials of :func:`monomial_terms` at the rows
-    of ``Zq``: (m, D, d)."""
-    m, d = Zq.shape
-    terms = monomial_terms(d, degree)
-    out = np.zeros((m, len(terms), d))
-    for j, term in enumerate(terms):
-        for f in set(term):
-            rest = list(term)
-            rest.remove(f)
-            out[:, j, f] = term.count(f) * np.prod(Zq[:, rest], axis=1)
-    return out
-
-
 def query_basis(Zq, B, degree):
     """The monomials of ``u = (z - zq) B`` (the offsets from each query in
     bandwidth units) in those of ``z``: ``T`` (m, D, D) with ``phi(u) =

@@ -14,7 +14,6 @@ from ._local_frame import (
     Moments,
     local_solution,
     moment_columns,
-    monomial_gradients,
     monomial_terms,
     monomials,
     outer,
@@ -277,14 +276,8 @@ class LocalPolynomialFit(NadarayaWatsonRegressor):
             coef = np.linalg.solve(sol.cov[ok], sol.cross[ok])[:, :d, :]
             bw = np.broadcast_to(self._continuous_bandwidth(), (d,))
             grad[ok] = np.swapaxes(coef, 1, 2) / bw
-        elif ok.any():
-            coef = np.linalg.solve(sol.cov[ok], sol.cross[ok])  # (m, terms, k)
-            # The local polynomial's derivative at the query, in its frame.
-            Qo = np.asarray(self._continuous(Q[ok]), dtype=np.float64)
-            z = frame.coordinates(Qo, mom.C[ok], mom.R[ok])
-            slope = np.einsum(
-                "mte,mtk->mek", monomial_gradients(z, self._degree()), coef
-            )
+        elif ok.any():  # degree 1: the slopes in the query's frame
+            slope = np.linalg.solve(sol.cov[ok], sol.cross[ok])  # (m, d, k)
             # z = ((x - c) / unit * to_bandwidth) @ R: dz / dx = diag(t / unit) R.
             t = frame.to_bandwidth / frame.unit
             grad[ok] = np.einsum("mfe,mek->mkf", mom.R[ok], slope) * t
@@ -604,6 +597,7 @@ class LocalLinearRegressor(LocalPolynomialFit):
     See Also
     --------
     NadarayaWatsonRegressor : The local-constant estimate.
+    LocalPolynomialRegressor : Local polynomials of any degree.
 
     Notes
     -----
