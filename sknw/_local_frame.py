@@ -1,6 +1,7 @@
 """Frames and solutions of the local linear fit: the coordinates its moments
 are taken in and the small least-squares problems solved from them."""
 
+import math
 from dataclasses import dataclass
 from itertools import combinations_with_replacement
 
@@ -67,7 +68,11 @@ def query_basis(Zq, B, degree):
     bandwidth units) in those of ``z``: ``T`` (m, D, D) with ``phi(u) =
     T (phi(z) - phi(zq))`` for the monomials ``phi`` of
     :func:`monomial_terms`, from the products of the linear forms ``u_f =
-    sum_e (z_e - zq_e) B_ef`` (``B`` (d, d) or one per query (m, d, d))."""
+    sum_e (z_e - zq_e) B_ef`` (``B`` (d, d) or one per query (m, d, d)).
+    Each monomial of ``u`` is scaled by the square root of its multinomial
+    coefficient, so that rotations of ``u`` act orthogonally on each degree
+    (a ridge ``rho I`` and the eigenvalues of the covariance do not depend
+    on the axes of the features); the linear ones are unscaled."""
     m, d = Zq.shape
     B = np.broadcast_to(B, (m, d, d))
     terms = monomial_terms(d, degree)
@@ -84,9 +89,13 @@ def query_basis(Zq, B, degree):
                 poly[grown] = poly.get(grown, 0.0) + coef * B[:, e, f]
             poly[key] = poly.get(key, 0.0) - coef * shift[:, f]
         polys[term] = poly
+        scale = math.sqrt(
+            math.factorial(len(term))
+            / math.prod(math.factorial(term.count(f)) for f in set(term))
+        )
         for key, coef in poly.items():
             if key:  # the constant is -T phi(zq)
-                T[:, index[term], index[key]] = coef
+                T[:, index[term], index[key]] = scale * coef
     return T
 
 
@@ -153,7 +162,9 @@ class LocalSolution:
     mean (0 where singular): its leverage less 1. ``linear_cov`` is the
     covariance of the coordinates in their frame; with ``basis`` (``T`` of
     :func:`query_basis`), ``cov``, ``cross``, ``a`` and ``ridge`` are of the
-    monomials of the offsets from the query in bandwidth units."""
+    monomials of the offsets from the query in bandwidth units. ``rounded``
+    marks the designs found singular for the rounding of their moments (in
+    their frame), not for ``min_eigenvalue``."""
 
     mean_y: np.ndarray
     mean_z: np.ndarray
@@ -170,6 +181,7 @@ class LocalSolution:
     ridged: np.ndarray = None
     linear_cov: np.ndarray = None
     basis: np.ndarray = None
+    rounded: np.ndarray = None
 
 
 def local_solution(
@@ -235,6 +247,8 @@ def local_solution(
         eig = np.linalg.eigvalsh(scaled)
     top = eig[:, -1]
     singular = ~(top > 0) | ~(eig[:, 0] > np.maximum(min_eigenvalue * top, rounding))
+    # Singular for the rounding of the moments, not for the design itself.
+    rounded = singular & (eig[:, 0] > min_eigenvalue * top)
     if linear == d:
         smallest, second_linear = eig[:, 0], trace
     if few is not None:
@@ -265,7 +279,7 @@ def local_solution(
         linear_cov = cov
     return LocalSolution(
         mean_y, mean_z, cov, cross, a, ok, finite, estimate, smallest,
-        second_linear, distance, ridge, ridged, linear_cov, T,
+        second_linear, distance, ridge, ridged, linear_cov, T, rounded,
     )  # fmt: skip
 
 

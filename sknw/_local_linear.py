@@ -281,6 +281,8 @@ class LocalPolynomialFit(NadarayaWatsonRegressor):
             # z = ((x - c) / unit * to_bandwidth) @ R: dz / dx = diag(t / unit) R.
             t = frame.to_bandwidth / frame.unit
             grad[ok] = np.einsum("mfe,mek->mkf", mom.R[ok], slope) * t
+        grad *= np.reshape(y_scale, (1, -1, 1))
+        # The fallbacks are in the units of the targets already.
         constant = ~ok & (counts > 0)
         if constant.any():
             grad[constant] = local_constant_gradient(self, Q[constant])
@@ -288,7 +290,7 @@ class LocalPolynomialFit(NadarayaWatsonRegressor):
         if empty.any():
             # The moments of these queries applied the empty-window policy.
             grad[empty] = empty_gradient(self, empty, warned=True)
-        return grad * np.reshape(y_scale, (1, -1, 1))
+        return grad
 
     def _local_moments(self, Q, yn, counts, with_std, own=None):
         """Moments at every query and their local solution.

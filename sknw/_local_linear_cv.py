@@ -183,6 +183,9 @@ class LocalPolynomialCVFit(CVSelectionMixin, LocalPolynomialFit):
                     second = sol.second * (np.max(t) ** 2 if p <= 1 else 1.0)
                     rounding = _EPS * second ** max(p, 1)
                 rounding[empty[i]] = 0.0
+                # A design found singular for the rounding in this frame may
+                # not be in a frame near its point: again, exactly.
+                rounding[sol.rounded & ~empty[i]] = np.inf
                 finish.rounding[i] = np.where(np.isnan(rounding), np.inf, rounding)
             return out
 
