@@ -247,9 +247,8 @@ def local_solution(
         eig = np.linalg.eigvalsh(scaled)
     top = eig[:, -1]
     singular = ~(top > 0) | ~(eig[:, 0] > np.maximum(min_eigenvalue * top, rounding))
-    # Singular for the rounding of the moments (within it of the limit), not
-    # surely for the design itself.
-    rounded = singular & (top > 0) & (eig[:, 0] + rounding > min_eigenvalue * top)
+    # Singular for the rounding of the moments, not for min_eigenvalue.
+    rounded = singular & (eig[:, 0] > min_eigenvalue * top)
     if linear == d:
         smallest, second_linear = eig[:, 0], trace
     if few is not None:
