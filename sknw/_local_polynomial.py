@@ -40,7 +40,7 @@ def supported_degree(est, X, sample_weight):
 
 
 def _fit_algorithms(est):
-    """The backends ``est.algorithm`` may resolve to for ``est.degree``."""
+    """The backends ``est.algorithm`` may resolve to for the fitted degree."""
     degree = est._degree()
     if degree == 1:
         return est._algorithms

@@ -7,11 +7,14 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 
 from sknw import (
     LocalLinearRegressor,
     LocalLinearRegressorCV,
+    LocalPolynomialRegressor,
     NadarayaWatsonRegressor,
     NadarayaWatsonRegressorCV,
 )
@@ -377,3 +380,35 @@ def test_discrete_features_only_give_nan():
     est = NadarayaWatsonRegressor(bandwidth=[0.3]).fit(frame, y)
     assert np.isnan(est.gradient(frame)).all()
     assert est.gradient(frame).shape == (8, 1)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    seed=st.integers(0, 2**16),
+    make=st.sampled_from(["nw", "ll", "lp"]),
+    kernel=st.sampled_from(["gaussian", "biweight", "cauchy"]),
+    d=st.integers(1, 2),
+    a=st.floats(-5, 5).filter(lambda a: abs(a) > 0.1),
+    c=st.floats(-1e3, 1e3),
+    shift=st.floats(-1e3, 1e3),
+)
+def test_gradients_follow_affine_changes_of_the_data(
+    seed, make, kernel, d, a, c, shift
+):
+    # The derivative of the estimate of a y + c at x + shift is a times that of
+    # y at x, and the estimators' rounding does not depend on the origin.
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(size=(60, d))
+    y = np.sin(3 * X).sum(axis=1) + 0.1 * rng.normal(size=60)
+    Q = rng.uniform(0.1, 0.9, size=(5, d))
+    build = {
+        "nw": lambda: NadarayaWatsonRegressor(kernel=kernel, bandwidth=0.4),
+        "ll": lambda: LocalLinearRegressor(kernel=kernel, bandwidth=0.4),
+        "lp": lambda: LocalPolynomialRegressor(kernel=kernel, bandwidth=0.5),
+    }[make]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        g = build().fit(X, y).gradient(Q)
+        moved = build().fit(X + shift, a * y + c).gradient(Q + shift)
+    scale = np.abs(g).max() + 1.0
+    assert_allclose(moved, a * g, rtol=1e-6, atol=1e-6 * abs(a) * scale)
