@@ -83,12 +83,12 @@ class SlopeKernel(Kernel):
         u = np.asarray(u, dtype=np.float64)
         closed = None if is_user(self.kernel) else self.kernel._log_slope(u)
         with np.errstate(divide="ignore"):
-            generic = np.log(np.abs(self._values(u)))
             if closed is None:
-                return generic
+                return np.log(np.abs(self._values(u)))
             if self.power == 1:  # log(-2 K'(u)) = log 2 + log u + log(-K'(u)/u)
                 closed = np.log(2.0) + np.log(u) + closed
-        return np.where(u > 0, closed, generic)
+            at_zero = np.log(np.abs(self._values(np.zeros(1))))[0]
+        return np.where(u > 0, closed, at_zero)
 
     def sign(self, u):
         return np.sign(self._values(u))
