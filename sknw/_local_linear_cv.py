@@ -19,6 +19,10 @@ from .kernels import KERNELS
 
 _EPS = np.finfo(np.float64).eps
 
+#: The backends that sum the moments of the local fits exactly (any values):
+#: the cross-validation passes, and the fits of degree other than 1.
+EXACT_ALGORITHMS = algorithms(fixed_values=False, tolerance=False)
+
 
 def _local_shares(shares, distance):
     """The removed shares of the local linear fit at the training points from
@@ -43,6 +47,47 @@ class LocalPolynomialCVFit(CVSelectionMixin, LocalPolynomialFit):
     # The local fit at a training point is a weighted least-squares fit of
     # its window: the in-sample criteria follow from leave-one-out.
     _self_weights = True
+
+    def __init__(
+        self,
+        *,
+        kernels=("gaussian",),
+        bandwidths=None,
+        cv=None,
+        scoring=None,
+        refine=False,
+        metric="euclidean",
+        metric_params=None,
+        empty_window="nearest",
+        min_eigenvalue=1e-8,
+        max_leverage=100.0,
+        noise_variance="local",
+        algorithm="auto",
+        n_jobs=None,
+        categorical_features="from_dtype",
+        ordered_features=None,
+        categorical_kernel="aitchison_aitken",
+        ordered_kernel="wang_ryzin",
+    ):
+        super().__init__(
+            kernels=kernels,
+            bandwidths=bandwidths,
+            cv=cv,
+            scoring=scoring,
+            refine=refine,
+            metric=metric,
+            metric_params=metric_params,
+            empty_window=empty_window,
+            algorithm=algorithm,
+            n_jobs=n_jobs,
+        )
+        self.min_eigenvalue = min_eigenvalue
+        self.max_leverage = max_leverage
+        self.noise_variance = noise_variance
+        self.categorical_features = categorical_features
+        self.ordered_features = ordered_features
+        self.categorical_kernel = categorical_kernel
+        self.ordered_kernel = ordered_kernel
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None, groups=None):
@@ -78,7 +123,7 @@ class LocalPolynomialCVFit(CVSelectionMixin, LocalPolynomialFit):
         # The passes sum moments in one frame for all the data (the columns
         # of moment_columns): exact backends only. The moments about each
         # query come from the one-feature backends (_cv_estimates).
-        return algorithms(fixed_values=False, tolerance=False)
+        return EXACT_ALGORITHMS
 
     def _cv_estimates(self, X, V, w, unit, cands, folds, finish, shares=None):
         """The estimates of the candidates the one-feature backends serve
@@ -338,44 +383,3 @@ class LocalLinearRegressorCV(LocalPolynomialCVFit, LocalLinearRegressor):
 
     def _plain_estimator(self, **params):
         return LocalLinearRegressor(**params)
-
-    def __init__(
-        self,
-        *,
-        kernels=("gaussian",),
-        bandwidths=None,
-        cv=None,
-        scoring=None,
-        refine=False,
-        metric="euclidean",
-        metric_params=None,
-        empty_window="nearest",
-        min_eigenvalue=1e-8,
-        max_leverage=100.0,
-        noise_variance="local",
-        algorithm="auto",
-        n_jobs=None,
-        categorical_features="from_dtype",
-        ordered_features=None,
-        categorical_kernel="aitchison_aitken",
-        ordered_kernel="wang_ryzin",
-    ):
-        super().__init__(
-            kernels=kernels,
-            bandwidths=bandwidths,
-            cv=cv,
-            scoring=scoring,
-            refine=refine,
-            metric=metric,
-            metric_params=metric_params,
-            empty_window=empty_window,
-            algorithm=algorithm,
-            n_jobs=n_jobs,
-        )
-        self.min_eigenvalue = min_eigenvalue
-        self.max_leverage = max_leverage
-        self.noise_variance = noise_variance
-        self.categorical_features = categorical_features
-        self.ordered_features = ordered_features
-        self.categorical_kernel = categorical_kernel
-        self.ordered_kernel = ordered_kernel

@@ -8,15 +8,10 @@ import numpy as np
 from sklearn.utils._param_validation import Interval
 
 from ._local_linear import LocalPolynomialFit
-from ._local_linear_cv import LocalPolynomialCVFit
-from ._selection import CVSelectionMixin, cv_parameter_constraints
-from ._sums import algorithms
+from ._local_linear_cv import EXACT_ALGORITHMS, LocalPolynomialCVFit
+from ._selection import cv_parameter_constraints
 from .exceptions import SingularDesignWarning, warn
 from .kernels import KERNELS
-
-#: The backends of the local polynomial fits of degree other than 1: exact
-#: sums of the moments (the one-feature backends sum those of degree 1).
-EXACT_ALGORITHMS = algorithms(fixed_values=False, tolerance=False)
 
 
 def supported_degree(est, X, sample_weight):
@@ -37,20 +32,6 @@ def supported_degree(est, X, sample_weight):
             SingularDesignWarning,
         )
     return degree
-
-
-def _fit_algorithms(est):
-    """The backends ``est.algorithm`` may resolve to for the fitted degree."""
-    degree = est._degree()
-    if degree == 1:
-        return est._algorithms
-    if est.algorithm not in EXACT_ALGORITHMS:
-        raise ValueError(
-            f"algorithm={est.algorithm!r} sums the moments of local linear fits "
-            f"(degree=1); degree={degree} takes the exact sums: use one of "
-            f"{', '.join(EXACT_ALGORITHMS)}."
-        )
-    return EXACT_ALGORITHMS
 
 
 class LocalPolynomialRegressor(LocalPolynomialFit):
@@ -243,7 +224,17 @@ class LocalPolynomialRegressor(LocalPolynomialFit):
         return super()._resolve_metric_params(X, sample_weight)
 
     def _fit_algorithms(self):
-        return _fit_algorithms(self)
+        """The backends ``algorithm`` may resolve to for the fitted degree."""
+        degree = self._degree()
+        if degree == 1:
+            return self._algorithms
+        if self.algorithm not in EXACT_ALGORITHMS:
+            raise ValueError(
+                f"algorithm={self.algorithm!r} sums the moments of local linear fits "
+                f"(degree=1); degree={degree} takes the exact sums: use one of "
+                f"{', '.join(EXACT_ALGORITHMS)}."
+            )
+        return EXACT_ALGORITHMS
 
     def _search_class(self):
         return LocalPolynomialRegressorCV
@@ -382,9 +373,6 @@ class LocalPolynomialRegressorCV(LocalPolynomialCVFit, LocalPolynomialRegressor)
     def _plain_estimator(self, **params):
         return LocalPolynomialRegressor(degree=self._degree(), **params)
 
-    def _fit_algorithms(self):
-        return _fit_algorithms(self)
-
     def __init__(
         self,
         *,
@@ -407,8 +395,7 @@ class LocalPolynomialRegressorCV(LocalPolynomialCVFit, LocalPolynomialRegressor)
         categorical_kernel="aitchison_aitken",
         ordered_kernel="wang_ryzin",
     ):
-        CVSelectionMixin.__init__(
-            self,
+        super().__init__(
             kernels=kernels,
             bandwidths=bandwidths,
             cv=cv,
@@ -417,14 +404,14 @@ class LocalPolynomialRegressorCV(LocalPolynomialCVFit, LocalPolynomialRegressor)
             metric=metric,
             metric_params=metric_params,
             empty_window=empty_window,
+            min_eigenvalue=min_eigenvalue,
+            max_leverage=max_leverage,
+            noise_variance=noise_variance,
             algorithm=algorithm,
             n_jobs=n_jobs,
+            categorical_features=categorical_features,
+            ordered_features=ordered_features,
+            categorical_kernel=categorical_kernel,
+            ordered_kernel=ordered_kernel,
         )
         self.degree = degree
-        self.min_eigenvalue = min_eigenvalue
-        self.max_leverage = max_leverage
-        self.noise_variance = noise_variance
-        self.categorical_features = categorical_features
-        self.ordered_features = ordered_features
-        self.categorical_kernel = categorical_kernel
-        self.ordered_kernel = ordered_kernel
