@@ -18,6 +18,7 @@ taken about a centre near each query.
 
 import numpy as np
 
+from ._local_frame import row_groups
 from ._sums import Head, power_of_two_scale
 from ._sums._base import scale_of
 from ._sums._traits import is_compact, is_user
@@ -151,14 +152,10 @@ def local_constant_gradient(est, Q):
     P, a = quadratic_form(metric, est.metric_params_, scale, head.divisor, d)
     slope = slope_head(head, a)
     heads = [head] if slope is head else [head, slope]
-    centres, inverse = np.unique(
-        est._frame.cell_centres(Qc), axis=0, return_inverse=True
-    )
-    inverse = inverse.ravel()
+    centres, groups = row_groups(est._frame.cell_centres(Qc))
     T = np.zeros((m, d, k))
     empty = np.zeros(m, dtype=bool)
-    for g, centre in enumerate(centres):
-        rows = np.flatnonzero(inverse == g)
+    for centre, rows in zip(centres, groups, strict=True):
         Z = Xc - centre
         near = est._frame.coordinates(Xc, centre, np.eye(d))
         yc = y - y[np.argmin(np.einsum("ij,ij->i", near, near))]

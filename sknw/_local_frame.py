@@ -99,6 +99,15 @@ def query_basis(Zq, B, degree):
     return T
 
 
+def row_groups(keys):
+    """The distinct rows of ``keys`` and, for each, the indices of the rows
+    equal to it (in order): queries that share a frame share its pass."""
+    unique, inverse = np.unique(keys, axis=0, return_inverse=True)
+    inverse = inverse.ravel()
+    order = np.argsort(inverse, kind="stable")
+    return unique, np.split(order, np.cumsum(np.bincount(inverse))[:-1])
+
+
 def moment_columns(Z, yc, squares=False, degree=1):
     """Per-point moments ``y, z, z y, z z^T`` (upper triangle) and, with
     ``squares``, ``y**2``, as the columns of one array; and the column bounds

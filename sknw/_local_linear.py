@@ -18,6 +18,7 @@ from ._local_frame import (
     monomials,
     outer,
     query_centred_fit,
+    row_groups,
     symmetric,
 )
 from ._regression import NadarayaWatsonRegressor
@@ -353,12 +354,9 @@ class LocalPolynomialFit(NadarayaWatsonRegressor):
             return
         d = mom.C.shape[1]
         frames = np.hstack([mom.C[rows], mom.R[rows].reshape(-1, d * d) + 0.0])
-        frames, inverse = np.unique(frames, axis=0, return_inverse=True)
-        inverse = inverse.ravel()
-        order = np.argsort(inverse, kind="stable")
-        groups = np.split(rows[order], np.cumsum(np.bincount(inverse))[:-1])
+        frames, groups = row_groups(frames)
         try:
-            for key, group in zip(frames, groups, strict=True):
+            for key, group in zip(frames, (rows[g] for g in groups), strict=True):
                 centre, rotation = key[:d], key[d:].reshape(d, d)
                 V, level = self._moment_values(centre, rotation, yn, with_std)
                 got = self._weighted_average(
