@@ -15,9 +15,11 @@ from ._bandwidth import BANDWIDTH_RULES, rule_bandwidth
 from ._default import default_bandwidth, plugin_for
 from ._mixed import encode_features
 from ._scaling import scaling_of
+from ._span import neighbour_count, neighbour_distances, span_bandwidth
 from ._sums import (
     ALGORITHMS,
     BACKENDS,
+    DENSE,
     FitRequest,
     Head,
     backend_sums,
@@ -74,6 +76,7 @@ class NadarayaWatsonBase(BaseEstimator):
         "metric_params": [dict, None],
         "empty_window": [StrOptions(set(EMPTY_WINDOW_POLICIES))],
         "algorithm": [StrOptions(set(ALGORITHMS))],
+        "span": [NotBoolInterval(Real, 0, 1, closed="right"), None],
         # joblib's convention: -1 is every processor, -2 all but one, ...
         "n_jobs": [
             NotBoolInterval(Integral, 1, None, closed="left"),
@@ -92,6 +95,7 @@ class NadarayaWatsonBase(BaseEstimator):
         empty_window="nearest",
         algorithm="auto",
         n_jobs=None,
+        span=None,
     ):
         self.kernel = kernel
         self.bandwidth = bandwidth
@@ -100,6 +104,7 @@ class NadarayaWatsonBase(BaseEstimator):
         self.empty_window = empty_window
         self.algorithm = algorithm
         self.n_jobs = n_jobs
+        self.span = span
 
     # -- fitting ---------------------------------------------------------------
 
@@ -136,6 +141,8 @@ class NadarayaWatsonBase(BaseEstimator):
     def _resolve_bandwidth(self, X, sample_weight):
         """``bandwidth_``, and how it was chosen (``bandwidth_selection_``)."""
         bw = self.bandwidth
+        if self.span_ is not None:
+            return self._span_bandwidth(X, sample_weight)
         if self._discrete is not None and not (isinstance(bw, str) and bw == "cv"):
             return self._resolve_mixed_bandwidth(X, sample_weight)
         if isinstance(bw, str) and bw == "cv":
@@ -161,6 +168,54 @@ class NadarayaWatsonBase(BaseEstimator):
                 Xp, bw, self.kernel_, wp, self.metric, self.metric_params_
             )
         return check_bandwidth(bw, X.shape[1])
+
+    def _span_bandwidth(self, X, sample_weight):
+        """``bandwidth_`` of a span (see :mod:`sknw._span`): the shape of the
+        given per-feature bandwidth or of its rule (Scott's for ``"cv"`` and
+        ``"plugin"``), sized so that the median bandwidth of the training
+        points is one."""
+        bw, w = self.bandwidth, sample_weight
+        if isinstance(bw, str):
+            rule = bw if bw in BANDWIDTH_RULES else "scott"
+            Xp = X if w is None else X[w > 0]
+            wp = None if w is None else w[w > 0]
+            shape = rule_bandwidth(
+                Xp, rule, self.kernel_, wp, self.metric, self.metric_params_
+            )
+        else:
+            shape = check_bandwidth(bw, X.shape[1])
+        total = X.shape[0] if w is None else float(np.sum(w))
+        self.bandwidth_selection_ = {
+            "method": "span",
+            "span": self.span_,
+            "n_neighbors": float(neighbour_count(self.span_, total)),
+            "n_samples": X.shape[0] if w is None else int(np.sum(w > 0)),
+        }
+        return span_bandwidth(
+            shape, self.span_, X, w, metric=self.metric,
+            metric_params=self.metric_params_,
+            scaling=scaling_of(shape, self.metric, X),
+        )  # fmt: skip
+
+    def _span_heads(self, Q, heads, own=None):
+        """``heads`` with each query's nearest-neighbour bandwidth (a span,
+        ``span_``; as they are without): each divisor becomes the query's
+        bandwidth times its ratio to the fitted head's. ``own``: the queries
+        are these training points, each left out of its own window (one
+        unit of its weight)."""
+        if self.span_ is None:
+            return heads
+        w = self._neighbour_weight
+        kept = None
+        if own is not None and w is not None:
+            kept = w - np.minimum(w, 1.0)
+        h = neighbour_distances(
+            Q, self.X_fit_, self.span_, metric=self.metric_,
+            metric_params=self.metric_params_, scale=self._scale(),
+            sample_weight=w, own=own, kept=kept, tile_elements=_tile_elements(),
+        )  # fmt: skip
+        base = float(self._scaling.divisor)
+        return [Head(hd.kernel, h * (float(hd.divisor) / base)) for hd in heads]
 
     def _resolve_mixed_bandwidth(self, X, sample_weight):
         """``bandwidth_`` with discrete features, from a rule or a given
@@ -249,11 +304,28 @@ class NadarayaWatsonBase(BaseEstimator):
         """Resolve kernel, bandwidth and metric; store the training inputs."""
         self.kernel_ = self._resolve_kernel()
         sample_weight = check_sample_weight(sample_weight, X.shape[0])
+        self._fit_span(sample_weight)
         self.metric_params_ = self._resolve_metric_params(X, sample_weight)
         self.bandwidth_ = self._resolve_bandwidth(X, sample_weight)
         self.X_fit_ = X
         self.sample_weight_ = sample_weight
         return sample_weight
+
+    def _fit_span(self, sample_weight, span=None):
+        """``span_`` (``span``, or the parameter), and the weights that count
+        the neighbours (the sample weights, not the robustness weights);
+        refused with discrete features."""
+        self.span_ = getattr(self, "span", None) if span is None else span
+        self._neighbour_weight = sample_weight
+        if self.span_ is not None and self._discrete is not None:
+            raise ValueError(
+                "span takes continuous features only: nearest neighbours are "
+                "not defined across the levels of discrete features; use a "
+                "bandwidth with them."
+            )
+
+    #: The fitted span (None: the bandwidth is the same at every query).
+    span_ = None
 
     #: The values of ``algorithm`` the estimator accepts (see
     #: :func:`sknw._sums.algorithms`).
@@ -274,6 +346,16 @@ class NadarayaWatsonBase(BaseEstimator):
             Xc = self._continuous(self.X_fit_)
             scaling = scaling_of(self._continuous_bandwidth(), self.metric_, Xc)
         self._scaling = scaling
+        if self.span_ is not None:
+            # Per-query bandwidths: the dense backend sums them.
+            if self.algorithm not in ("auto", DENSE):
+                raise ValueError(
+                    f"algorithm={self.algorithm!r} cannot serve span="
+                    f"{self.span_!r} (a bandwidth per query); use "
+                    f"algorithm='auto' or {DENSE!r}."
+                )
+            self.algorithm_, self._index = DENSE, None
+            return
         request = FitRequest(
             X=self.X_fit_,
             sample_weight=self.sample_weight_,
@@ -527,7 +609,7 @@ class NadarayaWatsonBase(BaseEstimator):
             Q,
             self.X_fit_,
             V,
-            heads,
+            self._span_heads(Q, heads, own),
             n_jobs=self.n_jobs,
             metric=self.metric_,
             metric_params=self.metric_params_,
@@ -670,7 +752,7 @@ class NadarayaWatsonBase(BaseEstimator):
         for rows, W in log_weight_rows(
             Q,
             self.X_fit_,
-            self._head(),
+            self._span_heads(Q, [self._head()])[0],
             metric=self.metric_,
             metric_params=self.metric_params_,
             scale=self._scale(),

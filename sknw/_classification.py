@@ -98,6 +98,19 @@ class NadarayaWatsonClassifier(ClassifierMixin, NadarayaWatsonBase):
         ``l`` a share ``min(n**-0.4, 1/2)`` of its largest value) and is chosen
         with the bandwidth by ``bandwidth="cv"``.
 
+    span : float in (0, 1], default=None
+        Nearest-neighbour bandwidths, as LOWESS's ``frac``: the bandwidth at
+        each query is its distance to its ``k``-th nearest training point,
+        ``k = int(span * n + 1e-10)`` (at least 2, at most ``n``; with sample
+        weights, ``n`` is their sum and the window holds the nearest points
+        whose weights sum to ``k``), in the coordinates the features are
+        divided into by the shape of ``bandwidth`` (a per-feature array, or
+        the rule's; ``"cv"`` and ``"plugin"`` take Scott's shape, which does
+        not matter with one feature). The weights are ``K(d / h_q)``, so a
+        compact kernel gives the ``k``-th point weight 0. ``None`` uses
+        ``bandwidth`` at every query. Not with discrete features; the sums
+        take the dense backend (``algorithm`` "auto" or "brute").
+
     Attributes
     ----------
     algorithm_ : {"brute", "tree", "tiles", "sorted", "fgt", "binned"}
@@ -122,6 +135,8 @@ class NadarayaWatsonClassifier(ClassifierMixin, NadarayaWatsonBase):
         Training labels encoded as indices into ``classes_``.
     sample_weight_ : ndarray of shape (n_samples,) or None
         Training sample weights, ``None`` when not given.
+    span_ : float or None
+        The span of the nearest-neighbour bandwidths (``span``), or None.
     n_features_in_ : int
         Number of features seen during fit.
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
@@ -191,6 +206,7 @@ class NadarayaWatsonClassifier(ClassifierMixin, NadarayaWatsonBase):
         ordered_features=None,
         categorical_kernel="aitchison_aitken",
         ordered_kernel="wang_ryzin",
+        span=None,
     ):
         super().__init__(
             kernel=kernel,
@@ -200,6 +216,7 @@ class NadarayaWatsonClassifier(ClassifierMixin, NadarayaWatsonBase):
             empty_window=empty_window,
             algorithm=algorithm,
             n_jobs=n_jobs,
+            span=span,
         )
         self.categorical_features = categorical_features
         self.ordered_features = ordered_features
@@ -462,6 +479,7 @@ class NadarayaWatsonClassifierCV(CVSelectionMixin, NadarayaWatsonClassifier):
         ordered_features=None,
         categorical_kernel="aitchison_aitken",
         ordered_kernel="wang_ryzin",
+        spans=None,
     ):
         super().__init__(
             kernels=kernels,
@@ -474,6 +492,7 @@ class NadarayaWatsonClassifierCV(CVSelectionMixin, NadarayaWatsonClassifier):
             empty_window=empty_window,
             algorithm=algorithm,
             n_jobs=n_jobs,
+            spans=spans,
         )
         self.categorical_features = categorical_features
         self.ordered_features = ordered_features
@@ -506,6 +525,7 @@ class NadarayaWatsonClassifierCV(CVSelectionMixin, NadarayaWatsonClassifier):
         X, y = self._validate_labels(X, y)
         w = check_sample_weight(sample_weight, X.shape[0])
         groups = check_groups(groups, X.shape[0], self.cv)
+        self._fit_span(w)
         self.metric_params_ = self._resolve_metric_params(X, w)
         self._select(
             X, self._onehot(), self.y_fit_, w, "classification", self.classes_,

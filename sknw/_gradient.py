@@ -139,6 +139,13 @@ def local_constant_gradient(est, Q):
     the training points, so that the covariance of the derivative sums, a
     difference of sums, loses few digits to the spread of the data.
     """
+    if est.span_ is not None:
+        raise ValueError(
+            "gradient() of a local-constant fit with span is not available: "
+            "its bandwidth changes with the query. LocalLinearRegressor and "
+            "LocalPolynomialRegressor with span give the slopes of their "
+            "local fits."
+        )
     Qc = np.asarray(est._continuous(Q), dtype=np.float64)
     Xc = np.asarray(est._continuous(est.X_fit_), dtype=np.float64)
     y = est._values()

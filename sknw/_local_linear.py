@@ -82,6 +82,8 @@ class LocalPolynomialFit(NadarayaWatsonRegressor):
         ordered_features=None,
         categorical_kernel="aitchison_aitken",
         ordered_kernel="wang_ryzin",
+        span=None,
+        robust_iterations=0,
     ):
         NadarayaWatsonBase.__init__(
             self,
@@ -92,7 +94,9 @@ class LocalPolynomialFit(NadarayaWatsonRegressor):
             empty_window=empty_window,
             algorithm=algorithm,
             n_jobs=n_jobs,
+            span=span,
         )
+        self.robust_iterations = robust_iterations
         self.noise_variance = noise_variance
         self.min_eigenvalue = min_eigenvalue
         self.max_leverage = max_leverage
@@ -286,7 +290,12 @@ class LocalPolynomialFit(NadarayaWatsonRegressor):
         # The fallbacks are in the units of the targets already.
         constant = ~ok & (counts > 0)
         if constant.any():
-            grad[constant] = local_constant_gradient(self, Q[constant])
+            # With a span, the local-constant derivative is not available.
+            grad[constant] = (
+                np.nan
+                if self.span_ is not None
+                else local_constant_gradient(self, Q[constant])
+            )
         empty = counts == 0
         if empty.any():
             # The moments of these queries applied the empty-window policy.
@@ -558,6 +567,30 @@ class LocalLinearRegressor(LocalPolynomialFit):
         take the exact path (the one-feature fast paths sum one continuous
         kernel only).
 
+    span : float in (0, 1], default=None
+        Nearest-neighbour bandwidths, as LOWESS's ``frac``: the bandwidth at
+        each query is its distance to its ``k``-th nearest training point,
+        ``k = int(span * n + 1e-10)`` (at least 2, at most ``n``; with sample
+        weights, ``n`` is their sum and the window holds the nearest points
+        whose weights sum to ``k``), in the coordinates the features are
+        divided into by the shape of ``bandwidth`` (a per-feature array, or
+        the rule's; ``"cv"`` and ``"plugin"`` take Scott's shape, which does
+        not matter with one feature). The weights are ``K(d / h_q)``, so a
+        compact kernel gives the ``k``-th point weight 0. ``None`` uses
+        ``bandwidth`` at every query. Not with discrete features; the sums
+        take the dense backend (``algorithm`` "auto" or "brute").
+    robust_iterations : int, default=0
+        Robustness iterations (Cleveland, 1979): after each fit, each
+        training point gets the weight ``B(|r| / (6 s))`` of its residual
+        ``r`` (the bisquare ``B(u) = (1 - u**2)**2`` for ``u < 1``, else 0;
+        ``s`` the median absolute residual; with several outputs a point
+        weighs by its largest residual in those units), multiplied into its
+        sample weight, and the estimator is refitted. The bandwidth (or the
+        span's windows) is that of the first fit. With ``kernel="tricube"``,
+        ``span=frac`` and ``robust_iterations=it``,
+        :class:`LocalLinearRegressor` is LOWESS (statsmodels'
+        ``lowess(y, x, frac, it, delta=0)``).
+
     Attributes
     ----------
     kernel_ : Kernel
@@ -580,6 +613,12 @@ class LocalLinearRegressor(LocalPolynomialFit):
         Training targets.
     sample_weight_ : ndarray of shape (n_samples,) or None
         Training sample weights.
+    span_ : float or None
+        The span of the nearest-neighbour bandwidths (``span``), or None.
+    robustness_weights_ : ndarray of shape (n_samples,)
+        The robustness weights of the last refit, included in
+        ``sample_weight_`` (which is then the sample weights times these);
+        only with ``robust_iterations > 0``.
     noise_variance_ : ndarray of shape (n_outputs,) or None
         The noise variance per output for ``noise_variance="global"`` or a
         float; ``None`` for ``"local"``.

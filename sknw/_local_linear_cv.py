@@ -68,6 +68,7 @@ class LocalPolynomialCVFit(CVSelectionMixin, LocalPolynomialFit):
         ordered_features=None,
         categorical_kernel="aitchison_aitken",
         ordered_kernel="wang_ryzin",
+        spans=None,
     ):
         super().__init__(
             kernels=kernels,
@@ -80,6 +81,7 @@ class LocalPolynomialCVFit(CVSelectionMixin, LocalPolynomialFit):
             empty_window=empty_window,
             algorithm=algorithm,
             n_jobs=n_jobs,
+            spans=spans,
         )
         self.min_eigenvalue = min_eigenvalue
         self.max_leverage = max_leverage
@@ -136,7 +138,8 @@ class LocalPolynomialCVFit(CVSelectionMixin, LocalPolynomialFit):
         passes, and ``shares`` receives each point's removed share of the
         local linear fit (:func:`_local_shares`)."""
         local = {}
-        if shares is None and self._degree() == 1:
+        spans = any(c.get("span") is not None for c in cands)
+        if shares is None and self._degree() == 1 and not spans:
             local = query_centred_cv(self, X, self._cv_targets, w, unit, cands, folds)
         rest = [i for i in range(len(cands)) if i not in local]
         preds = np.full((len(cands), X.shape[0], self._cv_targets.shape[1]), np.nan)
@@ -180,7 +183,8 @@ class LocalPolynomialCVFit(CVSelectionMixin, LocalPolynomialFit):
             kernel=cand["kernel"], bandwidth=self._full_bandwidth(cand),
             metric=self.metric, metric_params=self.metric_params,
             empty_window=empty_window, min_eigenvalue=self.min_eigenvalue,
-            max_leverage=self.max_leverage, algorithm="brute", **discrete,
+            max_leverage=self.max_leverage, algorithm="brute",
+            span=cand.get("span"), **discrete,
         )  # fmt: skip
 
     def _cv_values(self, X, Y, w):

@@ -1,6 +1,6 @@
 """Nadaraya--Watson kernel regression."""
 
-from numbers import Real
+from numbers import Integral, Real
 
 import numpy as np
 from scipy.stats import norm
@@ -13,6 +13,7 @@ from ._base import NadarayaWatsonBase
 from ._gradient import GradientMixin
 from ._local_frame import LocalFrame
 from ._mixed import DISCRETE_CONSTRAINTS, encode_features
+from ._robust import robust_refit
 from ._selection import CV_ALGORITHMS, CVSelectionMixin, cv_parameter_constraints
 from ._sums import power_of_two_scale
 from ._uncertainty import LocalFit, global_noise_variance, local_noise_variance
@@ -164,6 +165,30 @@ class NadarayaWatsonRegressor(RegressorMixin, GradientMixin, NadarayaWatsonBase)
         ``l`` a share ``min(n**-0.4, 1/2)`` of its largest value) and is chosen
         with the bandwidth by ``bandwidth="cv"``.
 
+    span : float in (0, 1], default=None
+        Nearest-neighbour bandwidths, as LOWESS's ``frac``: the bandwidth at
+        each query is its distance to its ``k``-th nearest training point,
+        ``k = int(span * n + 1e-10)`` (at least 2, at most ``n``; with sample
+        weights, ``n`` is their sum and the window holds the nearest points
+        whose weights sum to ``k``), in the coordinates the features are
+        divided into by the shape of ``bandwidth`` (a per-feature array, or
+        the rule's; ``"cv"`` and ``"plugin"`` take Scott's shape, which does
+        not matter with one feature). The weights are ``K(d / h_q)``, so a
+        compact kernel gives the ``k``-th point weight 0. ``None`` uses
+        ``bandwidth`` at every query. Not with discrete features; the sums
+        take the dense backend (``algorithm`` "auto" or "brute").
+    robust_iterations : int, default=0
+        Robustness iterations (Cleveland, 1979): after each fit, each
+        training point gets the weight ``B(|r| / (6 s))`` of its residual
+        ``r`` (the bisquare ``B(u) = (1 - u**2)**2`` for ``u < 1``, else 0;
+        ``s`` the median absolute residual; with several outputs a point
+        weighs by its largest residual in those units), multiplied into its
+        sample weight, and the estimator is refitted. The bandwidth (or the
+        span's windows) is that of the first fit. With ``kernel="tricube"``,
+        ``span=frac`` and ``robust_iterations=it``,
+        :class:`LocalLinearRegressor` is LOWESS (statsmodels'
+        ``lowess(y, x, frac, it, delta=0)``).
+
     Attributes
     ----------
     kernel_ : Kernel
@@ -193,6 +218,12 @@ class NadarayaWatsonRegressor(RegressorMixin, GradientMixin, NadarayaWatsonBase)
         Training targets (the values), as float64.
     sample_weight_ : ndarray of shape (n_samples,) or None
         Training sample weights, ``None`` when not given.
+    span_ : float or None
+        The span of the nearest-neighbour bandwidths (``span``), or None.
+    robustness_weights_ : ndarray of shape (n_samples,)
+        The robustness weights of the last refit, included in
+        ``sample_weight_`` (which is then the sample weights times these);
+        only with ``robust_iterations > 0``.
     noise_variance_ : ndarray of shape (n_outputs,) or None
         The noise variance per output for ``noise_variance="global"`` or a
         float; ``None`` for ``"local"`` (estimated per query).
@@ -276,6 +307,7 @@ class NadarayaWatsonRegressor(RegressorMixin, GradientMixin, NadarayaWatsonBase)
             Interval(Real, 0, None, closed="left"),
         ],
         "binned_tol": [Interval(Real, 0, 1, closed="neither")],
+        "robust_iterations": [Interval(Integral, 0, None, closed="left")],
     }
 
     def __init__(
@@ -294,6 +326,8 @@ class NadarayaWatsonRegressor(RegressorMixin, GradientMixin, NadarayaWatsonBase)
         ordered_features=None,
         categorical_kernel="aitchison_aitken",
         ordered_kernel="wang_ryzin",
+        span=None,
+        robust_iterations=0,
     ):
         super().__init__(
             kernel=kernel,
@@ -303,7 +337,9 @@ class NadarayaWatsonRegressor(RegressorMixin, GradientMixin, NadarayaWatsonBase)
             empty_window=empty_window,
             algorithm=algorithm,
             n_jobs=n_jobs,
+            span=span,
         )
+        self.robust_iterations = robust_iterations
         self.categorical_features = categorical_features
         self.ordered_features = ordered_features
         self.categorical_kernel = categorical_kernel
@@ -335,6 +371,7 @@ class NadarayaWatsonRegressor(RegressorMixin, GradientMixin, NadarayaWatsonBase)
         X, self.y_fit_ = validate_regression_data(self, X, y)
         self._fit_common(X, sample_weight)
         self._resolve_algorithm()
+        robust_refit(self)
         self._fit_noise_variance()
         return self
 
@@ -814,6 +851,7 @@ class NadarayaWatsonRegressorCV(CVSelectionMixin, NadarayaWatsonRegressor):
         ordered_features=None,
         categorical_kernel="aitchison_aitken",
         ordered_kernel="wang_ryzin",
+        spans=None,
     ):
         super().__init__(
             kernels=kernels,
@@ -826,6 +864,7 @@ class NadarayaWatsonRegressorCV(CVSelectionMixin, NadarayaWatsonRegressor):
             empty_window=empty_window,
             algorithm=algorithm,
             n_jobs=n_jobs,
+            spans=spans,
         )
         self.categorical_features = categorical_features
         self.ordered_features = ordered_features

@@ -31,6 +31,7 @@ from ._grid import (  # noqa: F401 - the grid's names, here too
 from ._mixed import SEARCH_ROUNDS, coordinate_search, encode_features, mixed_grid
 from ._scaling import group_candidates, scalings
 from ._scoring import check_scoring, make_scorer
+from ._span import candidate_spans, span_candidates, span_head
 from ._sums import (
     algorithms,
     default_tile_elements,
@@ -108,7 +109,6 @@ def cv_predictions(
     kept = None if w is None else w - np.minimum(w, unit)
     splits = [(None, None)] if folds is None else folds
     for scale, members in groups:
-        heads = [head for _, head in members]
         for train, test in splits:
             if train is None:
                 own = np.arange(n)
@@ -119,6 +119,11 @@ def cv_predictions(
                 Xq, Xt, Vt = X[test], X[train], V[train]
                 wt = None if w is None else w[train]
                 own, loo = None, {}
+            heads = [
+                span_head(head, cands[i].get("span"), Xq, Xt, wt, own, kept, unit,
+                          scale, metric, metric_params, tile_elements)
+                for i, head in members
+            ]  # fmt: skip
             results = grid_sums(
                 algorithm,
                 accepted,
@@ -142,7 +147,7 @@ def cv_predictions(
                 self_weight=kept if train is None else None,
                 self_index=own,
             )  # fmt: skip
-            for (i, head), (S, den, M) in zip(members, results, strict=True):
+            for (i, _), head, (S, den, M) in zip(members, heads, results, strict=True):
                 factors = getattr(head, "factors", None)
                 if shares is not None and train is None:
                     shares[i] = _removed_shares(head, den, M, w, kept)
@@ -328,7 +333,8 @@ def cv_parameter_constraints(base_constraints, kernel_names, algorithm_names):
         **{
             k: v
             for k, v in base_constraints.items()
-            if k not in ("kernel", "bandwidth", "binned_tol")
+            if k not in ("kernel", "bandwidth", "binned_tol", "span")
+            and k != "robust_iterations"
         },
         "algorithm": [StrOptions(set(algorithm_names))],
         "kernels": ["array-like", StrOptions(kernel_names), Kernel],
@@ -344,6 +350,7 @@ def cv_parameter_constraints(base_constraints, kernel_names, algorithm_names):
             None,
         ],
         "refine": ["boolean"],
+        "spans": [None, "array-like"],
     }
 
 
@@ -369,8 +376,10 @@ class CVSelectionMixin:
         empty_window="nearest",
         algorithm="auto",
         n_jobs=None,
+        spans=None,
     ):
         self.kernels = kernels
+        self.spans = spans
         self.bandwidths = bandwidths
         self.cv = cv
         self.scoring = scoring
@@ -387,6 +396,7 @@ class CVSelectionMixin:
         X, y = validate_regression_data(self, X, y)
         w = check_sample_weight(sample_weight, X.shape[0])
         groups = check_groups(groups, X.shape[0], self.cv)
+        self._fit_span(w)
         self.metric_params_ = self._resolve_metric_params(X, w)
         V, finish = self._cv_values(
             X, y.reshape(y.shape[0], -1), normalised_weights(w)[0]
@@ -466,6 +476,12 @@ class CVSelectionMixin:
             preds, n_empty = self._cv_estimates(X, V, w_n, unit, cands, folds, finish)
             return score_candidates(preds, y_score, w_n, folds, scorer), n_empty
 
+        spans = candidate_spans(self)
+        if spans is not None:
+            cands = span_candidates(self, X, w, resolved, spans)
+            (mean, splits), n_empty = evaluate(cands)
+            self._store_choice(kernels, (cands, mean, splits, n_empty, len(spans)), X)
+            return
         state["shape"] = self._shape_search(X, grid)
         found = self._grid_pass(evaluate, X, w, kernels, resolved, grid, state)
         if lambdas is not None or state["shape"] is not None:
@@ -572,6 +588,11 @@ class CVSelectionMixin:
         self.best_score_ = float(mean[best])
         self.kernel_ = cands[best]["kernel"]
         self.bandwidth_ = self._full_bandwidth(cands[best])
+        self.span_ = cands[best].get("span")
+        if self.span_ is not None:
+            self.cv_results_["param_span"] = np.array([c["span"] for c in cands])
+            for params, c in zip(self.cv_results_["params"], cands, strict=True):
+                params["span"] = c["span"]
         if self._discrete is not None:
             full = [self._full_bandwidth(c) for c in cands]
             self.cv_results_["param_bandwidth"] = _object_array(full)

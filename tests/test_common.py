@@ -90,6 +90,14 @@ ESTIMATORS = (
         for params in ({"bandwidths": 4}, {"bandwidths": 5, "cv": 3})
     ]
     + [LocalPolynomialRegressor(categorical_features=[0], bandwidth=1.0)]
+    + [
+        # Nearest-neighbour spans and robustness iterations (LOWESS).
+        NadarayaWatsonRegressor(kernel="tricube", span=0.3),
+        NadarayaWatsonRegressor(bandwidth="scott", robust_iterations=1),
+        NadarayaWatsonClassifier(span=0.5),
+        LocalLinearRegressor(kernel="tricube", span=0.5, robust_iterations=2),
+        LocalPolynomialRegressor(span=0.8, robust_iterations=1),
+    ]
 )
 
 

@@ -45,10 +45,35 @@ def default_tile_elements():
 
 @dataclass(frozen=True)
 class Head:
-    """A kernel with a scalar bandwidth divisor: ``u = distance / divisor``."""
+    """A kernel with a bandwidth divisor: ``u = distance / divisor``.
+
+    The divisor is a float, or an array with one positive entry per query
+    (nearest-neighbour bandwidths): a per-query head, which the dense
+    backend serves (see :func:`per_query`).
+    """
 
     kernel: object
     divisor: float = 1.0
+
+
+def per_query(head):
+    """Whether ``head`` divides each query's distances by its own divisor."""
+    return np.ndim(head.divisor) > 0
+
+
+def head_rows(head, rows):
+    """The head of the queries ``rows`` (a slice or an index array): a
+    per-query divisor restricted to them, as a column (it divides the rows
+    of a tile of distances); other heads as they are."""
+    if not per_query(head):
+        return head
+    divisor = np.asarray(head.divisor, dtype=np.float64).reshape(-1)[rows]
+    return Head(head.kernel, divisor.reshape(-1, 1))
+
+
+def heads_rows(heads, rows):
+    """:func:`head_rows` of each head."""
+    return [head_rows(h, rows) for h in heads]
 
 
 #: Training rows per tile: long rows keep numpy's inner loops long.
@@ -272,6 +297,10 @@ def power_of_two_scale(A, axis=None):
 
 def _scaled_arg(D, head, squared):
     """The kernel's argument: ``u**2`` on the squared path, else ``u``."""
+    if per_query(head):  # a column of divisors, one per row of the tile
+        h = np.asarray(head.divisor, dtype=np.float64).reshape(-1, 1)
+        with np.errstate(over="ignore"):
+            return (D / h) / h if squared else D / h
     h = float(head.divisor)
     inv = 1.0 / h if h >= _TINY else np.inf
     with np.errstate(over="ignore"):
@@ -296,8 +325,13 @@ def window_edge(head, squared):
     ``d / h`` may round to 1 from either side). None for other kernels."""
     if not jumps_at_edge(head.kernel):
         return None
+    divisor = head.divisor
+    if per_query(head):
+        divisor = np.asarray(divisor, dtype=np.float64).reshape(-1, 1)
+    else:
+        divisor = float(divisor)
     with np.errstate(over="ignore"):
-        edge = float(head.kernel.support) * float(head.divisor)
+        edge = float(head.kernel.support) * divisor
         return edge * edge if squared else edge
 
 

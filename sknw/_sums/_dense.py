@@ -21,6 +21,8 @@ from ._base import (
     _signs,
     _tile_shape,
     _weighted_values,
+    head_rows,
+    heads_rows,
     nan_rows,
     own_rows,
     pairwise_distances,
@@ -212,9 +214,8 @@ def _tiled_sums(
             target = ebuf[: D.size].reshape(tile.shape) if ebuf is not None else D
             # General heads first: the log-linear ones below mask D in place.
             for h in general:
-                tile.add(
-                    out[h], _general_terms(D, heads[h], out[h], tile, plan.squared)
-                )
+                head = head_rows(heads[h], tile.rows)
+                tile.add(out[h], _general_terms(D, head, out[h], tile, plan.squared))
             if fused:
                 excess = _excess_tile(D, near, target, tile, copy)
                 for h, E in chains.tile(excess, out):
@@ -334,8 +335,9 @@ def exact_rows(sums, rows, Q, X, V, heads, **params):
         params = {**params, "self_index": own[rows], "self_offset": 0}
     try:
         ((S, den, M),) = kernel_sums(
-            np.asarray(Q[rows], dtype=np.float64), X, V, heads, **params
-        )
+            np.asarray(Q[rows], dtype=np.float64), X, V, heads_rows(heads, rows),
+            **params,
+        )  # fmt: skip
     except NaNDistanceError as exc:  # rows of the subset, as rows of Q
         raise NaNDistanceError(exc.metric, np.flatnonzero(rows)[exc.rows]) from None
     sums[0][rows], sums[1][rows], sums[2][rows] = S, den, M
@@ -366,8 +368,9 @@ def log_weight_rows(
             D = pairwise_distances(Qt, X, metric, metric_params, squared=squared)
         except NaNDistanceError:  # name every such query, not this tile's
             raise nan_rows(Q, X0, metric, metric_params, scale) from None
+        tile_head = head_rows(head, slice(q0, q1))
         if factors is None:
-            L = _log_weights(D, head, squared)
+            L = _log_weights(D, tile_head, squared)
         else:
             L = cell_log_weights(D, head, squared, Qfull[q0:q1], partition)
         if is_user(head.kernel):
@@ -378,7 +381,7 @@ def log_weight_rows(
         M[~np.isfinite(M)] = 0.0
         W = np.exp(L - M)
         if not head.kernel.nonnegative:
-            W *= _signs(D, head, squared)
+            W *= _signs(D, tile_head, squared)
         if w is not None:
             W *= w
         yield slice(q0, q1), W

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ._base import TILE_ELEMENTS, MomentSums, NaNDistanceError, nan_rows
+from ._base import TILE_ELEMENTS, MomentSums, NaNDistanceError, nan_rows, per_query
 from ._binned import BinnedBackend
 from ._cells import (
     CellIndex,
@@ -193,8 +193,10 @@ def backend_sums(name, index, Q, X, V, heads, *, n_jobs=None, **params):
         return cell_sums(cell, Q, X, V, heads, partition, **params)
     backend = BACKENDS[name]
     loo = params.get("exclude_self", False)
-    if (loo and not backend.leave_one_out) or not backend.serves(
-        index, V, heads, params.get("sample_weight")
+    if (
+        (loo and not backend.leave_one_out)
+        or any(per_query(h) for h in heads)  # per-query divisors: dense
+        or not backend.serves(index, V, heads, params.get("sample_weight"))
     ):
         backend = BACKENDS[DENSE]
     try:
@@ -235,6 +237,9 @@ def grid_sums(algorithm, accepted, Q, X, V, heads, *, n_jobs=None, **params):
     )
     dense = []
     for h, head in enumerate(heads):
+        if per_query(head):  # the dense backend serves per-query divisors
+            dense.append(h)
+            continue
         name, index = choose(algorithm, accepted, replace(request, head=head))
         if name == DENSE:
             dense.append(h)
@@ -257,8 +262,8 @@ def local_moments(name, index, Q, X, V, head, powers, *, n_jobs=None, **params):
     index does not serve ``V`` and ``head`` (the estimator then takes its
     exact path)."""
     backend = BACKENDS[name]
-    if discrete_of([head]) is not None:
-        return None  # product kernels: the exact path
+    if discrete_of([head]) is not None or per_query(head):
+        return None  # product kernels and per-query divisors: the exact path
     if not backend.local_moments or not backend.serves(
         index, V, [head], params.get("sample_weight")
     ):

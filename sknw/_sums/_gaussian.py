@@ -58,6 +58,8 @@ def _gemm_usable(Q, X, heads, scale, centre):
     """
     if Q.shape[1] < 2 or not all(is_continuous(h.kernel) for h in heads):
         return False
+    if any(np.ndim(h.divisor) for h in heads):  # per-query divisors: cdist
+        return False
     radius2 = _max_sq_radius(Q, centre, scale) + _max_sq_radius(X, centre, scale)
     h_min = min(float(h.divisor) for h in heads)
     error = 8.0 * np.finfo(np.float64).eps * radius2

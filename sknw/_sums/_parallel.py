@@ -7,7 +7,7 @@ from joblib import effective_n_jobs
 from sklearn.utils.parallel import Parallel, delayed
 from threadpoolctl import ThreadpoolController
 
-from ._base import NaNDistanceError
+from ._base import NaNDistanceError, heads_rows
 
 #: Fewest queries per parallel batch.
 MIN_BATCH = 256
@@ -31,9 +31,12 @@ def parallel_kernel_sums(Q, X, V, heads, *, n_jobs=None, sums=None, **params):
     if bounds is None:
         with one_blas_thread():
             return sums(Q, X, V, heads, **params)
+    # The heads go with the batch's parameters: per-query divisors are cut
+    # with the queries (see batch_params).
     parts = parallel_batches(
-        lambda Qb, p: sums(Qb, X, V, heads, **p), Q, bounds, params, n_jobs
-    )
+        lambda Qb, p: sums(Qb, X, V, **p), Q, bounds, {**params, "heads": heads},
+        n_jobs,
+    )  # fmt: skip
     return [
         tuple(np.concatenate([part[h][i] for part in parts]) for i in range(3))
         for h in range(len(heads))
@@ -51,7 +54,11 @@ def batch_bounds(m, n_jobs):
 
 def batch_params(params, a, b):
     """``params`` of the queries ``a:b``: with ``exclude_self``, their own
-    rows (their part of ``self_index``, or ``self_offset`` moved on)."""
+    rows (their part of ``self_index``, or ``self_offset`` moved on); the
+    ``heads`` among them with their per-query divisors cut to those
+    queries."""
+    if "heads" in params:
+        params = {**params, "heads": heads_rows(params["heads"], slice(a, b))}
     if not params.get("exclude_self"):
         return params
     index = params.get("self_index")

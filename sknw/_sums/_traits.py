@@ -64,6 +64,9 @@ def use_squared(metric, heads, metric_params=None):
         metric == "euclidean"
         and not metric_params
         and all(native_squared(h.kernel) for h in heads)
+        # Per-query divisors are distances themselves (nearest-neighbour
+        # bandwidths): the window of a query is decided on the same distances.
+        and not any(np.ndim(getattr(h, "divisor", 1.0)) for h in heads)
     )
 
 
@@ -82,7 +85,7 @@ def log_linear_coef(head, squared):
     distances ``D`` are ``u**p`` up to the bandwidth.
     """
     form = log_linear_form(head.kernel)
-    if form is None:
+    if form is None or np.ndim(head.divisor):  # per-query divisors: general
         return None
     a, p = form
     if (p == 2) != squared:

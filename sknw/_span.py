@@ -1,0 +1,261 @@
+"""Nearest-neighbour bandwidths (spans): the bandwidth at each query is its
+distance to its ``k``-th nearest training point.
+
+With ``span`` in (0, 1], a window holds ``k = int(span * n + 1e-10)`` training
+points (at least 2 and at most ``n``; statsmodels' ``lowess(frac=span)``
+counts them so), and the weights are ``K(d / h_q)`` with ``h_q`` the query's
+``k``-th smallest distance, in the coordinates the features are divided into
+(the per-feature bandwidth's shape). Sample weights are frequencies: ``n`` is
+their sum and a window holds the nearest points whose weights sum to ``k``.
+Leaving a training point out (leave-one-out) takes one unit of its weight
+from its own window and from ``n``, as a refit without it would.
+
+The bandwidths come from one pass over the distances (full rows of a tile of
+queries, then a partial sort), or in one feature under a metric that is
+``|x - q|`` there from the sorted training points, in ``O(m log^2 n)``.
+"""
+
+import numpy as np
+
+from ._bandwidth import rule_bandwidth
+from ._scaling import scaling_of
+from ._sums import Head, pairwise_distances
+from ._sums._base import _scaled_rows, _tile_shape
+from ._sums._traits import HOMOGENEOUS_DEGREE
+
+#: Metrics whose distance in one feature is exactly ``|x - q|`` as float64
+#: computes it (the sorted path's radii are then the dense path's distances).
+LINE_EXACT_METRICS = frozenset({"euclidean", "cityblock", "chebyshev"})
+
+#: A window holds weight ``k`` once its cumulative weight reaches ``k`` less
+#: this share of the total (the rounding of sums of non-integer weights).
+WEIGHT_TOLERANCE = 1e-9
+
+#: Training points whose bandwidths give ``bandwidth_`` (their median).
+SPAN_SUBSAMPLE = 1000
+
+_TINY = np.finfo(np.float64).tiny
+
+
+def neighbour_count(span, total):
+    """The weight ``k`` a window holds: ``int(span * total + 1e-10)``, at least
+    2 and at most ``total`` (elementwise for an array of totals)."""
+    total = np.asarray(total, dtype=np.float64)
+    k = np.floor(span * total + 1e-10)
+    return np.minimum(np.maximum(k, 2.0), total)
+
+
+def neighbour_distances(
+    Q,
+    X,
+    span,
+    *,
+    metric,
+    metric_params,
+    scale,
+    sample_weight=None,
+    own=None,
+    kept=None,
+    tile_elements,
+):
+    """Each query's distance to its ``k``-th nearest training point.
+
+    ``Q`` and ``X`` are divided by ``scale`` (as the sums divide them).
+    ``sample_weight`` (frequencies, None: ones) counts the points; with
+    ``own`` the queries are these training points, each keeping ``kept`` of
+    its weight in its own window (None: none of it), and ``k`` is counted
+    from the total less what it leaves out. A distance of 0 (``k`` points at
+    the query) is returned as the smallest normal float, so that only the
+    points at the query weigh.
+    """
+    n, m = X.shape[0], Q.shape[0]
+    w = None if sample_weight is None else np.asarray(sample_weight, np.float64)
+    total = float(n) if w is None else float(np.sum(w))
+    if own is None:
+        need = np.full(m, float(neighbour_count(span, total)))
+        removed = None
+    else:
+        own = np.asarray(own, dtype=np.intp)
+        full = np.ones(own.size) if w is None else w[own]
+        removed = full - (0.0 if kept is None else np.asarray(kept)[own])
+        need = neighbour_count(span, total - removed)
+    tol = WEIGHT_TOLERANCE * total
+    if _line_path(X, metric, metric_params):
+        h = _line_distances(Q, X, w, need, removed, scale, tol)
+    else:
+        h = _dense_distances(
+            Q, X, w, need, own, kept, metric, metric_params, scale, tol,
+            tile_elements,
+        )  # fmt: skip
+    return np.maximum(h, _TINY)
+
+
+def _line_path(X, metric, metric_params):
+    return (
+        X.shape[1] == 1
+        and isinstance(metric, str)
+        and metric in LINE_EXACT_METRICS
+        and not metric_params
+    )
+
+
+def _dense_distances(
+    Q, X, w, need, own, kept, metric, metric_params, scale, tol, tile_elements
+):
+    """:func:`neighbour_distances` from full rows of distances, a tile of
+    queries at a time (rows sorted only where the weights are not ones)."""
+    n, m = X.shape[0], Q.shape[0]
+    Xs = _scaled_rows(X, 0, n, scale)
+    bq, _ = _tile_shape(m, n, max(1, tile_elements // 4), full_rows=True)
+    out = np.empty(m)
+    for q0 in range(0, m, bq):
+        q1 = min(q0 + bq, m)
+        Qt = _scaled_rows(Q, q0, q1, scale)
+        D = pairwise_distances(Qt, Xs, metric, metric_params, first_row=q0)
+        rows = np.arange(q1 - q0)
+        if w is None and kept is None:
+            if own is not None:  # each query's own point leaves its window
+                D[rows, own[q0:q1]] = np.inf
+            kth = need[q0:q1].astype(np.intp) - 1
+            for k in np.unique(kth):
+                sel = kth == k
+                out[q0:q1][sel] = np.partition(D[sel], k, axis=1)[:, k]
+            continue
+        weights = np.broadcast_to(np.ones(n) if w is None else w, D.shape).copy()
+        if own is not None:
+            weights[rows, own[q0:q1]] = 0.0 if kept is None else kept[own[q0:q1]]
+        order = np.argsort(D, axis=1)
+        cum = np.cumsum(np.take_along_axis(weights, order, axis=1), axis=1)
+        reach = np.sum(cum < (need[q0:q1] - tol)[:, None], axis=1)
+        reach = np.minimum(reach, n - 1)
+        out[q0:q1] = D[rows, order[rows, reach]]
+    return out
+
+
+def _line_distances(Q, X, w, need, removed, scale, tol):
+    """:func:`neighbour_distances` in one feature, from the sorted points of
+    positive weight: the window of the smallest radius holding weight
+    ``need`` is a run ``l .. r(l) - 1`` of them, found by bisection on
+    ``l`` (the run's midpoint grows with ``l``). A query's own point sits at
+    radius 0, in every window: it counts fully, and the weight it leaves out
+    is asked for on top."""
+    xs = _scaled_rows(X, 0, X.shape[0], scale)[:, 0]
+    if w is not None:
+        xs, ws = xs[w > 0], w[w > 0]
+    order = np.argsort(xs, kind="stable")
+    xs = xs[order]
+    cum = np.r_[0.0, np.cumsum(np.ones(xs.size) if w is None else ws[order])]
+    q = _scaled_rows(Q, 0, Q.shape[0], scale)[:, 0]
+    target = need - tol if removed is None else need + removed - tol
+    n = xs.size
+    # The last start whose run reaches the target before the end.
+    last = np.searchsorted(cum, cum[-1] - target, side="right") - 1
+    last = np.clip(last, 0, n - 1)
+
+    def run_end(start):  # the last point of the run from ``start``
+        end = np.searchsorted(cum, cum[start] + target, side="left")
+        return np.clip(end, 1, n) - 1
+
+    lo, hi = np.zeros(q.size, dtype=np.intp), last + 1
+    with np.errstate(invalid="ignore", over="ignore"):
+        while np.any(lo < hi):
+            mid = (lo + hi) // 2
+            mid_c = np.minimum(mid, last)
+            right = xs[run_end(mid_c)] - q >= q - xs[mid_c]
+            active = lo < hi
+            hi = np.where(active & right, mid, hi)
+            lo = np.where(active & ~right, mid + 1, lo)
+        best = np.full(q.size, np.inf)
+        for start in (np.minimum(lo, last), np.maximum(np.minimum(lo, last) - 1, 0)):
+            radius = np.maximum(q - xs[start], xs[run_end(start)] - q)
+            best = np.minimum(best, radius)
+    return best
+
+
+def span_bandwidth(shape, span, X, sample_weight, *, metric, metric_params, scaling):
+    """``bandwidth_`` of a span: the per-feature ``shape`` (or a float) times
+    the size that makes the median bandwidth of (up to
+    :data:`SPAN_SUBSAMPLE`) training points of positive weight one, the
+    scaling ``scaling`` of ``shape`` dividing the features and distances."""
+    w = sample_weight
+    rows = np.arange(X.shape[0]) if w is None else np.flatnonzero(w > 0)
+    if rows.size > SPAN_SUBSAMPLE:
+        rows = rows[np.linspace(0, rows.size - 1, SPAN_SUBSAMPLE).astype(np.intp)]
+    h = neighbour_distances(
+        X[rows], X, span, metric=metric, metric_params=metric_params,
+        scale=scaling.scale, sample_weight=w, tile_elements=1 << 17,
+    )  # fmt: skip
+    size = float(np.median(h)) / scaling.divisor
+    degree = HOMOGENEOUS_DEGREE.get(metric) if isinstance(metric, str) else None
+    if degree is not None:
+        size = size ** (1.0 / degree)
+    with np.errstate(over="ignore", under="ignore"):
+        return shape * size
+
+
+def span_head(head, span, Xq, Xt, wt, own, kept, unit, scale, metric, params, tile):
+    """A candidate's head in one split of the cross-validation: with a
+    ``span``, each query's nearest-neighbour bandwidth among the split's
+    training points ``Xt`` (the weights ``wt`` counted in units of ``unit``;
+    leave-one-out, ``own``: each point keeping ``kept`` of its weight in its
+    own window). Without, ``head`` itself."""
+    if span is None:
+        return head
+    with np.errstate(over="ignore"):
+        counted = None if wt is None else wt / unit
+        kept_n = None if kept is None or own is None else kept / unit
+    h = neighbour_distances(
+        Xq, Xt, span, metric=metric, metric_params=params, scale=scale,
+        sample_weight=counted, own=own, kept=kept_n, tile_elements=tile,
+    )  # fmt: skip
+    return Head(head.kernel, h)
+
+
+def candidate_spans(est):
+    """The ``spans`` of a CV estimator as a checked list (None without),
+    refused where they cannot be searched."""
+    spans = getattr(est, "spans", None)
+    if spans is None:
+        return None
+    spans = [float(s) for s in np.atleast_1d(np.asarray(spans, dtype=float))]
+    if not spans or not all(0 < s <= 1 for s in spans):
+        raise ValueError(f"spans must be floats in (0, 1], got {est.spans!r}.")
+    if est.bandwidths is not None or est.refine:
+        raise ValueError(
+            "spans chooses nearest-neighbour bandwidths: give it without "
+            "bandwidths and refine (the features keep the shape of Scott's "
+            "rule)."
+        )
+    if est._discrete is not None:
+        raise ValueError(
+            "spans takes continuous features only: nearest neighbours are not "
+            "defined across the levels of discrete features."
+        )
+    return spans
+
+
+def span_candidates(est, X, w, kernels, spans):
+    """The candidates of every kernel and span, each with the bandwidth
+    ``bandwidth_`` reports for it (:func:`span_bandwidth`, of Scott's
+    shape)."""
+    Xp = X if w is None else X[w > 0]
+    wp = None if w is None else w[w > 0]
+    shape = rule_bandwidth(Xp, "scott", kernels[0], wp, est.metric, est.metric_params_)
+    scaling = scaling_of(shape, est.metric, X)
+    sizes = [
+        span_bandwidth(
+            shape,
+            s,
+            X,
+            w,
+            metric=est.metric,
+            metric_params=est.metric_params_,
+            scaling=scaling,
+        )  # fmt: skip
+        for s in spans
+    ]
+    return [
+        {"kernel": kernel, "span": s, "bandwidth": bw, "multiplier": np.nan}
+        for kernel in kernels
+        for s, bw in zip(spans, sizes, strict=True)
+    ]

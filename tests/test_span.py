@@ -1,0 +1,268 @@
+"""Nearest-neighbour bandwidths (``span``): against a brute-force definition,
+against fixed-bandwidth fits at each query's bandwidth, against statsmodels'
+``lowess``, and the counting of weighted and left-out neighbours."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from numpy.testing import assert_allclose
+from scipy.spatial.distance import cdist
+from sklearn.utils._param_validation import InvalidParameterError
+
+from sknw import (
+    LocalLinearRegressor,
+    LocalPolynomialRegressor,
+    NadarayaWatsonClassifier,
+    NadarayaWatsonRegressor,
+)
+from sknw._span import neighbour_count, neighbour_distances
+from sknw.kernels import get_kernel
+
+
+def reference_bandwidths(Qs, Xs, span, metric="euclidean", w=None, own=None):
+    """The k-th neighbour distances by sorting every row (an independent
+    definition: frequency weights, ``own`` left out with all its weight)."""
+    n = Xs.shape[0]
+    w = np.ones(n) if w is None else np.asarray(w, dtype=float)
+    D = cdist(Qs, Xs, metric)
+    out = np.empty(Qs.shape[0])
+    for i in range(Qs.shape[0]):
+        wi = w.copy()
+        if own is not None:
+            wi[own[i]] = 0.0
+        total = wi.sum()
+        k = min(max(np.floor(span * total + 1e-10), 2.0), total)
+        order = np.argsort(D[i])
+        cum = np.cumsum(wi[order])
+        out[i] = D[i, order[np.argmax(cum >= k - 1e-9)]]
+    return out
+
+
+def reference_weights(Q, X, span, kernel, b=1.0, metric="euclidean", w=None):
+    """Kernel weights ``w K(d / h_q)`` in the coordinates ``x / b``."""
+    Qs, Xs = Q / b, X / b
+    h = reference_bandwidths(Qs, Xs, span, metric, w)
+    D = cdist(Qs, Xs, metric)
+    K = get_kernel(kernel)(D / h[:, None])
+    return K * (1.0 if w is None else w)
+
+
+def _data(seed, n, d):
+    rng = np.random.default_rng(seed)
+    X = rng.gamma(2.0, 1.0, size=(n, d))
+    y = np.sin(X).sum(axis=1) + 0.2 * rng.normal(size=n)
+    Q = rng.uniform(0.0, 6.0, size=(15, d))
+    return X, y, Q, rng.integers(1, 4, size=n).astype(float)
+
+
+@pytest.mark.parametrize("kernel", ["gaussian", "epanechnikov", "tricube", "boxcar"])
+@pytest.mark.parametrize(
+    "d, metric, b",
+    [(1, "euclidean", 1.0), (1, "minkowski", 1.0), (2, "euclidean", [1.0, 3.0]),
+     (2, "cityblock", [2.0, 1.0]), (3, "chebyshev", 1.0)],
+)  # fmt: skip
+@pytest.mark.parametrize("span", [0.05, 0.3, 1.0])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_regressor_equals_brute_force(kernel, d, metric, b, span, weighted):
+    X, y, Q, w = _data(0, 60, d)
+    w = w if weighted else None
+    est = NadarayaWatsonRegressor(kernel=kernel, span=span, metric=metric, bandwidth=b)
+    est.fit(X, y, sample_weight=w)
+    W = reference_weights(Q, X, span, kernel, np.asarray(b), metric, w)
+    expected = W @ y / W.sum(axis=1)
+    ok = W.sum(axis=1) > 0  # empty windows take the nearest points
+    assert ok.sum() >= 10
+    assert_allclose(est.predict(Q)[ok], expected[ok], rtol=1e-12, atol=1e-12)
+    A = est.attention_weights(Q)
+    assert_allclose(A[ok], (W / W.sum(axis=1, keepdims=True))[ok], atol=1e-14)
+
+
+@pytest.mark.parametrize("d", [1, 2])
+def test_line_and_dense_bandwidths_agree(d):
+    rng = np.random.default_rng(3)
+    X = np.round(rng.normal(size=(80, d)), 1)  # ties
+    Q = np.vstack([X[:10], rng.normal(size=(20, d))])
+    w = rng.integers(0, 3, size=80).astype(float)
+    for weights in (None, w):
+        for span in (0.01, 0.2, 0.7, 1.0):
+            got = neighbour_distances(
+                Q, X, span, metric="euclidean", metric_params=None, scale=None,
+                sample_weight=weights, tile_elements=1 << 10,
+            )  # fmt: skip
+            ref = reference_bandwidths(Q, X, span, w=weights)
+            assert_allclose(got, np.maximum(ref, np.finfo(float).tiny), rtol=1e-15)
+
+
+@pytest.mark.parametrize("d", [1, 2])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_left_out_bandwidths_are_those_of_a_refit(d, weighted):
+    rng = np.random.default_rng(4)
+    X = np.round(rng.normal(size=(50, d)), 1)
+    w = rng.integers(1, 4, size=50).astype(float) if weighted else None
+    own = np.arange(50)
+    kept = None if w is None else w - np.minimum(w, 1.0)
+    for span in (0.05, 0.3, 1.0):
+        got = neighbour_distances(
+            X, X, span, metric="euclidean", metric_params=None, scale=None,
+            sample_weight=w, own=own, kept=kept, tile_elements=1 << 12,
+        )  # fmt: skip
+        for i in range(50):
+            # The refit without one unit of point i's weight.
+            if w is None:
+                Xr, wr = np.delete(X, i, axis=0), None
+            else:
+                Xr, wr = X, w.copy()
+                wr[i] -= 1.0
+            ref = reference_bandwidths(X[i : i + 1], Xr, span, w=wr)[0]
+            assert got[i] == max(ref, np.finfo(float).tiny)
+
+
+def test_neighbour_count_follows_lowess():
+    assert neighbour_count(0.3, 100) == 30
+    assert neighbour_count(0.3, 10) == 3
+    assert neighbour_count(1 / 3, 3) == 2  # at least 2
+    assert neighbour_count(0.29, 10) == 2
+    assert neighbour_count(1.0, 1.5) == 1.5  # at most the total
+    assert neighbour_count(0.7, 10) == 7  # 0.7 * 10 rounds below 7
+
+
+@pytest.mark.parametrize(
+    "est",
+    [
+        NadarayaWatsonRegressor(kernel="epanechnikov"),
+        LocalLinearRegressor(kernel="tricube"),
+        LocalPolynomialRegressor(kernel="gaussian", degree=2),
+    ],
+    ids=["nw", "ll", "lp2"],
+)
+def test_each_query_is_a_fixed_bandwidth_fit(est):
+    """With a span, the estimate and standard error at a query are those of
+    the fixed-bandwidth fit at its bandwidth."""
+    X, y, Q, _ = _data(1, 80, 1)
+    est = est.set_params(span=0.25)
+    pred, std = est.fit(X, y).predict(Q, return_std=True)
+    h = reference_bandwidths(Q, X, 0.25)
+    for i in range(Q.shape[0]):
+        fixed = type(est)(**{**est.get_params(), "span": None, "bandwidth": h[i]})
+        p, s = (
+            fixed.set_params(algorithm="brute")
+            .fit(X, y)
+            .predict(Q[i : i + 1], return_std=True)
+        )
+        assert_allclose(pred[i], p[0], rtol=1e-10, atol=1e-12)
+        assert_allclose(std[i], s[0], rtol=1e-8, atol=1e-12)
+
+
+def test_classifier_equals_brute_force():
+    X, y, Q, w = _data(2, 70, 2)
+    labels = np.where(y > np.median(y), "hi", "lo")
+    clf = NadarayaWatsonClassifier(kernel="tricube", span=0.2).fit(X, labels, w)
+    W = reference_weights(Q, X, 0.2, "tricube", clf.bandwidth_, w=w)
+    onehot = (labels[:, None] == clf.classes_[None, :]).astype(float)
+    expected = W @ onehot / W.sum(axis=1, keepdims=True)
+    ok = W.sum(axis=1) > 0
+    assert_allclose(clf.predict_proba(Q)[ok], expected[ok], atol=1e-13)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda s: NadarayaWatsonRegressor(kernel="tricube", span=s),
+        lambda s: LocalLinearRegressor(kernel="tricube", span=s),
+    ],
+    ids=["nw", "ll"],
+)
+def test_integer_weights_repeat_rows(make):
+    X, y, Q, w = _data(5, 40, 1)
+    rep = np.repeat(np.arange(40), w.astype(int))
+    for span in (0.1, 0.5):
+        a = make(span).fit(X, y, sample_weight=w).predict(Q)
+        b = make(span).fit(X[rep], y[rep]).predict(Q)
+        assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("frac", [0.1, 0.3, 2 / 3, 1.0])
+@pytest.mark.parametrize("it", [0, 1, 3])
+def test_lowess_equals_statsmodels(frac, it):
+    lowess = pytest.importorskip("statsmodels.nonparametric.smoothers_lowess").lowess
+    rng = np.random.default_rng(6)
+    x = rng.uniform(0, 10, 300)
+    y = np.sin(x) + 0.3 * rng.standard_t(2, 300)
+    y[::23] += 6.0  # outliers
+    est = LocalLinearRegressor(kernel="tricube", span=frac, robust_iterations=it)
+    est.fit(x[:, None], y)
+    expected = lowess(y, x, frac=frac, it=it, delta=0.0, return_sorted=False)
+    assert_allclose(est.predict(x[:, None]), expected, rtol=1e-9, atol=1e-9)
+    xv = np.linspace(-0.5, 10.5, 40)
+    expected = lowess(y, x, frac=frac, it=it, delta=0.0, xvals=xv)
+    ok = np.isfinite(expected)
+    assert ok.sum() >= 35
+    assert_allclose(est.predict(xv[:, None])[ok], expected[ok], rtol=1e-9, atol=1e-9)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    st.integers(0, 10**6),
+    st.sampled_from([0.05, 0.2, 0.6]),
+    st.integers(1, 60),
+)
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_answers_do_not_depend_on_the_batch(seed, span, m):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(40, 2))
+    y = rng.normal(size=40)
+    Q = rng.normal(scale=2.0, size=(m, 2))
+    est = LocalLinearRegressor(kernel="epanechnikov", span=span).fit(X, y)
+    batch = est.predict(Q)
+    single = np.array([est.predict(Q[i : i + 1])[0] for i in range(m)])
+    assert_allclose(batch, single, rtol=1e-12, atol=1e-12)
+
+
+def test_bandwidth_reports_the_median_span_bandwidth():
+    X, y, _, _ = _data(7, 200, 1)
+    est = NadarayaWatsonRegressor(span=0.3).fit(X, y)
+    h = reference_bandwidths(X, X, 0.3)
+    assert_allclose(est.bandwidth_, np.median(h), rtol=1e-12)
+    assert est.bandwidth_selection_["method"] == "span"
+    assert est.bandwidth_selection_["n_neighbors"] == 60
+    assert est.algorithm_ == "brute"
+
+
+def test_span_refuses_what_it_cannot_serve():
+    X, y, _, _ = _data(8, 30, 1)
+    with pytest.raises(InvalidParameterError):
+        NadarayaWatsonRegressor(span=0.0).fit(X, y)
+    with pytest.raises(InvalidParameterError):
+        NadarayaWatsonRegressor(span=1.5).fit(X, y)
+    with pytest.raises(ValueError, match="cannot serve span"):
+        NadarayaWatsonRegressor(span=0.5, algorithm="sorted", kernel="tricube").fit(
+            X, y
+        )
+    est = NadarayaWatsonRegressor(span=0.5).fit(X, y)
+    with pytest.raises(ValueError, match="bandwidth changes with the query"):
+        est.gradient(X[:3])
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame({"x": X[:, 0], "c": pd.Categorical(["a", "b"] * 15)})
+    with pytest.raises(ValueError, match="continuous features only"):
+        NadarayaWatsonRegressor(span=0.5).fit(frame, y)
+
+
+def test_local_linear_slopes_with_span_are_weighted_least_squares():
+    X, y, Q, _ = _data(9, 100, 2)
+    est = LocalLinearRegressor(kernel="tricube", span=0.3).fit(X, y)
+    W = reference_weights(Q, X, 0.3, "tricube", est.bandwidth_)
+    grad = est.gradient(Q)
+    for i in range(Q.shape[0]):
+        A = np.hstack([np.ones((100, 1)), X - Q[i]]) * np.sqrt(W[i])[:, None]
+        coef = np.linalg.lstsq(A, y * np.sqrt(W[i]), rcond=None)[0]
+        assert_allclose(grad[i], coef[1:], rtol=1e-8, atol=1e-10)
+
+
+def test_coincident_points_fill_a_window():
+    # More than k points at the query: the bandwidth is 0 and only they weigh.
+    X = np.r_[np.zeros(5), np.arange(1.0, 11.0)][:, None]
+    y = np.r_[np.full(5, 2.0), np.arange(1.0, 11.0)]
+    est = NadarayaWatsonRegressor(kernel="gaussian", span=0.2).fit(X, y)
+    assert_allclose(est.predict([[0.0]]), [2.0])
+    assert np.isfinite(est.predict([[0.5]])).all()
