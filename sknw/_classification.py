@@ -99,17 +99,13 @@ class NadarayaWatsonClassifier(ClassifierMixin, NadarayaWatsonBase):
         with the bandwidth by ``bandwidth="cv"``.
 
     span : float in (0, 1], default=None
-        Nearest-neighbour bandwidths, as LOWESS's ``frac``: the bandwidth at
-        each query is its distance to its ``k``-th nearest training point,
-        ``k = int(span * n + 1e-10)`` (at least 2, at most ``n``; with sample
-        weights, ``n`` is their sum and the window holds the nearest points
-        whose weights sum to ``k``), in the coordinates the features are
-        divided into by the shape of ``bandwidth`` (a per-feature array, or
-        the rule's; ``"cv"`` and ``"plugin"`` take Scott's shape, which does
-        not matter with one feature). The weights are ``K(d / h_q)``, so a
-        compact kernel gives the ``k``-th point weight 0. ``None`` uses
-        ``bandwidth`` at every query. Not with discrete features; the sums
-        take the dense backend (``algorithm`` "auto" or "brute").
+        Nearest-neighbour bandwidths (LOWESS's ``frac``): each query's
+        bandwidth is its distance to its ``k``-th nearest training point,
+        ``k = int(span * n + 1e-10)`` (2 to ``n``; with sample weights ``n`` is
+        their sum and ``k`` a weight), in the features divided by the shape of
+        ``bandwidth`` (Scott's for ``"cv"`` and ``"plugin"``). A compact kernel
+        gives the ``k``-th point weight 0. Continuous features only; summed by
+        the dense backend. None: ``bandwidth`` at every query.
 
     Attributes
     ----------
@@ -390,6 +386,12 @@ class NadarayaWatsonClassifierCV(CVSelectionMixin, NadarayaWatsonClassifier):
         again, twice; ``bandwidths`` holds floats (the continuous features';
         the smoothing parameters searched) or full per-feature arrays (fixed).
 
+    spans : array-like of float in (0, 1], default=None
+        Score every kernel with these nearest-neighbour spans (``span`` of the
+        plain estimator; leave-one-out counts each window without its point)
+        instead of bandwidths; the choice is ``span_``. Not with
+        ``bandwidths``, ``refine`` or discrete features.
+
     Attributes
     ----------
     algorithm_ : {"brute", "tree", "tiles", "sorted", "fgt"}
@@ -400,6 +402,8 @@ class NadarayaWatsonClassifierCV(CVSelectionMixin, NadarayaWatsonClassifier):
         The selected kernel.
     bandwidth_ : float or ndarray of shape (n_features,)
         The selected bandwidth.
+    span_ : float or None
+        The selected span (with ``spans``), else None.
     best_score_ : float
         Cross-validated score of the selected kernel and bandwidth (after the
         refinement when ``refine=True``).

@@ -204,7 +204,8 @@ def local_solution(
     them, or, for a local polynomial, ``d`` monomials of which the first
     ``linear`` are the coordinates, and ``Zq`` and ``to_bandwidth`` those of
     the monomials.
-    ``to_bandwidth`` (d,) takes these coordinates to bandwidth units (None:
+    ``to_bandwidth`` (d,), or (m, d) one per query, takes these coordinates
+    to bandwidth units (None:
     they are), where a design is singular when the smallest eigenvalue of the
     local covariance is at most ``min_eigenvalue`` times the largest, or
     within rounding of zero, or (``few``) the window holds fewer than d + 1
@@ -228,11 +229,13 @@ def local_solution(
     cov = second - outer(mean_z, mean_z)
     cross = mean_zy - mean_z[:, :, None] * mean_y[:, None, :]
     finite = np.all(np.isfinite(cov), axis=(1, 2))
-    t = np.ones(d) if to_bandwidth is None else to_bandwidth
-    scaled = np.where(finite[:, None, None], cov, 0.0) * outer(t[None], t[None])
+    # One scale per monomial, or one per query and monomial (spans).
+    t = np.ones(d) if to_bandwidth is None else np.asarray(to_bandwidth, float)
+    tm = np.broadcast_to(t, (A.shape[0], d))
+    scaled = np.where(finite[:, None, None], cov, 0.0) * outer(tm, tm)
     with np.errstate(invalid="ignore"):
         squares = np.einsum(
-            "mii,i->mi", np.where(finite[:, None, None], second, 0.0), t * t
+            "mii,mi->mi", np.where(finite[:, None, None], second, 0.0), tm * tm
         )
     trace = squares.sum(axis=1)
     rounding = COVARIANCE_ROUNDING * _EPS * trace
@@ -248,7 +251,7 @@ def local_solution(
             cov = T @ cov @ np.swapaxes(T, 1, 2)
             cross = np.einsum("mab,mbk->mak", T, cross)
             dz = np.einsum("mab,mb->ma", T, dz)
-        t = np.ones(d)  # the query's monomials are in bandwidth units
+        tm = np.ones((A.shape[0], d))  # the query's monomials: bandwidth units
         scaled = np.where(finite[:, None, None], cov, 0.0)
     if d == 0:  # degree 0: the local-constant fit
         eig = np.ones((A.shape[0], 1))
@@ -276,8 +279,11 @@ def local_solution(
         over = np.flatnonzero(ok & (distance > limit))
         if over.size:
             # In bandwidth units (T C T, T dz) the ridge is isotropic.
-            lift = ridge_to_leverage(scaled[over], dz[over] * t, max_leverage - 1.0)
-            ridge[over] = lift[:, None] / (t * t)[None, :]
+            t_over = tm[over]
+            lift = ridge_to_leverage(
+                scaled[over], dz[over] * t_over, max_leverage - 1.0
+            )
+            ridge[over] = lift[:, None] / (t_over * t_over)
             cov = cov.copy()
             cov[over] += ridge[over][:, :, None] * np.eye(d)[None]
             a[over] = np.linalg.solve(cov[over], dz[over][:, :, None])[:, :, 0]
@@ -365,13 +371,15 @@ class LocalFrame:
         ``R`` (m, d, d): ``B`` of :func:`query_basis` (the frame's
         coordinates to the offsets from the query in bandwidth units, ``u =
         (z - zq) B``) and the scale of each monomial to bandwidth units."""
-        d = self.lo.size
-        bw = np.broadcast_to(np.asarray(bandwidth, dtype=np.float64), (d,))
+        d, m = self.lo.size, R.shape[0]
+        # One bandwidth, or one per query (spans): (m, d).
+        bw = np.broadcast_to(np.asarray(bandwidth, dtype=np.float64), (m, d))
         with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
             g = self.unit / (self.to_bandwidth * bw)
-        B = np.swapaxes(R, 1, 2) * g[None, None, :]
+        B = np.swapaxes(R, 1, 2) * g[:, None, :]
         # Every coordinate's unit is the same number of bandwidths, g.
-        scale = np.array([g[0] ** len(term) for term in monomial_terms(d, degree)])
+        terms = monomial_terms(d, degree)
+        scale = np.stack([g[:, 0] ** len(term) for term in terms], axis=1)
         return B, scale
 
     def place(self, C, fallback):

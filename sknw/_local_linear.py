@@ -23,7 +23,7 @@ from ._local_frame import (
 )
 from ._regression import NadarayaWatsonRegressor
 from ._sums import BACKENDS, Head, algorithms, local_moments, power_of_two_scale
-from ._sums._base import nan_rows
+from ._sums._base import nan_rows, scale_of
 from ._uncertainty import LocalFit, SquaredWeights
 from .exceptions import (
     RidgedDesignWarning,
@@ -279,8 +279,8 @@ class LocalPolynomialFit(NadarayaWatsonRegressor):
             # The linear coefficients of the polynomial in the offsets from
             # the query in bandwidth units.
             coef = np.linalg.solve(sol.cov[ok], sol.cross[ok])[:, :d, :]
-            bw = np.broadcast_to(self._continuous_bandwidth(), (d,))
-            grad[ok] = np.swapaxes(coef, 1, 2) / bw
+            bw = self._query_bandwidths(Q)[ok]
+            grad[ok] = np.swapaxes(coef, 1, 2) / bw[:, None, :]
         elif ok.any():  # degree 1: the slopes in the query's frame
             slope = np.linalg.solve(sol.cov[ok], sol.cross[ok])  # (m, d, k)
             # z = ((x - c) / unit * to_bandwidth) @ R: dz / dx = diag(t / unit) R.
@@ -301,6 +301,22 @@ class LocalPolynomialFit(NadarayaWatsonRegressor):
             # The moments of these queries applied the empty-window policy.
             grad[empty] = empty_gradient(self, empty, warned=True)
         return grad
+
+    def _query_bandwidths(self, Q, own=None):
+        """Each query's bandwidth in the continuous features, (m, d): the
+        fitted one or, with a span, its nearest-neighbour bandwidth (the
+        features' scale times the query's divisor: the fixed bandwidth that
+        weighs its window alike), the unit of its monomials of degree 2 and
+        above, so that their ridge and singular test are those of a fit at
+        that bandwidth. ``own``: leave-one-out (see :meth:`_span_heads`)."""
+        d = self._frame.lo.size
+        if self.span_ is None:
+            return np.broadcast_to(self._continuous_bandwidth(), (Q.shape[0], d))
+        unit = Head(self.kernel_, self._scaling.divisor)
+        (head,) = self._span_heads(Q, [unit], own)
+        scale = scale_of(self._scale())
+        scale = np.ones(d) if scale is None else np.broadcast_to(scale, (d,))
+        return scale[None, :] * np.asarray(head.divisor)[:, None]
 
     def _local_moments(self, Q, yn, counts, with_std, own=None):
         """Moments at every query and their local solution.
@@ -329,11 +345,13 @@ class LocalPolynomialFit(NadarayaWatsonRegressor):
             A, level, *sq = self._empty_moments(Q, empty, yn, with_std, own)
             mom.put(empty, A, *sq, level=level)
 
+        bandwidths = self._query_bandwidths(Q, own) if p > 1 else None
+
         def solve(rows):
             z = frame.coordinates(Q64[rows], mom.C[rows], mom.R[rows])
             basis = scale = None
             if p > 1:  # solved about the query (see local_solution)
-                bandwidth = self._continuous_bandwidth()
+                bandwidth = bandwidths[rows]
                 basis, scale = frame.query_frame(bandwidth, mom.R[rows], p)
             return local_solution(
                 mom.A[rows], cols, n_terms, k, monomials(z, p), self.min_eigenvalue,
@@ -568,28 +586,21 @@ class LocalLinearRegressor(LocalPolynomialFit):
         kernel only).
 
     span : float in (0, 1], default=None
-        Nearest-neighbour bandwidths, as LOWESS's ``frac``: the bandwidth at
-        each query is its distance to its ``k``-th nearest training point,
-        ``k = int(span * n + 1e-10)`` (at least 2, at most ``n``; with sample
-        weights, ``n`` is their sum and the window holds the nearest points
-        whose weights sum to ``k``), in the coordinates the features are
-        divided into by the shape of ``bandwidth`` (a per-feature array, or
-        the rule's; ``"cv"`` and ``"plugin"`` take Scott's shape, which does
-        not matter with one feature). The weights are ``K(d / h_q)``, so a
-        compact kernel gives the ``k``-th point weight 0. ``None`` uses
-        ``bandwidth`` at every query. Not with discrete features; the sums
-        take the dense backend (``algorithm`` "auto" or "brute").
+        Nearest-neighbour bandwidths (LOWESS's ``frac``): each query's
+        bandwidth is its distance to its ``k``-th nearest training point,
+        ``k = int(span * n + 1e-10)`` (2 to ``n``; with sample weights ``n`` is
+        their sum and ``k`` a weight), in the features divided by the shape of
+        ``bandwidth`` (Scott's for ``"cv"`` and ``"plugin"``). A compact kernel
+        gives the ``k``-th point weight 0. Continuous features only; summed by
+        the dense backend. None: ``bandwidth`` at every query.
     robust_iterations : int, default=0
-        Robustness iterations (Cleveland, 1979): after each fit, each
-        training point gets the weight ``B(|r| / (6 s))`` of its residual
-        ``r`` (the bisquare ``B(u) = (1 - u**2)**2`` for ``u < 1``, else 0;
-        ``s`` the median absolute residual; with several outputs a point
-        weighs by its largest residual in those units), multiplied into its
-        sample weight, and the estimator is refitted. The bandwidth (or the
-        span's windows) is that of the first fit. With ``kernel="tricube"``,
-        ``span=frac`` and ``robust_iterations=it``,
-        :class:`LocalLinearRegressor` is LOWESS (statsmodels'
-        ``lowess(y, x, frac, it, delta=0)``).
+        Robustness iterations (Cleveland, 1979): after each fit, the sample
+        weights are multiplied by the bisquare ``(1 - u**2)**2`` (0 for ``u
+        >= 1``) of each point's residual in units of 6 median absolute
+        residuals (its largest over the outputs), and the estimator is
+        refitted at the first fit's bandwidth or windows. With
+        ``kernel="tricube"``, :class:`LocalLinearRegressor` is then LOWESS
+        (statsmodels' ``lowess(y, x, frac=span, it=robust_iterations)``).
 
     Attributes
     ----------
@@ -616,9 +627,8 @@ class LocalLinearRegressor(LocalPolynomialFit):
     span_ : float or None
         The span of the nearest-neighbour bandwidths (``span``), or None.
     robustness_weights_ : ndarray of shape (n_samples,)
-        The robustness weights of the last refit, included in
-        ``sample_weight_`` (which is then the sample weights times these);
-        only with ``robust_iterations > 0``.
+        The last refit's robustness weights (``robust_iterations > 0`` only),
+        included in ``sample_weight_``.
     noise_variance_ : ndarray of shape (n_outputs,) or None
         The noise variance per output for ``noise_variance="global"`` or a
         float; ``None`` for ``"local"``.

@@ -214,8 +214,14 @@ class LocalPolynomialCVFit(CVSelectionMixin, LocalPolynomialFit):
                 t = np.broadcast_to(t, (d,))
                 basis = None
                 if p > 1:  # solved about each point (see local_solution)
-                    basis = np.diag(t)
-                    to_bandwidth = [np.prod(t[list(a)]) for a in terms]
+                    # A span: each point's own bandwidth (see _query_bandwidths).
+                    own_bw = cand.get("query_bandwidths")
+                    tq = t[None, :] if own_bw is None else unit / own_bw
+                    tq = np.broadcast_to(tq, (Z.shape[0], d))
+                    basis = tq[:, :, None] * np.eye(d)[None]
+                    to_bandwidth = np.stack(
+                        [np.prod(tq[:, list(a)], axis=1) for a in terms], axis=1
+                    )
                 else:
                     to_bandwidth = [np.prod((t / np.max(t))[list(a)]) for a in terms]
                 sol = local_solution(
@@ -310,12 +316,20 @@ class LocalLinearRegressorCV(LocalPolynomialCVFit, LocalLinearRegressor):
         As in :class:`LocalLinearRegressor`; the smoothing parameters are
         searched as by :class:`NadarayaWatsonRegressorCV`.
 
+    spans : array-like of float in (0, 1], default=None
+        Score every kernel with these nearest-neighbour spans (``span`` of the
+        plain estimator; leave-one-out counts each window without its point)
+        instead of bandwidths; the choice is ``span_``. Not with
+        ``bandwidths``, ``refine`` or discrete features.
+
     Attributes
     ----------
     kernel_ : Kernel
         The selected kernel.
     bandwidth_ : float or ndarray of shape (n_features,)
         The selected bandwidth.
+    span_ : float or None
+        The selected span (with ``spans``), else None.
     best_score_ : float
         Cross-validated score of the selected kernel and bandwidth.
     best_index_ : int

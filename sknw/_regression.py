@@ -166,28 +166,21 @@ class NadarayaWatsonRegressor(RegressorMixin, GradientMixin, NadarayaWatsonBase)
         with the bandwidth by ``bandwidth="cv"``.
 
     span : float in (0, 1], default=None
-        Nearest-neighbour bandwidths, as LOWESS's ``frac``: the bandwidth at
-        each query is its distance to its ``k``-th nearest training point,
-        ``k = int(span * n + 1e-10)`` (at least 2, at most ``n``; with sample
-        weights, ``n`` is their sum and the window holds the nearest points
-        whose weights sum to ``k``), in the coordinates the features are
-        divided into by the shape of ``bandwidth`` (a per-feature array, or
-        the rule's; ``"cv"`` and ``"plugin"`` take Scott's shape, which does
-        not matter with one feature). The weights are ``K(d / h_q)``, so a
-        compact kernel gives the ``k``-th point weight 0. ``None`` uses
-        ``bandwidth`` at every query. Not with discrete features; the sums
-        take the dense backend (``algorithm`` "auto" or "brute").
+        Nearest-neighbour bandwidths (LOWESS's ``frac``): each query's
+        bandwidth is its distance to its ``k``-th nearest training point,
+        ``k = int(span * n + 1e-10)`` (2 to ``n``; with sample weights ``n`` is
+        their sum and ``k`` a weight), in the features divided by the shape of
+        ``bandwidth`` (Scott's for ``"cv"`` and ``"plugin"``). A compact kernel
+        gives the ``k``-th point weight 0. Continuous features only; summed by
+        the dense backend. None: ``bandwidth`` at every query.
     robust_iterations : int, default=0
-        Robustness iterations (Cleveland, 1979): after each fit, each
-        training point gets the weight ``B(|r| / (6 s))`` of its residual
-        ``r`` (the bisquare ``B(u) = (1 - u**2)**2`` for ``u < 1``, else 0;
-        ``s`` the median absolute residual; with several outputs a point
-        weighs by its largest residual in those units), multiplied into its
-        sample weight, and the estimator is refitted. The bandwidth (or the
-        span's windows) is that of the first fit. With ``kernel="tricube"``,
-        ``span=frac`` and ``robust_iterations=it``,
-        :class:`LocalLinearRegressor` is LOWESS (statsmodels'
-        ``lowess(y, x, frac, it, delta=0)``).
+        Robustness iterations (Cleveland, 1979): after each fit, the sample
+        weights are multiplied by the bisquare ``(1 - u**2)**2`` (0 for ``u
+        >= 1``) of each point's residual in units of 6 median absolute
+        residuals (its largest over the outputs), and the estimator is
+        refitted at the first fit's bandwidth or windows. With
+        ``kernel="tricube"``, :class:`LocalLinearRegressor` is then LOWESS
+        (statsmodels' ``lowess(y, x, frac=span, it=robust_iterations)``).
 
     Attributes
     ----------
@@ -221,9 +214,8 @@ class NadarayaWatsonRegressor(RegressorMixin, GradientMixin, NadarayaWatsonBase)
     span_ : float or None
         The span of the nearest-neighbour bandwidths (``span``), or None.
     robustness_weights_ : ndarray of shape (n_samples,)
-        The robustness weights of the last refit, included in
-        ``sample_weight_`` (which is then the sample weights times these);
-        only with ``robust_iterations > 0``.
+        The last refit's robustness weights (``robust_iterations > 0`` only),
+        included in ``sample_weight_``.
     noise_variance_ : ndarray of shape (n_outputs,) or None
         The noise variance per output for ``noise_variance="global"`` or a
         float; ``None`` for ``"local"`` (estimated per query).
@@ -739,6 +731,12 @@ class NadarayaWatsonRegressorCV(CVSelectionMixin, NadarayaWatsonRegressor):
         again, twice; ``bandwidths`` holds floats (the continuous features';
         the smoothing parameters searched) or full per-feature arrays (fixed).
 
+    spans : array-like of float in (0, 1], default=None
+        Score every kernel with these nearest-neighbour spans (``span`` of the
+        plain estimator; leave-one-out counts each window without its point)
+        instead of bandwidths; the choice is ``span_``. Not with
+        ``bandwidths``, ``refine`` or discrete features.
+
     Attributes
     ----------
     algorithm_ : {"brute", "tree", "tiles", "sorted", "fgt"}
@@ -747,6 +745,8 @@ class NadarayaWatsonRegressorCV(CVSelectionMixin, NadarayaWatsonRegressor):
         The selected kernel.
     bandwidth_ : float or ndarray of shape (n_features,)
         The selected bandwidth.
+    span_ : float or None
+        The selected span (with ``spans``), else None.
     best_score_ : float
         Cross-validated score of the selected kernel and bandwidth (after the
         refinement when ``refine=True``).

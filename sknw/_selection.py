@@ -31,7 +31,7 @@ from ._grid import (  # noqa: F401 - the grid's names, here too
 from ._mixed import SEARCH_ROUNDS, coordinate_search, encode_features, mixed_grid
 from ._scaling import group_candidates, scalings
 from ._scoring import check_scoring, make_scorer
-from ._span import candidate_spans, span_candidates, span_head
+from ._span import candidate_spans, span_candidates, split_heads
 from ._sums import (
     algorithms,
     default_tile_elements,
@@ -119,11 +119,11 @@ def cv_predictions(
                 Xq, Xt, Vt = X[test], X[train], V[train]
                 wt = None if w is None else w[train]
                 own, loo = None, {}
-            heads = [
-                span_head(head, cands[i].get("span"), Xq, Xt, wt, own, kept, unit,
-                          scale, metric, metric_params, tile_elements)
-                for i, head in members
-            ]  # fmt: skip
+            heads = split_heads(
+                members, cands, Xq, Xt, wt, own, kept, unit, scale, test,
+                X.shape, metric=metric, metric_params=metric_params,
+                tile_elements=tile_elements,
+            )  # fmt: skip
             results = grid_sums(
                 algorithm,
                 accepted,

@@ -20,7 +20,7 @@ import numpy as np
 from ._bandwidth import rule_bandwidth
 from ._scaling import scaling_of
 from ._sums import Head, pairwise_distances
-from ._sums._base import _scaled_rows, _tile_shape
+from ._sums._base import _scaled_rows, _tile_shape, scale_of
 from ._sums._traits import HOMOGENEOUS_DEGREE
 
 #: Metrics whose distance in one feature is exactly ``|x - q|`` as float64
@@ -193,22 +193,33 @@ def span_bandwidth(shape, span, X, sample_weight, *, metric, metric_params, scal
         return shape * size
 
 
-def span_head(head, span, Xq, Xt, wt, own, kept, unit, scale, metric, params, tile):
-    """A candidate's head in one split of the cross-validation: with a
-    ``span``, each query's nearest-neighbour bandwidth among the split's
-    training points ``Xt`` (the weights ``wt`` counted in units of ``unit``;
+def split_heads(members, cands, Xq, Xt, wt, own, kept, unit, scale, rows, shape, **p):
+    """The candidates' heads in one split of the cross-validation: with a
+    span, each query's nearest-neighbour bandwidth among the split's training
+    points ``Xt`` (the weights ``wt`` counted in units of ``unit``;
     leave-one-out, ``own``: each point keeping ``kept`` of its weight in its
-    own window). Without, ``head`` itself."""
-    if span is None:
-        return head
-    with np.errstate(over="ignore"):
-        counted = None if wt is None else wt / unit
-        kept_n = None if kept is None or own is None else kept / unit
-    h = neighbour_distances(
-        Xq, Xt, span, metric=metric, metric_params=params, scale=scale,
-        sample_weight=counted, own=own, kept=kept_n, tile_elements=tile,
-    )  # fmt: skip
-    return Head(head.kernel, h)
+    own window), also recorded per feature for the local fits in
+    ``cand["query_bandwidths"]`` (of shape ``shape``, at the queries'
+    ``rows``); the others as they are. ``p``: the metric, its parameters and
+    the tile size."""
+    heads = []
+    for i, head in members:
+        span = cands[i].get("span")
+        if span is not None:
+            with np.errstate(over="ignore"):
+                counted = None if wt is None else wt / unit
+                kept_n = None if kept is None or own is None else kept / unit
+            h = neighbour_distances(
+                Xq, Xt, span, scale=scale, sample_weight=counted, own=own,
+                kept=kept_n, **p,
+            )  # fmt: skip
+            head = Head(head.kernel, h)
+            store = cands[i].setdefault("query_bandwidths", np.ones(shape))
+            s = scale_of(scale)
+            s = np.ones(shape[1]) if s is None else np.broadcast_to(s, shape[1:])
+            store[rows] = s[None, :] * h[:, None]
+        heads.append(head)
+    return heads
 
 
 def candidate_spans(est):

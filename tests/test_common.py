@@ -97,6 +97,10 @@ ESTIMATORS = (
         NadarayaWatsonClassifier(span=0.5),
         LocalLinearRegressor(kernel="tricube", span=0.5, robust_iterations=2),
         LocalPolynomialRegressor(span=0.8, robust_iterations=1),
+        NadarayaWatsonRegressorCV(kernels=["tricube"], spans=[0.02, 0.05, 0.2]),
+        NadarayaWatsonClassifierCV(spans=[0.3, 1.0]),
+        LocalLinearRegressorCV(kernels=["tricube"], spans=[0.5, 1.0], cv=3),
+        LocalPolynomialRegressorCV(spans=[0.6, 1.0]),
     ]
 )
 

@@ -8,13 +8,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 from scipy.spatial.distance import cdist
+from sklearn.model_selection import GridSearchCV, KFold, LeaveOneOut
 from sklearn.utils._param_validation import InvalidParameterError
 
 from sknw import (
     LocalLinearRegressor,
+    LocalLinearRegressorCV,
     LocalPolynomialRegressor,
+    LocalPolynomialRegressorCV,
     NadarayaWatsonClassifier,
+    NadarayaWatsonClassifierCV,
     NadarayaWatsonRegressor,
+    NadarayaWatsonRegressorCV,
 )
 from sknw._span import neighbour_count, neighbour_distances
 from sknw.kernels import get_kernel
@@ -266,3 +271,88 @@ def test_coincident_points_fill_a_window():
     est = NadarayaWatsonRegressor(kernel="gaussian", span=0.2).fit(X, y)
     assert_allclose(est.predict([[0.0]]), [2.0])
     assert np.isfinite(est.predict([[0.5]])).all()
+
+
+def _cv_data(n=60, seed=10):
+    rng = np.random.default_rng(seed)
+    X = rng.gamma(2.0, 1.0, size=(n, 1))
+    y = np.sin(X[:, 0]) + 0.2 * rng.normal(size=n)
+    return X, y
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize(
+    "plain, search, spans",
+    [
+        (NadarayaWatsonRegressor(), NadarayaWatsonRegressorCV(), [0.05, 0.2, 0.5, 1]),
+        (LocalLinearRegressor(), LocalLinearRegressorCV(), [0.1, 0.2, 0.4, 0.8]),
+        (
+            LocalPolynomialRegressor(degree=2),
+            LocalPolynomialRegressorCV(degree=2),
+            [0.4, 0.7, 1.0],
+        ),
+    ],
+    ids=["nw", "ll", "lp2"],
+)
+@pytest.mark.parametrize("cv", [None, 5])
+def test_span_search_equals_refits(plain, search, spans, cv):
+    X, y = _cv_data()
+    kernels = ["tricube", "gaussian"]
+    est = search.set_params(kernels=kernels, spans=spans, cv=cv).fit(X, y)
+    splitter = LeaveOneOut() if cv is None else KFold(cv)
+    grid = GridSearchCV(
+        plain, {"kernel": kernels, "span": spans}, cv=splitter,
+        scoring="neg_mean_squared_error",
+    ).fit(X, y)  # fmt: skip
+    assert_allclose(
+        est.cv_results_["mean_test_score"], grid.cv_results_["mean_test_score"],
+        rtol=1e-9, atol=1e-12,
+    )  # fmt: skip
+    assert est.span_ == grid.best_params_["span"]
+    assert_allclose(est.cv_results_["param_span"], spans * 2)
+    refit = type(plain)(**{**plain.get_params(), **grid.best_params_}).fit(X, y)
+    assert_allclose(est.predict(X), refit.predict(X), rtol=1e-9, atol=1e-12)
+
+
+def test_classifier_span_search_equals_refits():
+    X, y = _cv_data(70, 11)
+    labels = (y > 0).astype(int)
+    spans = [0.1, 0.3, 0.9]
+    est = NadarayaWatsonClassifierCV(kernels=["tricube"], spans=spans).fit(X, labels)
+    expected = []
+    for span in spans:
+        losses = []
+        for i in range(70):
+            rest = np.delete(np.arange(70), i)
+            clf = NadarayaWatsonClassifier(kernel="tricube", span=span)
+            p = clf.fit(X[rest], labels[rest]).predict_proba(X[i : i + 1])[0]
+            losses.append(-np.log(np.clip(p[labels[i]], 1e-15, 1.0)))
+        expected.append(-np.mean(losses))
+    assert_allclose(est.cv_results_["mean_test_score"], expected, rtol=1e-9)
+    assert est.span_ == spans[int(np.argmax(expected))]
+
+
+@pytest.mark.parametrize("search", [NadarayaWatsonRegressorCV, LocalLinearRegressorCV])
+def test_span_search_counts_frequency_weights(search):
+    X, y = _cv_data(40, 12)
+    w = np.random.default_rng(0).integers(1, 4, size=40).astype(float)
+    rep = np.repeat(np.arange(40), w.astype(int))
+    spans = [0.1, 0.3, 0.6]
+    a = search(kernels=["epanechnikov"], spans=spans).fit(X, y, sample_weight=w)
+    b = search(kernels=["epanechnikov"], spans=spans).fit(X[rep], y[rep])
+    assert_allclose(
+        a.cv_results_["mean_test_score"], b.cv_results_["mean_test_score"],
+        rtol=1e-10,
+    )  # fmt: skip
+
+
+def test_span_search_refuses_what_it_cannot_search():
+    X, y = _cv_data(30, 13)
+    with pytest.raises(ValueError, match="without bandwidths"):
+        NadarayaWatsonRegressorCV(spans=[0.5], bandwidths=5).fit(X, y)
+    with pytest.raises(ValueError, match="in \\(0, 1\\]"):
+        NadarayaWatsonRegressorCV(spans=[0.5, 2.0]).fit(X, y)
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame({"x": X[:, 0], "c": pd.Categorical(["a", "b"] * 15)})
+    with pytest.raises(ValueError, match="continuous features only"):
+        NadarayaWatsonRegressorCV(spans=[0.5]).fit(frame, y)
