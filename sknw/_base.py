@@ -33,10 +33,11 @@ from ._sums import (
     nearest_sums,
     pairwise_distances,
     power_of_two_scale,
+    why_not,
 )
 from ._sums._base import _scaled_rows
 from ._sums._cells import DiscreteHead, cell_nearest_sums, cell_nearest_weights
-from ._sums._traits import is_compact
+from ._sums._traits import is_compact, is_continuous
 from ._uncertainty import SquaredKernel, SquaredWeights
 from ._validation import (
     CDIST_METRICS,
@@ -346,22 +347,18 @@ class NadarayaWatsonBase(BaseEstimator):
             Xc = self._continuous(self.X_fit_)
             scaling = scaling_of(self._continuous_bandwidth(), self.metric_, Xc)
         self._scaling = scaling
+        head = self._head()
         if self.span_ is not None:
-            # Per-query bandwidths: the dense backend sums them.
-            if self.algorithm not in ("auto", DENSE):
-                raise ValueError(
-                    f"algorithm={self.algorithm!r} cannot serve span="
-                    f"{self.span_!r} (a bandwidth per query); use "
-                    f"algorithm='auto' or {DENSE!r}."
-                )
-            self.algorithm_, self._index = DENSE, None
-            return
+            head = self._span_fit_head()
+            if head is None:  # per-query bandwidths: the dense backend
+                self.algorithm_, self._index = DENSE, None
+                return
         request = FitRequest(
             X=self.X_fit_,
             sample_weight=self.sample_weight_,
             values=self._index_values,
             powers=self._local_powers,
-            head=self._head(),
+            head=head,
             scale=self._scale(),
             metric=self.metric_,
             metric_params=self.metric_params_,
@@ -371,6 +368,30 @@ class NadarayaWatsonBase(BaseEstimator):
         self.algorithm_, self._index = choose(
             self.algorithm, self._fit_algorithms(), request
         )
+
+    def _span_fit_head(self):
+        """With a span, the head of an index of per-query bandwidths (those
+        of the training points; see :class:`~sknw._sums._sorted.SortedLadder`),
+        where a backend other than the dense one may serve them (one feature,
+        a kernel polynomial and continuous on its support, a line metric);
+        else None, after refusing an ``algorithm`` that cannot serve them."""
+        kernel = self.kernel_
+        fast = (
+            self.X_fit_.shape[1] == 1
+            and why_not("sorted", kernel, self.metric_, self.metric_params_, 1) is None
+            and is_continuous(kernel)
+            and "sorted" in self._fit_algorithms()
+        )
+        if not fast:
+            if self.algorithm not in ("auto", DENSE):
+                raise ValueError(
+                    f"algorithm={self.algorithm!r} cannot serve span="
+                    f"{self.span_!r} (a bandwidth per query) here; use "
+                    f"algorithm='auto' or {DENSE!r}."
+                )
+            return None
+        (head,) = self._span_heads(self.X_fit_, [self._head()])
+        return head
 
     def _fit_algorithms(self):
         """The backends ``algorithm`` may resolve to at fit."""

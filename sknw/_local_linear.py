@@ -207,8 +207,9 @@ class LocalPolynomialFit(NadarayaWatsonRegressor):
         if self._targets is None:
             return None
         V, w, (mid, y_scale, spread) = self._targets
+        (head,) = self._span_heads(Q, [self._head()])
         moments = local_moments(
-            self.algorithm_, self._index, Q, self.X_fit_, V, self._head(), 2,
+            self.algorithm_, self._index, Q, self.X_fit_, V, head, 2,
             metric=self.metric_, metric_params=self.metric_params_,
             scale=self._scale(), sample_weight=w, tile_elements=_tile_elements(),
             n_jobs=self.n_jobs,

@@ -241,9 +241,9 @@ def test_span_refuses_what_it_cannot_serve():
     with pytest.raises(InvalidParameterError):
         NadarayaWatsonRegressor(span=1.5).fit(X, y)
     with pytest.raises(ValueError, match="cannot serve span"):
-        NadarayaWatsonRegressor(span=0.5, algorithm="sorted", kernel="tricube").fit(
-            X, y
-        )
+        NadarayaWatsonRegressor(span=0.5, algorithm="tree", kernel="tricube").fit(X, y)
+    est = NadarayaWatsonRegressor(span=0.5, algorithm="sorted", kernel="tricube")
+    assert est.fit(X, y).algorithm_ == "sorted"  # explicit: any number of points
     est = NadarayaWatsonRegressor(span=0.5).fit(X, y)
     with pytest.raises(ValueError, match="bandwidth changes with the query"):
         est.gradient(X[:3])
@@ -356,3 +356,72 @@ def test_span_search_refuses_what_it_cannot_search():
     frame = pd.DataFrame({"x": X[:, 0], "c": pd.Categorical(["a", "b"] * 15)})
     with pytest.raises(ValueError, match="continuous features only"):
         NadarayaWatsonRegressorCV(spans=[0.5]).fit(frame, y)
+
+
+@pytest.mark.parametrize("kernel", ["tricube", "epanechnikov", "triweight", "biweight"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_sorted_ladder_equals_dense(kernel, weighted):
+    rng = np.random.default_rng(14)
+    n = 1500
+    X = rng.gamma(1.5, 1.0, size=(n, 1))  # bandwidths over several octaves
+    y = np.sin(2 * X[:, 0]) + 0.1 * rng.normal(size=n)
+    w = rng.integers(1, 4, size=n).astype(float) if weighted else None
+    Q = np.r_[X[:200, 0], np.linspace(-3, 15, 60)][:, None]  # and extrapolating
+    for make in (NadarayaWatsonRegressor, LocalLinearRegressor):
+        fast = make(kernel=kernel, span=0.1).fit(X, y, sample_weight=w)
+        dense = make(kernel=kernel, span=0.1, algorithm="brute")
+        dense.fit(X, y, sample_weight=w)
+        assert fast.algorithm_ == "sorted"
+        assert len(fast._index.indexes) >= 3
+        assert_allclose(fast.predict(Q), dense.predict(Q), rtol=1e-9, atol=1e-9)
+    single = np.array([fast.predict(Q[i : i + 1])[0] for i in range(0, 260, 13)])
+    assert_allclose(single, fast.predict(Q)[::13], rtol=1e-12, atol=1e-12)
+
+
+def test_sorted_ladder_leaves_points_out():
+    from sknw._sums import Head, kernel_sums
+    from sknw._sums._sorted import SortedLadder, ladder_sums
+
+    rng = np.random.default_rng(15)
+    X = rng.gamma(2.0, 1.0, size=(800, 1))
+    V = rng.normal(size=(800, 2))
+    w = rng.integers(1, 3, size=800).astype(float)
+    kept = w - 1.0
+    own = np.arange(800)
+    h = neighbour_distances(
+        X, X, 0.05, metric="euclidean", metric_params=None, scale=None,
+        sample_weight=w, own=own, kept=kept, tile_elements=1 << 16,
+    )  # fmt: skip
+    head = Head(get_kernel("tricube"), h)
+    ladder = SortedLadder(X, V, w, head.kernel, h, None)
+    ladder.key = None
+    params = {
+        "metric": "euclidean", "sample_weight": w, "exclude_self": True,
+        "self_index": own, "self_weight": kept,
+    }  # fmt: skip
+    ((S, den, _),) = ladder_sums(X, X, V, [head], index=ladder, **params)
+    ((S0, den0, M0),) = kernel_sums(X, X, V, [head], **params)
+    scale = np.exp(M0)
+    assert_allclose(den, den0 * scale, rtol=1e-9)
+    assert_allclose(S / den[:, None], S0 / den0[:, None], rtol=1e-8, atol=1e-10)
+
+
+def test_span_backend_choice():
+    rng = np.random.default_rng(16)
+    X = rng.uniform(size=(600, 1))
+    y = X[:, 0]
+    assert NadarayaWatsonRegressor(kernel="tricube", span=0.2).fit(X, y).algorithm_ == (
+        "sorted"
+    )
+    for kernel in ("boxcar", "gaussian"):
+        est = NadarayaWatsonRegressor(kernel=kernel, span=0.2).fit(X, y)
+        assert est.algorithm_ == "brute"
+    assert NadarayaWatsonRegressor(kernel="tricube", span=0.2).fit(
+        X[:100], y[:100]
+    ).algorithm_ == "brute"  # fmt: skip
+    with pytest.raises(ValueError, match="cannot serve span"):
+        NadarayaWatsonRegressor(kernel="boxcar", span=0.2, algorithm="sorted").fit(X, y)
+    with pytest.raises(ValueError, match="cannot serve"):
+        NadarayaWatsonRegressor(kernel="gaussian", span=0.2, algorithm="fgt").fit(X, y)
+    est = LocalPolynomialRegressor(degree=2, kernel="tricube", span=0.2).fit(X, y)
+    assert est.algorithm_ == "brute"

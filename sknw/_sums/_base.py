@@ -643,6 +643,10 @@ class Backend:
         Whether it sums the moments about each query of the local polynomial
         fits (:meth:`moment_sums`), from an index built with the powers of a
         :class:`~sknw._sums._dispatcher.FitRequest`.
+    per_query : bool
+        Whether it serves heads with a divisor per query (nearest-neighbour
+        spans), from an index fitted to a request whose head holds those of
+        the training points.
     """
 
     name = None
@@ -651,6 +655,7 @@ class Backend:
     tolerance = False
     leave_one_out = False
     local_moments = False
+    per_query = False
 
     def why_not(self, kernel, metric, metric_params, n_features):
         """Why it cannot serve this kernel and metric (None: it can)."""

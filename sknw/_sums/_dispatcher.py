@@ -134,12 +134,21 @@ def choose(algorithm, accepted, request):
         return _choose_cells(algorithm, accepted, request)
     kernel, d = request.head.kernel, request.X.shape[1]
     metric, params = request.metric, request.metric_params
+    spans = per_query(request.head)
     if algorithm != "auto":
         check(algorithm, kernel, metric, params, d)
+        if spans and not BACKENDS[algorithm].per_query and algorithm != DENSE:
+            raise ValueError(
+                f"algorithm={algorithm!r} cannot serve a bandwidth per query "
+                "(span); use algorithm='auto', 'sorted' or "
+                f"{DENSE!r}."
+            )
         return algorithm, BACKENDS[algorithm].fit(request)
     auto = replace(request, auto=True)
     for name, backend in BACKENDS.items():
         if name not in accepted or not backend.auto:
+            continue
+        if spans and not backend.per_query and name != DENSE:
             continue
         if backend.why_not(kernel, metric, params, d) is not None:
             continue
@@ -195,7 +204,7 @@ def backend_sums(name, index, Q, X, V, heads, *, n_jobs=None, **params):
     loo = params.get("exclude_self", False)
     if (
         (loo and not backend.leave_one_out)
-        or any(per_query(h) for h in heads)  # per-query divisors: dense
+        or (any(per_query(h) for h in heads) and not backend.per_query)
         or not backend.serves(index, V, heads, params.get("sample_weight"))
     ):
         backend = BACKENDS[DENSE]
@@ -262,8 +271,10 @@ def local_moments(name, index, Q, X, V, head, powers, *, n_jobs=None, **params):
     index does not serve ``V`` and ``head`` (the estimator then takes its
     exact path)."""
     backend = BACKENDS[name]
-    if discrete_of([head]) is not None or per_query(head):
-        return None  # product kernels and per-query divisors: the exact path
+    if discrete_of([head]) is not None:
+        return None  # product kernels: the exact path
+    if per_query(head) and not backend.per_query:
+        return None
     if not backend.local_moments or not backend.serves(
         index, V, [head], params.get("sample_weight")
     ):

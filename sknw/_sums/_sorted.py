@@ -7,6 +7,7 @@ from ._base import (
     _EPS64,
     TILE_ELEMENTS,
     Backend,
+    Head,
     MomentSums,
     _scaled_rows,
     _tile_shape,
@@ -16,6 +17,7 @@ from ._base import (
     line_offsets,
     line_origin,
     own_rows,
+    per_query,
     removed_entirely,
     unit_blocks,
     values_key,
@@ -199,11 +201,13 @@ class SortedIndex:
         total[b <= a] = 0.0
         return total
 
-    def _side(self, a, b, tq, left, powers=0, xq=None):
+    def _side(self, a, b, tq, left, powers=0, xq=None, ratio=None):
         """Sums of ``K(u) u**j`` (``u = |x - q| / h``, ``j`` up to ``powers``)
         over the sorted points ``a <= j < b`` on one side of ``tq``,
         ``(m, powers + 1, k + 1)``, and the magnitudes of the terms of their
-        expansion (per unit weight), ``(m, powers + 1)``."""
+        expansion (per unit weight), ``(m, powers + 1)``. With ``ratio``
+        (``r >= 1`` per query), the kernel is ``K(r u)``: its coefficients
+        in the powers of ``u`` times ``r`` to their degree."""
         m, c = tq.shape[0], self.Vx.shape[1]
         acc = np.zeros((m, powers + 1, c))
         magnitude = np.zeros((m, powers + 1))
@@ -219,6 +223,8 @@ class SortedIndex:
             # u = delta - s (left) or s - delta (right)
             delta = (xq - self.centre_x[last]) / self.bandwidth
             z = delta if left else -delta
+            if ratio is not None:  # K(r u) u**j: powers of r z, then r**(i - j)
+                z = z * ratio
             prefix = np.where((hi > lo)[:, None], self.abs_moments[last], 0.0)
             # The run's moments are differences of prefix sums of the block up
             # to its last point: they round relative to that prefix's sums of
@@ -236,56 +242,60 @@ class SortedIndex:
             for j, (M, M_left, M_abs) in enumerate(self.polys[: powers + 1]):
                 width = M.shape[0]
                 coefs = zp[:, :width] @ (M_left if left else M)
+                size = abs_zp[:, :width] @ M_abs
+                if ratio is not None:
+                    rp = ratio[:, None] ** (np.arange(width) - j)
+                    coefs, size = coefs * rp, size * rp
                 acc[:, j] += np.einsum("mi,mic->mc", coefs, moments[:, :width])
                 units = 2 * (self.degree + j) + 10 + terms
-                size = abs_zp[:, :width] @ M_abs
                 magnitude[:, j] += (
                     np.einsum("mi,mi->m", size, prefix[:, :width]) * units
                 )
                 # The rounding of the offsets s and delta (a few units of
                 # roundoff of each), moving each term by the kernel's slope.
                 slope = self.slopes[j] * 4.0 * (np.abs(z) + 1.0)
+                if ratio is not None:  # d/du K(r u) u**j: r**(1 - j) times
+                    slope = slope * ratio ** (1.0 - j)
                 magnitude[:, j] += slope * prefix[:, 0]
         magnitude[spans] = np.inf
         return acc, magnitude
 
-    def _windows(self, tq, xq=None, strict=None, qd=None):
+    def _windows(self, tq, xq=None, strict=None, qd=None, reach=None):
         """Index bounds of the points within reach of the queries ``tq``
         (offsets ``xq``, by default ``tq`` times the bandwidth): open
         (``|x - q| < h``) for the boxcar or with ``strict``, else closed.
         With ``qd`` (the queries in the dense path's coordinates), the
         boxcar's are decided on those coordinates in exact arithmetic
-        (:func:`within`), as the definition has it; else on the offsets."""
+        (:func:`within`), as the definition has it; else on the offsets.
+        ``reach``: one per query (per-query bandwidths), else the index's."""
         xq = tq * self.bandwidth if xq is None else xq
         strict = self.open if strict is None else strict
-        lo = np.searchsorted(
-            self.x, xq - self.reach, side="right" if strict else "left"
-        )
-        hi = np.searchsorted(
-            self.x, xq + self.reach, side="left" if strict else "right"
-        )
+        reach = self.reach if reach is None else reach
+        lo = np.searchsorted(self.x, xq - reach, side="right" if strict else "left")
+        hi = np.searchsorted(self.x, xq + reach, side="left" if strict else "right")
         if qd is not None and self.open:
             # Only the boxcar weighs a point at the edge: for the others an
             # edge point is of weight about 0 either way.
-            lo = self._exact_edge(lo, qd, strict, True)
-            hi = self._exact_edge(hi, qd, strict, False)
+            lo = self._exact_edge(lo, qd, strict, True, reach)
+            hi = self._exact_edge(hi, qd, strict, False, reach)
         return lo, hi
 
-    def _exact_edge(self, edge, qd, strict, lower):
+    def _exact_edge(self, edge, qd, strict, lower, reach):
         """Move window edges (indices into the sorted points) to where the
         exact test :func:`within` puts them, a run of equal coordinates at a
         time (the rounding of ``xq -+ reach`` moves them by a few points)."""
         xd, n = self.xd, self.xd.size
         edge = edge.copy()
+        reach = np.broadcast_to(reach, edge.shape)
         for _ in range(MAX_EDGE_STEPS):
             # The point just outside the edge, and the one just inside.
             out = np.clip(edge - 1 if lower else edge, 0, max(n - 1, 0))
             inn = np.clip(edge if lower else edge - 1, 0, max(n - 1, 0))
             has_out = (edge > 0) if lower else (edge < n)
             has_in = (edge < n) if lower else (edge > 0)
-            grow = has_out & within(qd, xd[out], self.reach, strict)
+            grow = has_out & within(qd, xd[out], reach, strict)
             toward = (xd[inn] <= qd) if lower else (xd[inn] >= qd)
-            shrink = ~grow & has_in & toward & ~within(qd, xd[inn], self.reach, strict)
+            shrink = ~grow & has_in & toward & ~within(qd, xd[inn], reach, strict)
             if not (grow.any() or shrink.any()):
                 return edge
             side_grow, side_shrink = ("left", "right") if lower else ("right", "left")
@@ -294,14 +304,17 @@ class SortedIndex:
         raise RuntimeError("window edges did not settle")  # pragma: no cover
 
     def exact_sums(
-        self, tq, budget=TILE_ELEMENTS, xq=None, own=None, keep=None, qd=None
-    ):
+        self, tq, budget=TILE_ELEMENTS, xq=None, own=None, keep=None, qd=None,
+        ratio=None,
+    ):  # fmt: skip
         """Kernel sums ``[S, den]`` at queries ``tq`` (offsets ``xq``), term by
         term over each window's points (the kernel object evaluated at each
         offset). With ``own`` (the training index of each query), each
-        query's own term is scaled by its ``keep`` ratio (None: left out)."""
+        query's own term is scaled by its ``keep`` ratio (None: left out).
+        ``ratio``: per-query bandwidths, the index's over each query's."""
         xq = tq * self.bandwidth if xq is None else xq
-        lo, hi = self._windows(tq, xq, qd=qd)
+        reach = None if ratio is None else self.reach / ratio
+        lo, hi = self._windows(tq, xq, qd=qd, reach=reach)
         size = np.maximum(hi - lo, 0)
         out = np.zeros((tq.size, self.Vx.shape[1]))
         ends = np.cumsum(size)
@@ -318,6 +331,8 @@ class SortedIndex:
                 idx = np.arange(total) - np.repeat(first - lo[a:b], counts)
                 # From the offsets (exact where close), as the dense path.
                 u = np.abs(self.x[idx] - np.repeat(xq[a:b], counts)) / self.bandwidth
+                if ratio is not None:
+                    u = u * np.repeat(ratio[a:b], counts)
                 if self.open:  # inside the window, whatever the rounding of u
                     u = np.minimum(u, np.nextafter(1.0, 0.0))
                 terms = self.kernel(u)[:, None] * self.Vx[idx]
@@ -340,27 +355,37 @@ class SortedIndex:
         acc, inside, bound = self.moment_sums(tq, xq, 0, qd)
         return acc[:, 0], inside, bound[:, 0]
 
-    def moment_sums(self, tq, xq=None, powers=None, qd=None):
+    def moment_sums(self, tq, xq=None, powers=None, qd=None, ratio=None):
         """:meth:`sums` of ``K(u) u**j [v, 1]`` for ``j = 0 .. powers`` (by
         default all the index holds), ``u = (x - q) / h`` signed: sums ``(m,
-        powers + 1, k + 1)``, counts ``(m,)`` and bounds ``(m, powers + 1)``."""
+        powers + 1, k + 1)``, counts ``(m,)`` and bounds ``(m, powers + 1)``.
+        ``ratio`` (per-query bandwidths ``h_q``): the index's bandwidth over
+        each query's, at least 1 for a bound; ``u = (x - q) / h_q``."""
         powers = self.powers if powers is None else powers
         xq = tq * self.bandwidth if xq is None else xq
-        lo, hi = self._windows(tq, xq, qd=qd)
+        reach = None if ratio is None else self.reach / ratio
+        lo, hi = self._windows(tq, xq, qd=qd, reach=reach)
         # The sides of the query, from the offsets (as the windows).
         mid = np.clip(np.searchsorted(self.x, xq, side="right"), lo, hi)
-        left, left_size = self._side(lo, mid, tq, True, powers, xq)
-        right, right_size = self._side(mid, hi, tq, False, powers, xq)
+        left, left_size = self._side(lo, mid, tq, True, powers, xq, ratio)
+        right, right_size = self._side(mid, hi, tq, False, powers, xq, ratio)
         bound = _EPS64 * (left_size + right_size)
         # Left of the query, u = (x - q) / h is negative: (-1)**j.
         left[:, 1::2] = -left[:, 1::2]
         # A window is empty when no point of positive weight lies strictly
         # inside the support (points at u = 1 weigh 0; the boxcar's windows
         # are open already).
-        inner_lo, inner_hi = (lo, hi) if self.open else self._windows(tq, xq, True, qd)
+        inner_lo, inner_hi = (
+            (lo, hi) if self.open else self._windows(tq, xq, True, qd, reach)
+        )
         inner_hi = np.maximum(inner_hi, inner_lo)
         inside = self.positive[inner_hi] - self.positive[inner_lo]
-        return left + right, inside, bound
+        sums = left + right
+        if ratio is not None:  # powers of u in the index's units to h_q's
+            convert = ratio[:, None] ** np.arange(powers + 1)
+            sums *= convert[:, :, None]
+            bound = bound * convert
+        return sums, inside, bound
 
 
 def _binom(n, k):
@@ -400,7 +425,7 @@ def sorted_kernel_sums(
     """
     (head,) = heads
     m, k = Q.shape[0], V.shape[1]
-    tq, xq, qd, order, acc, inside, bound = _sorted_pass(
+    tq, xq, qd, order, acc, inside, bound, ratio = _sorted_pass(
         index, Q, V, head, 0, scale, tile_elements, **params
     )
     acc, bound = acc[:, 0], bound[:, 0]
@@ -415,6 +440,7 @@ def sorted_kernel_sums(
         acc[redo] = index.exact_sums(
             tq[redo], tile_elements, xq[redo],
             own=None if own is None else own[redo], keep=keep, qd=qd[redo],
+            ratio=None if ratio is None else ratio[redo],
         )  # fmt: skip
     acc[~(inside > 0)] = 0.0
     den = acc[:, k].copy()
@@ -427,15 +453,22 @@ def _sorted_pass(
 ):
     """The moments up to ``powers`` at every query by the expansion, with
     each query's own term left out for leave-one-out sums (``params``):
-    ``(tq, xq, qd, order, sums, counts, bound)`` (``qd`` the queries in the
-    dense path's coordinates; see
-    :meth:`SortedIndex.moment_sums`; ``order`` sorts the queries)."""
+    ``(tq, xq, qd, order, sums, counts, bound, ratio)`` (``qd`` the queries
+    in the dense path's coordinates; see
+    :meth:`SortedIndex.moment_sums`; ``order`` sorts the queries; ``ratio``
+    the index's bandwidth over each query's for a per-query head, else
+    None)."""
     m, k = Q.shape[0], V.shape[1]
     acc = np.zeros((m, powers + 1, k + 1))
     inside = np.zeros(m, dtype=np.intp)
     bound = np.zeros((m, powers + 1))
     xq_all = line_offsets(Q, index.origin, scale)
-    tq_all = xq_all / head.divisor
+    ratio = None
+    if per_query(head):
+        ratio = index.bandwidth / np.asarray(head.divisor, np.float64).reshape(-1)
+        tq_all = xq_all / index.bandwidth
+    else:
+        tq_all = xq_all / head.divisor
     qd_all = _scaled_rows(Q, 0, m, scale)[:, 0]
     # Sorted queries make the binary searches walk the index in order.
     order = np.argsort(tq_all)
@@ -446,13 +479,14 @@ def _sorted_pass(
     for q0 in range(0, m, chunk):
         rows = order[q0 : q0 + chunk]
         acc[rows], inside[rows], bound[rows] = index.moment_sums(
-            tq_all[rows], xq_all[rows], powers, qd_all[rows]
-        )
+            tq_all[rows], xq_all[rows], powers, qd_all[rows],
+            None if ratio is None else ratio[rows],
+        )  # fmt: skip
     own = own_rows(m, **params)
     if own is not None:
         leave_own_term_out(acc, bound, own, V, index.coef[0], **params)
         inside -= removed_entirely(own, **params)
-    return tq_all, xq_all, qd_all, order, acc, inside, bound
+    return tq_all, xq_all, qd_all, order, acc, inside, bound, ratio
 
 
 class SortedBackend(Backend):
@@ -465,6 +499,7 @@ class SortedBackend(Backend):
     fixed_values = True
     leave_one_out = True
     local_moments = True
+    per_query = True
 
     def why_not(self, kernel, metric, metric_params, n_features):
         if sorted_eligible(kernel, metric, metric_params, n_features):
@@ -479,6 +514,8 @@ class SortedBackend(Backend):
     def fit(self, request):
         if request.auto and not request.large:
             return None
+        if per_query(request.head):
+            return self._fit_ladder(request)
         V, w = request.values()
         head = request.head
         index = SortedIndex(
@@ -487,20 +524,121 @@ class SortedBackend(Backend):
         index.key = (values_key(V, w), head)
         return index
 
+    def _fit_ladder(self, request):
+        """A :class:`SortedLadder` for per-query bandwidths of about the
+        request head's (those of the training points); continuous kernels
+        only (a jump at the edge would be decided on other coordinates than
+        the neighbours' distances)."""
+        kernel = request.head.kernel
+        if not is_continuous(kernel):
+            if request.auto:
+                return None
+            raise ValueError(
+                f"algorithm={self.name!r} serves per-query bandwidths (span) "
+                f"for kernels continuous at their edge, not {kernel!r}."
+            )
+        V, w = request.values()
+        ladder = SortedLadder(
+            request.X, V, w, kernel, request.head.divisor, request.scale,
+            request.powers,
+        )  # fmt: skip
+        ladder.key = (values_key(V, w), kernel)
+        return ladder
+
     def serves(self, index, V, heads, sample_weight):
-        return len(heads) == 1 and index.key == (values_key(V, sample_weight), heads[0])
+        if len(heads) != 1:
+            return False
+        (head,) = heads
+        if isinstance(index, SortedLadder):
+            key = (values_key(V, sample_weight), head.kernel)
+            return per_query(head) and index.key == key
+        return not per_query(head) and index.key == (values_key(V, sample_weight), head)
 
     def sums(self, index, Q, X, V, heads, *, n_jobs=None, **params):
         self.check_params(params)
+        sums = ladder_sums if isinstance(index, SortedLadder) else sorted_kernel_sums
         return parallel_kernel_sums(
-            Q, X, V, heads, n_jobs=n_jobs, sums=sorted_kernel_sums, index=index,
-            **params,
+            Q, X, V, heads, n_jobs=n_jobs, sums=sums, index=index, **params,
         )  # fmt: skip
 
     def moment_sums(self, index, Q, X, V, head, powers, **params):
         self.check_params(params)
-        _, _, _, _, acc, inside, bound = _sorted_pass(
+        if isinstance(index, SortedLadder):
+            return index.moment_sums(Q, V, head, powers, **params)
+        _, _, _, _, acc, inside, bound, _ = _sorted_pass(
             index, Q, V, head, powers, **params
         )
         acc[inside <= 0] = 0.0
-        return MomentSums(acc, bound, inside, float(head.divisor))
+        unit = head.divisor if per_query(head) else float(head.divisor)
+        return MomentSums(acc, bound, inside, unit)
+
+
+#: Most indexes of a :class:`SortedLadder` (bandwidths down to 2**-7 of the
+#: largest; queries of smaller ones take an index of larger bandwidth, whose
+#: bound the exact sums back).
+LADDER_LEVELS = 8
+
+
+class SortedLadder:
+    """Sorted indexes for per-query bandwidths (nearest-neighbour spans): at
+    bandwidths ``H_j = H_0 / 2**j`` from the largest of ``bandwidths`` (those
+    of the training points) down to their smallest; a query of bandwidth
+    ``h`` takes the index of the smallest ``H_j >= h`` (within a factor 2),
+    whose kernel ``K(r u)``, ``r = H_j / h``, expands in the same moments
+    (:meth:`SortedIndex.moment_sums`)."""
+
+    def __init__(self, X, V, w, kernel, bandwidths, scale, powers=0):
+        h = np.asarray(bandwidths, dtype=np.float64).reshape(-1)
+        h = h[np.isfinite(h) & (h > 0)]
+        top = float(np.max(h)) if h.size else 1.0
+        low = float(np.min(h)) if h.size else 1.0
+        levels = min(LADDER_LEVELS, int(np.floor(np.log2(top / low))) + 1)
+        self.top = top
+        self.indexes = [
+            SortedIndex(X, V, w, kernel, top * 2.0**-j, scale, powers)
+            for j in range(levels)
+        ]
+
+    def levels(self, h):
+        """The index of each bandwidth ``h``: the smallest ``H_j >= h``."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            j = np.floor(np.log2(self.top / h))
+        j = np.where(np.isfinite(j), j, 0)
+        return np.clip(j, 0, len(self.indexes) - 1).astype(np.intp)
+
+    def split(self, head, m, params):
+        """``(rows, index, head, params)`` of the queries of each level."""
+        h = np.asarray(head.divisor, dtype=np.float64).reshape(-1)
+        level = self.levels(h)
+        own = own_rows(m, **params)
+        for j in np.unique(level):
+            rows = np.flatnonzero(level == j)
+            p = params
+            if own is not None:
+                p = {**params, "self_index": own[rows], "self_offset": 0}
+            yield rows, self.indexes[j], Head(head.kernel, h[rows]), p
+
+    def moment_sums(self, Q, V, head, powers, **params):
+        """:class:`MomentSums` with one unit per query (its bandwidth)."""
+        m, k = Q.shape[0], V.shape[1]
+        acc = np.zeros((m, powers + 1, k + 1))
+        bound = np.zeros((m, powers + 1))
+        inside = np.zeros(m, dtype=np.intp)
+        for rows, index, sub, p in self.split(head, m, params):
+            _, _, _, _, a, c, b, _ = _sorted_pass(index, Q[rows], V, sub, powers, **p)
+            acc[rows], inside[rows], bound[rows] = a, c, b
+        acc[inside <= 0] = 0.0
+        return MomentSums(acc, bound, inside, np.asarray(head.divisor).reshape(-1))
+
+
+def ladder_sums(Q, X, V, heads, *, index, **params):
+    """:func:`sorted_kernel_sums` of a per-query head from a
+    :class:`SortedLadder`, each query by the index of its level."""
+    (head,) = heads
+    m, k = Q.shape[0], V.shape[1]
+    S, den, M = np.zeros((m, k)), np.zeros(m), np.zeros(m)
+    for rows, sub_index, sub, p in index.split(head, m, params):
+        ((S[rows], den[rows], M[rows]),) = sorted_kernel_sums(
+            Q[rows], X, V, [sub], index=sub_index, **p
+        )
+    return [(S, den, M)]
