@@ -240,7 +240,7 @@ def test_span_refuses_what_it_cannot_serve():
         NadarayaWatsonRegressor(span=0.0).fit(X, y)
     with pytest.raises(InvalidParameterError):
         NadarayaWatsonRegressor(span=1.5).fit(X, y)
-    with pytest.raises(ValueError, match="cannot serve span"):
+    with pytest.raises(ValueError, match="cannot serve a bandwidth per query"):
         NadarayaWatsonRegressor(span=0.5, algorithm="tree", kernel="tricube").fit(X, y)
     est = NadarayaWatsonRegressor(span=0.5, algorithm="sorted", kernel="tricube")
     assert est.fit(X, y).algorithm_ == "sorted"  # explicit: any number of points
