@@ -23,7 +23,7 @@ from ._local_frame import (
 )
 from ._regression import NadarayaWatsonRegressor
 from ._sums import BACKENDS, Head, algorithms, local_moments, power_of_two_scale
-from ._sums._base import nan_rows, scale_of
+from ._sums._base import head_rows, nan_rows, scale_of
 from ._uncertainty import LocalFit, SquaredWeights
 from .exceptions import (
     RidgedDesignWarning,
@@ -208,21 +208,43 @@ class LocalPolynomialFit(NadarayaWatsonRegressor):
             return None
         V, w, (mid, y_scale, spread) = self._targets
         (head,) = self._span_heads(Q, [self._head()])
+        params = {
+            "metric": self.metric_, "metric_params": self.metric_params_,
+            "scale": self._scale(), "sample_weight": w,
+            "tile_elements": _tile_elements(), "n_jobs": self.n_jobs,
+        }  # fmt: skip
         moments = local_moments(
-            self.algorithm_, self._index, Q, self.X_fit_, V, head, 2,
-            metric=self.metric_, metric_params=self.metric_params_,
-            scale=self._scale(), sample_weight=w, tile_elements=_tile_elements(),
-            n_jobs=self.n_jobs,
-        )  # fmt: skip
+            self.algorithm_, self._index, Q, self.X_fit_, V, head, 2, **params
+        )
         if moments is None:
             return None
         n_positive = V.shape[0] if w is None else int(np.sum(w > 0))
-        fit = query_centred_fit(
-            moments, spread / 2, spread, self.min_eigenvalue, n_positive,
-            max_leverage=self.max_leverage,
-        )  # fmt: skip
-        fit.estimate = (fit.estimate + mid) * y_scale
+
+        def fit_of(moments):
+            return query_centred_fit(
+                moments, spread / 2, spread, self.min_eigenvalue, n_positive,
+                max_leverage=self.max_leverage,
+            )  # fmt: skip
+
+        fit = fit_of(moments)
         counts = moments.counts
+        # Queries beyond the expansion's bound (but for it served): their
+        # moments term by term over their windows, where the backend sums them.
+        redo = ~fit.served & np.all(np.isfinite(fit.error), axis=1)
+        if counts is not None:
+            redo &= counts > 0
+        if redo.any():
+            rows = np.flatnonzero(redo)
+            exact = local_moments(
+                self.algorithm_, self._index, Q[rows], self.X_fit_, V,
+                head_rows(head, rows), 2, exact=True, **params,
+            )  # fmt: skip
+            if exact is not None:
+                exact.counts = None if counts is None else counts[rows]
+                again = fit_of(exact)
+                for name in ("estimate", "served", "singular", "error"):
+                    getattr(fit, name)[rows] = getattr(again, name)
+        fit.estimate = (fit.estimate + mid) * y_scale
         fit.empty = np.zeros(Q.shape[0], dtype=bool) if counts is None else counts == 0
         return fit
 

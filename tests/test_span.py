@@ -425,3 +425,56 @@ def test_span_backend_choice():
         NadarayaWatsonRegressor(kernel="gaussian", span=0.2, algorithm="fgt").fit(X, y)
     est = LocalPolynomialRegressor(degree=2, kernel="tricube", span=0.2).fit(X, y)
     assert est.algorithm_ == "brute"
+
+
+@pytest.mark.parametrize("per_query_ratio", [False, True])
+def test_exact_windowed_moments_equal_the_definition(per_query_ratio):
+    from sknw._sums._sorted import SortedIndex
+
+    rng = np.random.default_rng(17)
+    X = rng.gamma(2.0, 1.0, size=(700, 1))
+    V = rng.normal(size=(700, 2))
+    w = rng.uniform(0.5, 2.0, size=700)
+    kernel = get_kernel("tricube")
+    index = SortedIndex(X, V, w, kernel, 0.8, None, powers=2)
+    q = np.linspace(-1.0, 9.0, 50)
+    ratio = rng.uniform(1.0, 2.0, 50) if per_query_ratio else None
+    xq = q - index.origin
+    acc, bound = index.exact_moments(xq / 0.8, 2, 1 << 12, xq, ratio)
+    h = 0.8 / (np.ones(50) if ratio is None else ratio)
+    u = (X[:, 0][None, :] - q[:, None]) / h[:, None]
+    K = kernel(np.abs(u)) * w
+    Vx = np.c_[V, np.ones(700)]
+    for j in range(3):
+        expected = (K * u**j) @ Vx
+        assert_allclose(acc[:, j], expected, rtol=1e-12, atol=1e-12)
+        assert np.all(bound[:, j] <= 1e-12 * np.abs(K * u**j).sum(axis=1) + 1e-300)
+    # The expansion agrees within its own bound.
+    fast, _, fbound = index.moment_sums(xq / 0.8, xq, 2, None, ratio)
+    assert np.all(np.abs(fast[:, :, -1] - acc[:, :, -1]) <= fbound + bound + 1e-15)
+
+
+def test_queries_beyond_the_expansion_bound_take_windowed_sums(monkeypatch):
+    import sknw._local_frame as frame
+    import sknw._local_linear as local_linear
+
+    calls = []
+    original = local_linear.local_moments
+
+    def spy(*args, exact=False, **kwargs):
+        out = original(*args, exact=exact, **kwargs)
+        if exact:
+            calls.append(args[2].shape[0])
+        return out
+
+    monkeypatch.setattr(local_linear, "local_moments", spy)
+    monkeypatch.setattr(frame, "QUERY_CENTRED_TOLERANCE", 1e-13)
+    rng = np.random.default_rng(18)
+    X = rng.gamma(2.0, 1.0, size=(3000, 1))
+    y = np.sin(X[:, 0]) + 0.1 * rng.normal(size=3000)
+    Q = np.linspace(0.2, 8.0, 200)[:, None]
+    fast = LocalLinearRegressor(kernel="tricube", span=0.2).fit(X, y)
+    got = fast.predict(Q)
+    assert calls and calls[0] > 20  # many queries took the windowed sums
+    dense = LocalLinearRegressor(kernel="tricube", span=0.2, algorithm="brute")
+    assert_allclose(got, dense.fit(X, y).predict(Q), rtol=1e-10, atol=1e-12)

@@ -647,6 +647,10 @@ class Backend:
         Whether it serves heads with a divisor per query (nearest-neighbour
         spans), from an index fitted to a request whose head holds those of
         the training points.
+    exact_moments : bool
+        Whether :meth:`moment_sums` also sums the moments term by term over
+        each query's window (``exact=True``), for the queries whose
+        expansion's bound does not serve.
     """
 
     name = None
@@ -656,6 +660,7 @@ class Backend:
     leave_one_out = False
     local_moments = False
     per_query = False
+    exact_moments = False
 
     def why_not(self, kernel, metric, metric_params, n_features):
         """Why it cannot serve this kernel and metric (None: it can)."""

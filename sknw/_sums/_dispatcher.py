@@ -264,13 +264,18 @@ def grid_sums(algorithm, accepted, Q, X, V, heads, *, n_jobs=None, **params):
     return out
 
 
-def local_moments(name, index, Q, X, V, head, powers, *, n_jobs=None, **params):
+def local_moments(
+    name, index, Q, X, V, head, powers, *, n_jobs=None, exact=False, **params
+):
     """:class:`~sknw._sums._base.MomentSums` of the local fits about each
     query, by backend ``name`` with its fitted ``index`` (over batches of
     queries for ``n_jobs``); None where that backend does not sum them or its
     index does not serve ``V`` and ``head`` (the estimator then takes its
-    exact path)."""
+    exact path). ``exact``: term by term over each query's window, where the
+    backend can (:attr:`Backend.exact_moments`; None elsewhere)."""
     backend = BACKENDS[name]
+    if exact and not backend.exact_moments:
+        return None
     if discrete_of([head]) is not None:
         return None  # product kernels: the exact path
     if per_query(head) and not backend.per_query:
@@ -281,6 +286,8 @@ def local_moments(name, index, Q, X, V, head, powers, *, n_jobs=None, **params):
         return None
 
     def batch(Qb, p):
+        if exact:
+            return backend.moment_sums(index, Qb, X, V, head, powers, True, **p)
         return backend.moment_sums(index, Qb, X, V, head, powers, **p)
 
     bounds = batch_bounds(Q.shape[0], n_jobs)

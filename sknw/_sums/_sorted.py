@@ -346,6 +346,50 @@ class SortedIndex:
             a = b
         return out
 
+    def exact_moments(self, tq, powers, budget=TILE_ELEMENTS, xq=None, ratio=None):
+        """:meth:`moment_sums` term by term over each window's points (the
+        kernel object at each offset ``u = (x - q) / h``, signed): no
+        expansion, so no cancellation; the sums accumulate in
+        ``np.longdouble`` and the bound is that of such sums (see
+        :func:`segmented_cumsum`) and of the terms' own rounding, relative to
+        their magnitudes."""
+        xq = tq * self.bandwidth if xq is None else xq
+        reach = None if ratio is None else self.reach / ratio
+        lo, hi = self._windows(tq, xq, reach=reach)
+        size = np.maximum(hi - lo, 0)
+        c = self.Vx.shape[1]
+        acc = np.zeros((tq.size, powers + 1, c))
+        bound = np.zeros((tq.size, powers + 1))
+        ends = np.cumsum(size)
+        width = (powers + 1) * (c + 1)
+        a = 0
+        while a < tq.size:
+            base = ends[a] - size[a]
+            b = max(a + 1, int(np.searchsorted(ends, base + budget // width, "right")))
+            rows, counts = np.arange(a, b), size[a:b]
+            total = int(counts.sum())
+            if total:
+                first = np.cumsum(counts) - counts
+                idx = np.arange(total) - np.repeat(first - lo[a:b], counts)
+                u = (self.x[idx] - np.repeat(xq[a:b], counts)) / self.bandwidth
+                if ratio is not None:
+                    u = u * np.repeat(ratio[a:b], counts)
+                K = self.kernel(np.abs(u))
+                nonzero = counts > 0
+                units = 2.02 * ACCUMULATION_ROUNDOFF * counts[nonzero] + 8.0
+                for j in range(powers + 1):
+                    kj = K * u**j
+                    terms = kj[:, None] * self.Vx[idx]
+                    acc[rows[nonzero], j] = np.add.reduceat(
+                        terms, first[nonzero], axis=0, dtype=np.longdouble
+                    )
+                    magnitude = np.add.reduceat(
+                        np.abs(kj) * self.Vx[idx, -1], first[nonzero]
+                    )
+                    bound[rows[nonzero], j] = units * _EPS64 * magnitude
+            a = b
+        return acc, bound
+
     def sums(self, tq, xq=None, qd=None):
         """Kernel-weighted sums ``[S, den]``, the number of points of positive
         weight inside each window and error bounds at queries ``tq`` (offsets
@@ -500,6 +544,7 @@ class SortedBackend(Backend):
     leave_one_out = True
     local_moments = True
     per_query = True
+    exact_moments = True
 
     def why_not(self, kernel, metric, metric_params, n_features):
         if sorted_eligible(kernel, metric, metric_params, n_features):
@@ -561,8 +606,10 @@ class SortedBackend(Backend):
             Q, X, V, heads, n_jobs=n_jobs, sums=sums, index=index, **params,
         )  # fmt: skip
 
-    def moment_sums(self, index, Q, X, V, head, powers, **params):
+    def moment_sums(self, index, Q, X, V, head, powers, exact=False, **params):
         self.check_params(params)
+        if exact:  # term by term over each window (no leave-one-out)
+            return _exact_moment_sums(index, Q, V, head, powers, **params)
         if isinstance(index, SortedLadder):
             return index.moment_sums(Q, V, head, powers, **params)
         _, _, _, _, acc, inside, bound, _ = _sorted_pass(
@@ -642,3 +689,28 @@ def ladder_sums(Q, X, V, heads, *, index, **params):
             Q[rows], X, V, [sub], index=sub_index, **p
         )
     return [(S, den, M)]
+
+
+def _exact_moment_sums(index, Q, V, head, powers, scale=None, **params):
+    """:class:`MomentSums` of the queries ``Q`` term by term over their
+    windows (:meth:`SortedIndex.exact_moments`; a ladder's queries by the
+    index of their level)."""
+    if params.get("exclude_self"):
+        raise ValueError("exact windowed moments do not leave points out")
+    m, k = Q.shape[0], V.shape[1]
+    per = per_query(head)
+    h = np.asarray(head.divisor, np.float64).reshape(-1) if per else None
+    if isinstance(index, SortedLadder):
+        parts = [(rows, sub) for rows, sub, _, _ in index.split(head, m, params)]
+    else:
+        parts = [(np.arange(m), index)]
+    acc = np.zeros((m, powers + 1, k + 1))
+    bound = np.zeros((m, powers + 1))
+    budget = params.get("tile_elements", TILE_ELEMENTS)
+    for rows, sub in parts:
+        xq = line_offsets(Q[rows], sub.origin, scale)
+        ratio = None if h is None else sub.bandwidth / h[rows]
+        acc[rows], bound[rows] = sub.exact_moments(
+            xq / sub.bandwidth, powers, budget, xq, ratio
+        )
+    return MomentSums(acc, bound, None, h if per else float(head.divisor))
