@@ -312,11 +312,11 @@ class NadarayaWatsonBase(BaseEstimator):
         self.sample_weight_ = sample_weight
         return sample_weight
 
-    def _fit_span(self, sample_weight, span=None):
-        """``span_`` (``span``, or the parameter), and the weights that count
-        the neighbours (the sample weights, not the robustness weights);
-        refused with discrete features."""
-        self.span_ = getattr(self, "span", None) if span is None else span
+    def _fit_span(self, sample_weight):
+        """``span_`` (the parameter; a CV estimator sets its choice later),
+        and the weights that count the neighbours (the sample weights, not
+        the robustness weights); refused with discrete features."""
+        self.span_ = getattr(self, "span", None)
         self._neighbour_weight = sample_weight
         if self.span_ is not None and self._discrete is not None:
             raise ValueError(
@@ -824,6 +824,8 @@ class NadarayaWatsonBase(BaseEstimator):
         index = vars(self).get("_index")
         if isinstance(index, cKDTree):  # its arrays are not attributes
             size += index.data.nbytes + index.indices.nbytes
+        for part in getattr(index, "indexes", ()):  # a ladder of indexes
+            size += nbytes(vars(part).values())
         return size
 
 

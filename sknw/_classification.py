@@ -105,7 +105,7 @@ class NadarayaWatsonClassifier(ClassifierMixin, NadarayaWatsonBase):
         their sum and ``k`` a weight), in the features divided by the shape of
         ``bandwidth`` (Scott's for ``"cv"`` and ``"plugin"``). A compact kernel
         gives the ``k``-th point weight 0. Continuous features only; summed by
-        the dense backend. None: ``bandwidth`` at every query.
+        the dense or sorted backend. None: ``bandwidth`` at every query.
 
     Attributes
     ----------

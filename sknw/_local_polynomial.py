@@ -102,7 +102,7 @@ class LocalPolynomialRegressor(LocalPolynomialFit):
         their sum and ``k`` a weight), in the features divided by the shape of
         ``bandwidth`` (Scott's for ``"cv"`` and ``"plugin"``). A compact kernel
         gives the ``k``-th point weight 0. Continuous features only; summed by
-        the dense backend. None: ``bandwidth`` at every query.
+        the dense or sorted backend. None: ``bandwidth`` at every query.
     robust_iterations : int, default=0
         Robustness iterations (Cleveland, 1979): after each fit, the sample
         weights are multiplied by the bisquare ``(1 - u**2)**2`` (0 for ``u

@@ -12,7 +12,10 @@ a shift ``M[i]`` and the shifted sums
 ``S[i] = sum_j s_ij exp(L[i, j] - M[i]) w[j] V[j]`` and
 ``den[i] = sum_j s_ij exp(L[i, j] - M[i]) w[j]`` (``s_ij`` the kernel's sign,
 1 for non-negative kernels). The ratio ``S / den`` is the Nadaraya--Watson
-average. The dense backend shifts by ``M[i] = max_j L[i, j]`` over the points
+average. A head's divisor may be one per query (nearest-neighbour spans):
+the dense backend serves those, and the sorted one in one feature (a ladder
+of indexes, :class:`~sknw._sums._sorted.SortedLadder`). The dense backend
+shifts by ``M[i] = max_j L[i, j]`` over the points
 of positive weight, so the nearest term is exactly ``w[j] > 0`` and the ratio
 never underflows to 0/0, however small the bandwidth. A query whose weights
 are all zero (an empty window of a compact kernel) has ``M = -inf`` and
