@@ -620,17 +620,24 @@ class SortedBackend(Backend):
         return MomentSums(acc, bound, inside, unit)
 
 
-#: Most indexes of a :class:`SortedLadder` (bandwidths down to 2**-7 of the
-#: largest; queries of smaller ones take an index of larger bandwidth, whose
-#: bound the exact sums back).
-LADDER_LEVELS = 8
+#: Ratio of the bandwidths of consecutive indexes of a :class:`SortedLadder`:
+#: a query's kernel ``K(r u)`` has ``1 <= r < LADDER_FACTOR``, and the bound
+#: of its expansion grows about as ``r`` to the kernel's degree (sqrt(2)
+#: served about five times more queries than 2, at twice the indexes).
+LADDER_FACTOR = 2.0**0.5
+
+#: Most indexes of a :class:`SortedLadder` (bandwidths down to
+#: ``LADDER_FACTOR**-15`` of the largest; queries of smaller ones take the
+#: smallest, whose bound the windowed and exact sums back).
+LADDER_LEVELS = 16
 
 
 class SortedLadder:
     """Sorted indexes for per-query bandwidths (nearest-neighbour spans): at
-    bandwidths ``H_j = H_0 / 2**j`` from the largest of ``bandwidths`` (those
-    of the training points) down to their smallest; a query of bandwidth
-    ``h`` takes the index of the smallest ``H_j >= h`` (within a factor 2),
+    bandwidths ``H_j = H_0 / f**j`` (``f`` :data:`LADDER_FACTOR`) from the
+    largest of ``bandwidths`` (those of the training points) down to their
+    smallest; a query of bandwidth ``h`` takes the index of the smallest
+    ``H_j >= h`` (within a factor ``f``),
     whose kernel ``K(r u)``, ``r = H_j / h``, expands in the same moments
     (:meth:`SortedIndex.moment_sums`)."""
 
@@ -639,17 +646,18 @@ class SortedLadder:
         h = h[np.isfinite(h) & (h > 0)]
         top = float(np.max(h)) if h.size else 1.0
         low = float(np.min(h)) if h.size else 1.0
-        levels = min(LADDER_LEVELS, int(np.floor(np.log2(top / low))) + 1)
+        steps = np.log(top / low) / np.log(LADDER_FACTOR)
+        levels = min(LADDER_LEVELS, int(np.floor(steps)) + 1)
         self.top = top
         self.indexes = [
-            SortedIndex(X, V, w, kernel, top * 2.0**-j, scale, powers)
+            SortedIndex(X, V, w, kernel, top * LADDER_FACTOR**-j, scale, powers)
             for j in range(levels)
         ]
 
     def levels(self, h):
         """The index of each bandwidth ``h``: the smallest ``H_j >= h``."""
         with np.errstate(divide="ignore", invalid="ignore"):
-            j = np.floor(np.log2(self.top / h))
+            j = np.floor(np.log(self.top / h) / np.log(LADDER_FACTOR))
         j = np.where(np.isfinite(j), j, 0)
         return np.clip(j, 0, len(self.indexes) - 1).astype(np.intp)
 
