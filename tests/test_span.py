@@ -478,3 +478,32 @@ def test_queries_beyond_the_expansion_bound_take_windowed_sums(monkeypatch):
     assert calls and calls[0] > 20  # many queries took the windowed sums
     dense = LocalLinearRegressor(kernel="tricube", span=0.2, algorithm="brute")
     assert_allclose(got, dense.fit(X, y).predict(Q), rtol=1e-10, atol=1e-12)
+
+
+def test_sorted_ladder_with_parallel_batches():
+    x = np.random.default_rng(19).uniform(0, 10, 1000)
+    y = np.sin(x)
+    Q = np.linspace(0, 10, 600)[:, None]
+    for it in (0, 1):
+        one = LocalLinearRegressor(kernel="tricube", span=0.3, robust_iterations=it)
+        two = LocalLinearRegressor(
+            kernel="tricube", span=0.3, robust_iterations=it, n_jobs=2
+        )
+        a, b = one.fit(x[:, None], y).predict(Q), two.fit(x[:, None], y).predict(Q)
+        assert two.algorithm_ == "sorted"
+        assert_allclose(a, b, rtol=1e-12, atol=1e-13)
+
+
+@pytest.mark.filterwarnings("error::RuntimeWarning")
+@pytest.mark.filterwarnings("ignore::sknw.exceptions.SingularDesignWarning")
+def test_sorted_ladder_with_k_points_at_the_query():
+    # A bandwidth of 0 (30 points at 0.25, k = 18): the exact sums serve it.
+    rng = np.random.default_rng(20)
+    x = np.r_[np.full(30, 0.25), rng.uniform(0, 1, 570)]
+    y = np.r_[np.ones(30), np.zeros(570)]
+    for make in (NadarayaWatsonRegressor, LocalLinearRegressor):
+        est = make(kernel="tricube", span=0.03, empty_window="raise")
+        assert est.fit(x[:, None], y).algorithm_ == "sorted"
+        assert_allclose(est.predict([[0.25]]), [1.0])
+    clf = NadarayaWatsonClassifier(kernel="tricube", span=0.03, empty_window="raise")
+    assert_allclose(clf.fit(x[:, None], y > 0).predict_proba([[0.25]]), [[0.0, 1.0]])

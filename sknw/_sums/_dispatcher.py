@@ -286,19 +286,24 @@ def local_moments(
         return None
 
     def batch(Qb, p):
+        p = dict(p)
+        (h,) = p.pop("heads")  # cut to the batch's queries (per-query heads)
         if exact:
-            return backend.moment_sums(index, Qb, X, V, head, powers, True, **p)
-        return backend.moment_sums(index, Qb, X, V, head, powers, **p)
+            return backend.moment_sums(index, Qb, X, V, h, powers, True, **p)
+        return backend.moment_sums(index, Qb, X, V, h, powers, **p)
 
     bounds = batch_bounds(Q.shape[0], n_jobs)
     if bounds is None:
         with one_blas_thread():
-            return batch(Q, params)
-    parts = parallel_batches(batch, Q, bounds, params, n_jobs)
+            return batch(Q, {**params, "heads": [head]})
+    parts = parallel_batches(batch, Q, bounds, {**params, "heads": [head]}, n_jobs)
     counts = None if parts[0].counts is None else [p.counts for p in parts]
+    unit = parts[0].unit
+    if np.ndim(unit):  # one per query
+        unit = np.concatenate([np.ravel(p.unit) for p in parts])
     return MomentSums(
         np.concatenate([p.sums for p in parts]),
         np.concatenate([p.bound for p in parts]),
         None if counts is None else np.concatenate(counts),
-        parts[0].unit,
+        unit,
     )

@@ -23,6 +23,7 @@ from ._base import (
     values_key,
     within,
 )
+from ._dense import kernel_sums
 from ._parallel import parallel_kernel_sums
 from ._traits import (
     LINE_METRICS,
@@ -631,6 +632,10 @@ LADDER_FACTOR = 2.0**0.5
 #: smallest, whose bound the windowed and exact sums back).
 LADDER_LEVELS = 16
 
+#: Queries whose bandwidth is below the smallest index's by more than this
+#: factor (a bandwidth of 0) take the exact sums.
+LADDER_MAX_RATIO = 1e6
+
 
 class SortedLadder:
     """Sorted indexes for per-query bandwidths (nearest-neighbour spans): at
@@ -662,16 +667,23 @@ class SortedLadder:
         return np.clip(j, 0, len(self.indexes) - 1).astype(np.intp)
 
     def split(self, head, m, params):
-        """``(rows, index, head, params)`` of the queries of each level."""
+        """``(rows, index, head, params)`` of the queries of each level; the
+        index is None for queries whose bandwidth is below the smallest's
+        :data:`LADDER_MAX_RATIO`-th part (a bandwidth of 0: at least ``k``
+        points at the query), which the exact sums serve."""
         h = np.asarray(head.divisor, dtype=np.float64).reshape(-1)
         level = self.levels(h)
+        with np.errstate(divide="ignore", over="ignore"):
+            ratio = self.top * LADDER_FACTOR ** -level.astype(float) / h
+        level = np.where(ratio <= LADDER_MAX_RATIO, level, -1)
         own = own_rows(m, **params)
         for j in np.unique(level):
             rows = np.flatnonzero(level == j)
             p = params
             if own is not None:
                 p = {**params, "self_index": own[rows], "self_offset": 0}
-            yield rows, self.indexes[j], Head(head.kernel, h[rows]), p
+            index = self.indexes[j] if j >= 0 else None
+            yield rows, index, Head(head.kernel, h[rows]), p
 
     def moment_sums(self, Q, V, head, powers, **params):
         """:class:`MomentSums` with one unit per query (its bandwidth)."""
@@ -680,6 +692,9 @@ class SortedLadder:
         bound = np.zeros((m, powers + 1))
         inside = np.zeros(m, dtype=np.intp)
         for rows, index, sub, p in self.split(head, m, params):
+            if index is None:  # not served: the caller's exact path
+                bound[rows], inside[rows] = np.inf, 1
+                continue
             _, _, _, _, a, c, b, _ = _sorted_pass(index, Q[rows], V, sub, powers, **p)
             acc[rows], inside[rows], bound[rows] = a, c, b
         acc[inside <= 0] = 0.0
@@ -693,6 +708,9 @@ def ladder_sums(Q, X, V, heads, *, index, **params):
     m, k = Q.shape[0], V.shape[1]
     S, den, M = np.zeros((m, k)), np.zeros(m), np.zeros(m)
     for rows, sub_index, sub, p in index.split(head, m, params):
+        if sub_index is None:  # the exact sums
+            ((S[rows], den[rows], M[rows]),) = kernel_sums(Q[rows], X, V, [sub], **p)
+            continue
         ((S[rows], den[rows], M[rows]),) = sorted_kernel_sums(
             Q[rows], X, V, [sub], index=sub_index, **p
         )
@@ -716,6 +734,9 @@ def _exact_moment_sums(index, Q, V, head, powers, scale=None, **params):
     bound = np.zeros((m, powers + 1))
     budget = params.get("tile_elements", TILE_ELEMENTS)
     for rows, sub in parts:
+        if sub is None:  # not served: the caller's exact path
+            bound[rows] = np.inf
+            continue
         xq = line_offsets(Q[rows], sub.origin, scale)
         ratio = None if h is None else sub.bandwidth / h[rows]
         acc[rows], bound[rows] = sub.exact_moments(
