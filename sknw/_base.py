@@ -15,7 +15,12 @@ from ._bandwidth import BANDWIDTH_RULES, rule_bandwidth
 from ._default import default_bandwidth, plugin_for
 from ._mixed import encode_features
 from ._scaling import scaling_of
-from ._span import neighbour_count, neighbour_distances, span_bandwidth
+from ._span import (
+    neighbour_count,
+    neighbour_distances,
+    span_bandwidth,
+    span_shape,
+)
 from ._sums import (
     ALGORITHMS,
     BACKENDS,
@@ -175,16 +180,10 @@ class NadarayaWatsonBase(BaseEstimator):
         given per-feature bandwidth or of its rule (Scott's for ``"cv"`` and
         ``"plugin"``), sized so that the median bandwidth of the training
         points is one."""
-        bw, w = self.bandwidth, sample_weight
-        if isinstance(bw, str):
-            rule = bw if bw in BANDWIDTH_RULES else "scott"
-            Xp = X if w is None else X[w > 0]
-            wp = None if w is None else w[w > 0]
-            shape = rule_bandwidth(
-                Xp, rule, self.kernel_, wp, self.metric, self.metric_params_
-            )
-        else:
-            shape = check_bandwidth(bw, X.shape[1])
+        w = sample_weight
+        shape = span_shape(
+            self.bandwidth, X, w, self.kernel_, self.metric, self.metric_params_
+        )
         total = X.shape[0] if w is None else float(np.sum(w))
         self.bandwidth_selection_ = {
             "method": "span",

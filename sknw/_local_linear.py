@@ -22,8 +22,9 @@ from ._local_frame import (
     symmetric,
 )
 from ._regression import NadarayaWatsonRegressor
+from ._span import feature_bandwidths
 from ._sums import BACKENDS, Head, algorithms, local_moments, power_of_two_scale
-from ._sums._base import head_rows, nan_rows, scale_of
+from ._sums._base import head_rows, nan_rows
 from ._uncertainty import LocalFit, SquaredWeights
 from .exceptions import (
     RidgedDesignWarning,
@@ -337,9 +338,7 @@ class LocalPolynomialFit(NadarayaWatsonRegressor):
             return np.broadcast_to(self._continuous_bandwidth(), (Q.shape[0], d))
         unit = Head(self.kernel_, self._scaling.divisor)
         (head,) = self._span_heads(Q, [unit], own)
-        scale = scale_of(self._scale())
-        scale = np.ones(d) if scale is None else np.broadcast_to(scale, (d,))
-        return scale[None, :] * np.asarray(head.divisor)[:, None]
+        return feature_bandwidths(self._scale(), head.divisor, d)
 
     def _local_moments(self, Q, yn, counts, with_std, own=None):
         """Moments at every query and their local solution.

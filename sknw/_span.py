@@ -17,11 +17,12 @@ queries, then a partial sort), or in one feature under a metric that is
 
 import numpy as np
 
-from ._bandwidth import rule_bandwidth
+from ._bandwidth import BANDWIDTH_RULES, rule_bandwidth
 from ._scaling import scaling_of
 from ._sums import Head, pairwise_distances
 from ._sums._base import _scaled_rows, _tile_shape, scale_of
 from ._sums._traits import HOMOGENEOUS_DEGREE
+from ._validation import check_bandwidth
 
 #: Metrics whose distance in one feature is exactly ``|x - q|`` as float64
 #: computes it (the sorted path's radii are then the dense path's distances).
@@ -172,6 +173,28 @@ def _line_distances(Q, X, w, need, removed, scale, tol):
     return best
 
 
+def span_shape(bandwidth, X, sample_weight, kernel, metric, metric_params):
+    """The per-feature shape a span divides the features by: a given
+    bandwidth, or its rule's on the points of positive weight (Scott's for
+    ``"cv"`` and ``"plugin"``)."""
+    if not isinstance(bandwidth, str):
+        return check_bandwidth(bandwidth, X.shape[1])
+    rule = bandwidth if bandwidth in BANDWIDTH_RULES else "scott"
+    w = sample_weight
+    Xp = X if w is None else X[w > 0]
+    wp = None if w is None else w[w > 0]
+    return rule_bandwidth(Xp, rule, kernel, wp, metric, metric_params)
+
+
+def feature_bandwidths(scale, h, d):
+    """Each query's bandwidth per feature, (m, d): the features' ``scale``
+    (None: 1) times its divisor ``h`` (the fixed bandwidth that weighs its
+    window alike, for metrics of degree 1)."""
+    s = scale_of(scale)
+    s = np.ones(d) if s is None else np.broadcast_to(s, (d,))
+    return s[None, :] * np.asarray(h).reshape(-1)[:, None]
+
+
 def span_bandwidth(shape, span, X, sample_weight, *, metric, metric_params, scaling):
     """``bandwidth_`` of a span: the per-feature ``shape`` (or a float) times
     the size that makes the median bandwidth of (up to
@@ -215,9 +238,7 @@ def split_heads(members, cands, Xq, Xt, wt, own, kept, unit, scale, rows, shape,
             )  # fmt: skip
             head = Head(head.kernel, h)
             store = cands[i].setdefault("query_bandwidths", np.ones(shape))
-            s = scale_of(scale)
-            s = np.ones(shape[1]) if s is None else np.broadcast_to(s, shape[1:])
-            store[rows] = s[None, :] * h[:, None]
+            store[rows] = feature_bandwidths(scale, h, shape[1])
         heads.append(head)
     return heads
 
@@ -249,9 +270,7 @@ def span_candidates(est, X, w, kernels, spans):
     """The candidates of every kernel and span, each with the bandwidth
     ``bandwidth_`` reports for it (:func:`span_bandwidth`, of Scott's
     shape)."""
-    Xp = X if w is None else X[w > 0]
-    wp = None if w is None else w[w > 0]
-    shape = rule_bandwidth(Xp, "scott", kernels[0], wp, est.metric, est.metric_params_)
+    shape = span_shape("scott", X, w, kernels[0], est.metric, est.metric_params_)
     scaling = scaling_of(shape, est.metric, X)
     sizes = [
         span_bandwidth(

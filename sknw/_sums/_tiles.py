@@ -517,7 +517,10 @@ def tiles_why_not(kernel, metric, metric_params, n_features):
 
 
 class _Probe:
-    """A head-like holder of a kernel, for the traits that take heads."""
+    """A head-like holder of a kernel (and a scalar divisor), for the traits
+    that take heads."""
+
+    divisor = 1.0
 
     def __init__(self, kernel):
         self.kernel = kernel

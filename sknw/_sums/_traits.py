@@ -66,7 +66,7 @@ def use_squared(metric, heads, metric_params=None):
         and all(native_squared(h.kernel) for h in heads)
         # Per-query divisors are distances themselves (nearest-neighbour
         # bandwidths): the window of a query is decided on the same distances.
-        and not any(np.ndim(getattr(h, "divisor", 1.0)) for h in heads)
+        and not any(np.ndim(h.divisor) for h in heads)
     )
 
 
