@@ -38,6 +38,13 @@ SPAN_SUBSAMPLE = 1000
 _TINY = np.finfo(np.float64).tiny
 
 
+_EPS = float(np.finfo(np.float64).eps)
+
+#: Queries of :func:`_line_distances` share a target weight (one binary
+#: search each) where they ask at most this many distinct ones.
+SHARED_TARGETS = 8
+
+
 def neighbour_count(span, total):
     """The weight ``k`` a window holds: ``int(span * total + 1e-10)``, at least
     2 and at most ``total`` (elementwise for an array of totals)."""
@@ -148,17 +155,44 @@ def _line_distances(Q, X, w, need, removed, scale, tol):
     cum = np.r_[0.0, np.cumsum(np.ones(xs.size) if w is None else ws[order])]
     q = _scaled_rows(Q, 0, Q.shape[0], scale)[:, 0]
     target = need - tol if removed is None else need + removed - tol
+    values = np.unique(target)
+    if values.size > SHARED_TARGETS:
+        return _run_radii(q, xs, cum, target)
+    best = np.empty(q.size)
+    for value in values:
+        sel = target == value
+        best[sel] = _run_radii(q[sel], xs, cum, float(value))
+    return best
+
+
+def _run_radii(q, xs, cum, target):
+    """The smallest radius about each query ``q`` of a run of the sorted
+    points ``xs`` (cumulative weights ``cum``) holding weight ``target`` (one
+    per query, or one for all). The run from start ``l`` ends at ``e(l)``;
+    the best start is the first whose run reaches as far right of the query
+    as left (that test only turns true as ``l`` grows), or the one before it,
+    found by bisection. For a shared target, ``e(l)`` is fixed per start and
+    the runs' midpoints grow with ``l``: a binary search of them for the
+    query narrows the bisection to the starts where rounding decides."""
     n = xs.size
     # The last start whose run reaches the target before the end.
-    last = np.searchsorted(cum, cum[-1] - target, side="right") - 1
-    last = np.clip(last, 0, n - 1)
+    last = np.clip(np.searchsorted(cum, cum[-1] - target, side="right") - 1, 0, n - 1)
 
     def run_end(start):  # the last point of the run from ``start``
         end = np.searchsorted(cum, cum[start] + target, side="left")
         return np.clip(end, 1, n) - 1
 
-    lo, hi = np.zeros(q.size, dtype=np.intp), last + 1
+    lo, hi = np.zeros(q.size, dtype=np.intp), np.broadcast_to(last + 1, q.shape)
     with np.errstate(invalid="ignore", over="ignore"):
+        if np.ndim(target) == 0:
+            ends = run_end(np.arange(int(last) + 1))
+            run_end = ends.__getitem__
+            mids = xs[: ends.size] + xs[ends]
+            # Where the sums are this far from 2 q, the exact test agrees
+            # with them (the rounding of the sums and of both radii).
+            margin = 4.0 * _EPS * (np.max(np.abs(xs)) + np.abs(q))
+            lo = np.maximum(np.searchsorted(mids, 2 * q - margin, "left") - 1, 0)
+            hi = np.minimum(np.searchsorted(mids, 2 * q + margin, "right") + 1, hi)
         while np.any(lo < hi):
             mid = (lo + hi) // 2
             mid_c = np.minimum(mid, last)

@@ -1,6 +1,7 @@
 """The sorted 1-D index: segmented sums, its sums and their error bound."""
 
 import numpy as np
+import pytest
 from _core_reference import (
     _training_tiles_of_4096,  # noqa: F401  (autouse)
 )
@@ -105,3 +106,50 @@ def test_sorted_bound_holds_for_long_blocks_of_nearly_equal_terms():
     assert np.all(err[:, 0] <= bound * c)
     assert np.all(bound <= _sorted.SORTED_TOLERANCE * acc[:, 1])
     assert np.max(np.abs(acc[:, 0] / acc[:, 1] - c)) <= 1e-14
+
+
+@pytest.mark.parametrize("blocks", [1, 3, 8])
+def test_sorted_moments_with_narrow_blocks_and_ratios_hold_their_bound(blocks):
+    # Per-query bandwidths h = H / r (a ladder's index of bandwidth H): the
+    # moments of K(r u) u**j over sides of up to ``blocks + 1`` blocks, against
+    # the definition in extended precision, within the bound they return.
+    rng = np.random.default_rng(4)
+    x = np.r_[rng.gamma(2.0, 1.0, 6000), rng.uniform(9.0, 9.2, 40)]
+    w = rng.exponential(size=x.size)
+    V = rng.normal(size=(x.size, 2))
+    kernel = get_kernel("tricube")
+    H = 1.2
+    index = _sorted.SortedIndex(x[:, None], V, w, kernel, H, None, 2, blocks)
+    q = np.sort(rng.uniform(-1.0, 11.0, 400))
+    ratio = rng.uniform(1.0, 4.0, q.size)
+    xq = q - index.origin
+    acc, counts, bound = index.moment_sums(xq / H, xq, 2, None, ratio)
+    xs = np.asarray(index.x, dtype=np.longdouble)
+    h = np.asarray(H / ratio, dtype=np.longdouble)
+    u = (xs[None, :] - np.asarray(xq, dtype=np.longdouble)[:, None]) / h[:, None]
+    au = np.minimum(np.abs(u), 1)
+    K = np.where(np.abs(u) < 1, (1 - au**3) ** 3, 0)
+    Vx = np.asarray(index.Vx, dtype=np.longdouble)
+    assert np.isfinite(bound).all()
+    for j in range(3):
+        reference = ((K * u**j) @ Vx).astype(float)
+        err = np.abs(acc[:, j] - reference)
+        assert np.all(err[:, -1] <= bound[:, j])
+        assert np.all(err[:, :2] <= bound[:, j, None] * np.max(np.abs(V), axis=0))
+    assert np.all((counts > 0) == (acc[:, 0, -1] > 0))
+
+
+def test_narrow_blocks_tighten_the_bound_of_large_ratios():
+    rng = np.random.default_rng(5)
+    x = rng.uniform(0.0, 10.0, 20000)
+    V = np.sin(x)[:, None]
+    kernel = get_kernel("tricube")
+    q = rng.uniform(1.0, 9.0, 300)
+    ratio = np.full(q.size, 3.9)
+    bounds = []
+    for blocks in (1, 8):
+        index = _sorted.SortedIndex(x[:, None], V, None, kernel, 2.0, None, 2, blocks)
+        xq = q - index.origin
+        acc, _, bound = index.moment_sums(xq / 2.0, xq, 2, None, ratio)
+        bounds.append(np.median(bound[:, 0] / acc[:, 0, -1]))
+    assert bounds[0] > 20 * bounds[1]

@@ -507,3 +507,37 @@ def test_sorted_ladder_with_k_points_at_the_query():
         assert_allclose(est.predict([[0.25]]), [1.0])
     clf = NadarayaWatsonClassifier(kernel="tricube", span=0.03, empty_window="raise")
     assert_allclose(clf.fit(x[:, None], y > 0).predict_proba([[0.25]]), [[0.0, 1.0]])
+
+
+@pytest.mark.parametrize("weights", [None, "integer", "float"])
+def test_shared_target_search_equals_the_bisection(monkeypatch, weights):
+    import sknw._span as span_module
+
+    rng = np.random.default_rng(19)
+    n = 1500
+    X = np.round(rng.gamma(2.0, 1.5, size=(n, 1)), 1)  # many ties
+    w = {
+        None: None,
+        "integer": rng.integers(1, 4, size=n).astype(float),
+        "float": rng.uniform(0.1, 2.0, size=n),
+    }[weights]
+    Q = np.r_[X[:100], np.round(rng.uniform(-2.0, 20.0, (200, 1)), 2)]
+    own = np.arange(100)
+    kw = {
+        "metric": "euclidean", "metric_params": None, "scale": None,
+        "sample_weight": w, "tile_elements": 1 << 20,
+    }  # fmt: skip
+    for span in (0.002, 0.05, 0.3, 1.0):
+        fast = neighbour_distances(Q, X, span, **kw)
+        fast_own = neighbour_distances(X[:100], X, span, own=own, **kw)
+        monkeypatch.setattr(span_module, "SHARED_TARGETS", -1)  # bisection only
+        slow = neighbour_distances(Q, X, span, **kw)
+        slow_own = neighbour_distances(X[:100], X, span, own=own, **kw)
+        monkeypatch.undo()
+        assert_allclose(fast, slow, rtol=0, atol=0)
+        assert_allclose(fast_own, slow_own, rtol=0, atol=0)
+        tiny = np.finfo(np.float64).tiny  # a distance of 0 comes out as tiny
+        expected = np.maximum(reference_bandwidths(Q, X, span, w=w), tiny)
+        assert_allclose(fast, expected, rtol=1e-15)
+        expected = reference_bandwidths(X[:100], X, span, w=w, own=own)
+        assert_allclose(fast_own, np.maximum(expected, tiny), rtol=1e-15)
