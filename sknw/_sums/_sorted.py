@@ -157,6 +157,10 @@ class SortedIndex:
         # of the offset itself; the queries' likewise (see _side).
         self.centre_x = self.centre * self.bandwidth
         s = (self.x - self.centre_x) / self.bandwidth
+        # Each point's block's largest |s|: a run's terms are bounded from it.
+        self.block_reach = np.repeat(
+            np.maximum.reduceat(np.abs(s), starts) if n else s, lengths
+        )
         degree = self.coef.size - 1
         self.degree, self.powers = degree, int(powers)
         top = degree + self.powers
@@ -167,15 +171,9 @@ class SortedIndex:
             np.multiply(spowers[:, i - 1], s, out=spowers[:, i])
         terms = spowers[:, :, None] * Vx[:, None, :]
         self.moments = segmented_cumsum(terms, starts)
-        # Prefix sums of w |s|**i (positive terms): the magnitudes the
-        # rounding bound of a run is relative to.
-        self.abs_moments = segmented_cumsum(
-            (np.abs(spowers) * Vx[:, -1:])[:, :, None], starts
-        )[:, :, 0]
         # The polynomials K(u) u**j (j up to ``powers``), each by the
         # derivatives of its coefficients divided by i!: the expansion
-        # coefficients of (z + s)**c in powers of s; and their bounds, the
-        # polynomials of the magnitudes of their terms.
+        # coefficients of (z + s)**c in powers of s.
         # As matrices: coefficient i of K(u) u**j at z is sum_p z**p M[p, i],
         # M[p, i] = c_{p+i} binom(p + i, i) (c the polynomial's coefficients);
         # the odd i change sign on the left of the query.
@@ -188,7 +186,7 @@ class SortedIndex:
                 for i in range(size - p):
                     M[p, i] = coef[p + i] * _binom(p + i, i)
             left = M * (-1.0) ** np.arange(size)
-            self.polys.append((M, left, np.abs(M)))
+            self.polys.append((M, left))
         # Bounds of |d/du K(u) u**j| on the support: the offsets u = t - tq
         # carry the rounding of t = x / h and of the queries' (see _side).
         self.slopes = [
@@ -239,35 +237,48 @@ class SortedIndex:
         return acc, magnitude
 
     def _plan(self, powers, ratio):
-        """The polynomials ``K(u) u**j``, ``j <= powers``, side by side (see
-        :attr:`polys`): ``(M, M_left, M_abs)``, each ``(W, J W)`` for ``J =
-        powers + 1`` and ``W`` the moments they take; the rounding units of
-        each ``j``; and per query (``ratio``) the factors ``r**(i - j)`` of
-        the coefficients ``(m, J, W)`` and ``r**(1 - j)`` of the slopes."""
+        """What the runs of :meth:`_side` share: the polynomials ``K(u)
+        u**j``, ``j <= powers``, side by side (see :attr:`polys`), ``(M,
+        M_left)``, each ``(W, J W)`` for ``J = powers + 1`` and ``W`` the
+        moments they take; the magnitudes of their coefficients ``(W, J)``;
+        the rounding units and slopes of each ``j``; and per query
+        (``ratio``) the factors ``r**(i - j)`` of the coefficients ``(m, J,
+        W)``, ``r**-j`` of the bounds and ``r**(1 - j)`` of the slopes."""
         J, W = powers + 1, self.degree + powers + 1
         mats = []
-        for which in range(3):
+        for which in range(2):
             stack = np.zeros((W, J, W))
             for j, poly in enumerate(self.polys[:J]):
                 M = poly[which]
                 stack[: M.shape[0], j, : M.shape[1]] = M
             mats.append(stack.reshape(W, J * W))
+        magnitudes = np.zeros((W, J))
+        for j in range(J):
+            magnitudes[j : j + self.coef.size, j] = np.abs(self.coef)
         js = np.arange(J)
         units = 2.0 * (self.degree + js) + 10.0
         slopes = 4.0 * np.asarray(self.slopes[:J])
-        coef_scale = slope_scale = None
+        scales = None
         if ratio is not None:
             r = np.asarray(ratio, dtype=np.float64)[:, None]
-            coef_scale = r[:, :, None] ** (
-                np.arange(W)[None, None, :] - js[None, :, None]
+            scales = (
+                r[:, :, None] ** (np.arange(W)[None, None, :] - js[None, :, None]),
+                r**-js,
+                r ** (1.0 - js),
             )
-            slope_scale = r ** (1.0 - js)
-        return mats, units, slopes, ratio, coef_scale, slope_scale
+        return mats, magnitudes, units, slopes, ratio, scales
 
     def _add_run(self, acc, magnitude, rows, lo, hi, left, xq, plan):
         """Add the sums of a run ``lo <= j < hi`` of one block (non-empty) to
-        the ``rows`` of ``acc`` and ``magnitude`` (see :meth:`_side`)."""
-        (M, M_left, M_abs), units, slopes, ratio, coef_scale, slope_scale = plan
+        the ``rows`` of ``acc`` and ``magnitude`` (see :meth:`_side`).
+
+        The bound: the expansion's terms at a point of offset ``s`` from its
+        block's centre sum in magnitude to at most the polynomial with the
+        magnitudes of the coefficients of ``K(u) u**j`` at ``|z| + |s|``
+        (``z`` the centre's offset from the query; in units of the query's
+        bandwidth), so to the run's weight times that polynomial at ``|z|``
+        plus the block's largest ``|s|``."""
+        (M, M_left), magnitudes, units, slopes, ratio, scales = plan
         m, J = rows.size, units.size
         W = M.shape[0]
         moments = self._run(lo, hi)[:, :W]
@@ -275,35 +286,38 @@ class SortedIndex:
         # u = delta - s (left) or s - delta (right)
         delta = (xq[rows] - self.centre_x[last]) / self.bandwidth
         z = delta if left else -delta
+        reach = self.block_reach[last]
         if ratio is not None:  # K(r u) u**j: powers of r z, then r**(i - j)
             z = z * ratio[rows]
-        prefix = self.abs_moments[last, :W]
-        # The run's moments are differences of prefix sums of the block up
-        # to its last point: they round relative to that prefix's sums of
-        # w |s|**i, and to the number of terms summed (in extended
-        # precision; see segmented_cumsum). In float64 unit roundoffs: the
-        # two prefix sums, the terms, and the products and sum with the
-        # coefficients (and the coefficients' own rounding).
-        terms = 2.02 * ACCUMULATION_ROUNDOFF * (last - self.block_start[last] + 1)
+            reach = reach * ratio[rows]
         zp = np.empty((m, W))
         zp[:, 0] = 1.0
         for p in range(1, W):
             np.multiply(zp[:, p - 1], z, out=zp[:, p])
         coefs = (zp @ (M_left if left else M)).reshape(m, J, W)
-        size = (np.abs(zp) @ M_abs).reshape(m, J, W)
-        if coef_scale is not None:
-            coefs *= coef_scale[rows]
-            size *= coef_scale[rows]
+        if scales is not None:
+            coefs *= scales[0][rows]
         acc[rows] += coefs @ moments
+        # The magnitudes' polynomial at |z| + reach, in the powers zp now.
+        t = np.abs(z) + reach
+        for p in range(1, W):
+            np.multiply(zp[:, p - 1], t, out=zp[:, p])
+        size = zp @ magnitudes
         # The rounding of the offsets s and delta (a few units of roundoff
         # of each), moving each term by the kernel's slope.
         slope = slopes[None, :] * (np.abs(z) + 1.0)[:, None]
-        if slope_scale is not None:  # d/du K(r u) u**j: r**(1 - j) times
-            slope *= slope_scale[rows]
-        magnitude[rows] += (
-            np.einsum("mji,mi->mj", size, prefix) * (units[None, :] + terms[:, None])
-            + slope * prefix[:, :1]
-        )
+        if scales is not None:
+            size *= scales[1][rows]
+            slope *= scales[2][rows]
+        # The run's moments are differences of prefix sums of the block up
+        # to its last point: they round relative to the prefix's weight (its
+        # |s| are at most 1/2), and to the number of terms summed (in
+        # extended precision; see segmented_cumsum). In float64 unit
+        # roundoffs: the two prefix sums, the terms, and the products and sum
+        # with the coefficients (and the coefficients' own rounding).
+        terms = 2.02 * ACCUMULATION_ROUNDOFF * (last - self.block_start[last] + 1)
+        weight = self.moments[last, 0, -1]
+        magnitude[rows] += (size * (units + terms[:, None]) + slope) * weight[:, None]
 
     def _windows(self, tq, xq=None, strict=None, qd=None, reach=None):
         """Index bounds of the points within reach of the queries ``tq``
