@@ -19,8 +19,9 @@ taken about a centre near each query.
 import numpy as np
 
 from ._local_frame import row_groups
+from ._span import neighbour_distances
 from ._sums import Head, power_of_two_scale
-from ._sums._base import scale_of
+from ._sums._base import default_tile_elements, scale_of
 from ._sums._traits import is_compact, is_user
 from .exceptions import EmptyWindowWarning, warn
 from .kernels import Gaussian, Kernel
@@ -95,6 +96,44 @@ class SlopeKernel(Kernel):
         return np.sign(self._values(u))
 
 
+class SpanSlopeKernel(Kernel):
+    """``G(u) = -u K'(u)`` of ``kernel``: the sums of the term that a span's
+    moving bandwidth adds to the derivative of the estimate. With ``u_j =
+    d(x_j, q) / h(q)``, ``du_j / dq`` gains ``-u_j grad h / h``, so the
+    derivative of ``m`` gains ``(grad h / h) sum_j w_j G(u_j) (y_j - m) /
+    sum_j w_j K(u_j)``. ``G = u**2 H`` for :class:`SlopeKernel`'s ``H``
+    (``power=2``), in the log domain as well."""
+
+    def __init__(self, kernel=None):
+        self.kernel = kernel
+
+    @property
+    def support(self):
+        return self.kernel.support
+
+    @property
+    def nonnegative(self):
+        return SlopeKernel(self.kernel).nonnegative
+
+    @property
+    def _continuous(self):
+        return not is_compact(self.kernel)
+
+    def __call__(self, u):
+        u = np.asarray(u, dtype=np.float64)
+        return u * u * SlopeKernel(self.kernel)(u)
+
+    def log_value(self, u):
+        u = np.asarray(u, dtype=np.float64)
+        slope = SlopeKernel(self.kernel).log_value(u)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            inside = (u > 0) & (slope > -np.inf)  # (u = inf outside a window)
+            return np.where(inside, 2.0 * np.log(u) + slope, -np.inf)
+
+    def sign(self, u):
+        return SlopeKernel(self.kernel).sign(u)
+
+
 def quadratic_form(metric, metric_params, scale, divisor, d):
     """``(P, a)`` of the fitted metric (see the module docstring), with the
     features divided by ``scale`` and the distances by ``divisor``."""
@@ -137,15 +176,11 @@ def local_constant_gradient(est, Q):
     they fall in; each cell's values (targets minus a level near it, the
     features' offsets from its centre and their products) cost one pass over
     the training points, so that the covariance of the derivative sums, a
-    difference of sums, loses few digits to the spread of the data.
+    difference of sums, loses few digits to the spread of the data. With a
+    span, the bandwidth moves with the query: a third head,
+    :class:`SpanSlopeKernel`, gives the term of its derivative (see
+    :func:`span_term`).
     """
-    if est.span_ is not None:
-        raise ValueError(
-            "gradient() of a local-constant fit with span is not available: "
-            "its bandwidth changes with the query. LocalLinearRegressor and "
-            "LocalPolynomialRegressor with span give the slopes of their "
-            "local fits."
-        )
     Qc = np.asarray(est._continuous(Q), dtype=np.float64)
     Xc = np.asarray(est._continuous(est.X_fit_), dtype=np.float64)
     y = est._values()
@@ -156,11 +191,18 @@ def local_constant_gradient(est, Q):
         return np.zeros((m, k, 0))
     head = est._head()
     scale, metric = est._scale(), est.metric_
-    P, a = quadratic_form(metric, est.metric_params_, scale, head.divisor, d)
+    span = est.span_ is not None
+    divisor = 1.0 if span else head.divisor  # a span's: one per query, below
+    P, a = quadratic_form(metric, est.metric_params_, scale, divisor, d)
     slope = slope_head(head, a)
     heads = [head] if slope is head else [head, slope]
+    n_main = len(heads)
+    if span:
+        heads.append(Head(SpanSlopeKernel(head.kernel), head.divisor))
+        moving, divisors = span_term(est, Qc, P, a)
     centres, groups = row_groups(est._frame.cell_centres(Qc))
     T = np.zeros((m, d, k))
+    A = np.zeros((m, k))
     empty = np.zeros(m, dtype=bool)
     for centre, rows in zip(centres, groups, strict=True):
         Z = Xc - centre
@@ -169,7 +211,7 @@ def local_constant_gradient(est, Q):
         V = np.hstack([yc, Z, (Z[:, :, None] * yc[:, None, :]).reshape(-1, d * k)])
         Vn, w, column_scale = est._normalised(V)
         sums = est._kernel_sums(Q[rows], Vn, w, heads)
-        (S, den, M), (SH, denH, MH) = sums[0], sums[-1]
+        (S, den, M), (SH, denH, MH) = sums[0], sums[n_main - 1]
         with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
             mean = S[:, :k] / den[:, None] * column_scale[:k]
             avg = SH / denH[:, None] * column_scale
@@ -183,10 +225,38 @@ def local_constant_gradient(est, Q):
         t[~(denH != 0)] = 0.0  # signed kernels: sums of either sign
         T[rows] = t
         empty[rows] = ~(den != 0)
-    grad = np.einsum("ef,mfk->mke", P, T) * np.reshape(y_scale, (1, -1, 1))
+        if span:  # sum w G (y - m) / sum w K, G the span head's kernel
+            SG, denG, MG = sums[-1]
+            with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+                shift = np.exp(np.where(np.isfinite(MG), MG - M, 0.0))
+                g = (SG[:, :k] * column_scale[:k] - mean * denG[:, None]) / den[:, None]
+                A[rows] = np.where((den != 0)[:, None], g * shift[:, None], 0.0)
+    grad = np.einsum("ef,mfk->mke", P, T)
+    if span:
+        grad = grad / divisors[:, None, None] ** a + A[:, :, None] * moving[:, None, :]
+    grad *= np.reshape(y_scale, (1, -1, 1))
     if empty.any():
         grad[empty] = empty_gradient(est, empty)
     return grad
+
+
+def span_term(est, Qc, P, a):
+    """For the derivative of a span's estimate: each query's ``grad h / h``
+    (m, d), ``h`` its distance to its ``k``-th nearest training point (a
+    quadratic form ``P`` of the offset, to the power ``1 / a``, away from
+    ties, where ``h`` has a kink), and its divisor (m,), the fitted head's
+    divisor times ``h`` over the median span bandwidth."""
+    h, index = neighbour_distances(
+        Qc, est.X_fit_, est.span_, metric=est.metric_,
+        metric_params=est.metric_params_, scale=est._scale(),
+        sample_weight=est._neighbour_weight, tile_elements=default_tile_elements(),
+        with_index=True,
+    )  # fmt: skip
+    offset = Qc - np.asarray(est.X_fit_, dtype=np.float64)[index]
+    # h**a = offset' P offset: grad h = (2 / a) P offset / h**(a - 1).
+    moving = (2.0 / a) * (offset @ P) / h[:, None] ** a
+    divisors = h * (float(est._head().divisor) / float(est._scaling.divisor))
+    return moving, divisors
 
 
 def empty_gradient(est, empty, warned=False):
@@ -263,9 +333,14 @@ class GradientMixin:
         contributes 0); at the edge of the support of a compact kernel that
         does not vanish smoothly there (Epanechnikov, triangular, cosine), a
         point exactly at the edge contributes the outer one-sided derivative,
-        0. Queries with an empty window follow ``empty_window``: the gradient
-        of their estimate, 0 (``"nearest"``, ``"mean"``), NaN (``"nan"``) or
-        an error (``"raise"``).
+        0. With a ``span``, the bandwidth :math:`h(q)` (the distance to the
+        ``k``-th nearest training point) moves with the query, which adds
+        :math:`(\nabla h / h) \sum_j w_j G(u_j) (y_j - \hat m(q)) / \sum_j
+        w_j K(u_j)`, :math:`G(u) = -u K'(u)`, a third head of the pass; where
+        the ``k``-th neighbour changes, :math:`h` has a kink and the gradient
+        is one-sided. Queries with an empty window follow ``empty_window``:
+        the gradient of their estimate, 0 (``"nearest"``, ``"mean"``), NaN
+        (``"nan"``) or an error (``"raise"``).
 
         Examples
         --------

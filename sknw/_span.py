@@ -65,8 +65,10 @@ def neighbour_distances(
     own=None,
     kept=None,
     tile_elements,
+    with_index=False,
 ):
-    """Each query's distance to its ``k``-th nearest training point.
+    """Each query's distance to its ``k``-th nearest training point (and
+    with ``with_index``, that point's index: ``(distances, indices)``).
 
     ``Q`` and ``X`` are divided by ``scale`` (as the sums divide them).
     ``sample_weight`` (frequencies, None: ones) counts the points; with
@@ -89,13 +91,14 @@ def neighbour_distances(
         need = neighbour_count(span, total - removed)
     tol = WEIGHT_TOLERANCE * total
     if _line_path(X, metric, metric_params):
-        h = _line_distances(Q, X, w, need, removed, scale, tol)
+        h, index = _line_distances(Q, X, w, need, removed, scale, tol)
     else:
-        h = _dense_distances(
+        h, index = _dense_distances(
             Q, X, w, need, own, kept, metric, metric_params, scale, tol,
             tile_elements,
         )  # fmt: skip
-    return np.maximum(h, _TINY)
+    h = np.maximum(h, _TINY)
+    return (h, index) if with_index else h
 
 
 def _line_path(X, metric, metric_params):
@@ -111,11 +114,13 @@ def _dense_distances(
     Q, X, w, need, own, kept, metric, metric_params, scale, tol, tile_elements
 ):
     """:func:`neighbour_distances` from full rows of distances, a tile of
-    queries at a time (rows sorted only where the weights are not ones)."""
+    queries at a time (rows sorted only where the weights are not ones):
+    ``(distances, indices)``."""
     n, m = X.shape[0], Q.shape[0]
     Xs = _scaled_rows(X, 0, n, scale)
     bq, _ = _tile_shape(m, n, max(1, tile_elements // 4), full_rows=True)
     out = np.empty(m)
+    index = np.empty(m, dtype=np.intp)
     for q0 in range(0, m, bq):
         q1 = min(q0 + bq, m)
         Qt = _scaled_rows(Q, q0, q1, scale)
@@ -126,8 +131,9 @@ def _dense_distances(
                 D[rows, own[q0:q1]] = np.inf
             kth = need[q0:q1].astype(np.intp) - 1
             for k in np.unique(kth):
-                sel = kth == k
-                out[q0:q1][sel] = np.partition(D[sel], k, axis=1)[:, k]
+                sel = np.flatnonzero(kth == k)
+                at = np.argpartition(D[sel], k, axis=1)[:, k]
+                out[q0 + sel], index[q0 + sel] = D[sel, at], at
             continue
         weights = np.broadcast_to(np.ones(n) if w is None else w, D.shape).copy()
         if own is not None:
@@ -136,8 +142,9 @@ def _dense_distances(
         cum = np.cumsum(np.take_along_axis(weights, order, axis=1), axis=1)
         reach = np.sum(cum < (need[q0:q1] - tol)[:, None], axis=1)
         reach = np.minimum(reach, n - 1)
-        out[q0:q1] = D[rows, order[rows, reach]]
-    return out
+        index[q0:q1] = order[rows, reach]
+        out[q0:q1] = D[rows, index[q0:q1]]
+    return out, index
 
 
 def _line_distances(Q, X, w, need, removed, scale, tol):
@@ -146,23 +153,23 @@ def _line_distances(Q, X, w, need, removed, scale, tol):
     ``need`` is a run ``l .. r(l) - 1`` of them, found by bisection on
     ``l`` (the run's midpoint grows with ``l``). A query's own point sits at
     radius 0, in every window: it counts fully, and the weight it leaves out
-    is asked for on top."""
+    is asked for on top. Returns ``(distances, indices)``."""
     xs = _scaled_rows(X, 0, X.shape[0], scale)[:, 0]
-    if w is not None:
-        xs, ws = xs[w > 0], w[w > 0]
-    order = np.argsort(xs, kind="stable")
+    points = np.arange(xs.size) if w is None else np.flatnonzero(w > 0)
+    order = points[np.argsort(xs[points], kind="stable")]
     xs = xs[order]
-    cum = np.r_[0.0, np.cumsum(np.ones(xs.size) if w is None else ws[order])]
+    cum = np.r_[0.0, np.cumsum(np.ones(xs.size) if w is None else w[order])]
     q = _scaled_rows(Q, 0, Q.shape[0], scale)[:, 0]
     target = need - tol if removed is None else need + removed - tol
     values = np.unique(target)
     if values.size > SHARED_TARGETS:
-        return _run_radii(q, xs, cum, target)
-    best = np.empty(q.size)
+        best, at = _run_radii(q, xs, cum, target)
+        return best, order[at]
+    best, at = np.empty(q.size), np.empty(q.size, dtype=np.intp)
     for value in values:
         sel = target == value
-        best[sel] = _run_radii(q[sel], xs, cum, float(value))
-    return best
+        best[sel], at[sel] = _run_radii(q[sel], xs, cum, float(value))
+    return best, order[at]
 
 
 def _run_radii(q, xs, cum, target):
@@ -173,7 +180,9 @@ def _run_radii(q, xs, cum, target):
     as left (that test only turns true as ``l`` grows), or the one before it,
     found by bisection. For a shared target, ``e(l)`` is fixed per start and
     the runs' midpoints grow with ``l``: a binary search of them for the
-    query narrows the bisection to the starts where rounding decides."""
+    query narrows the bisection to the starts where rounding decides.
+    Returns the radii and the positions in ``xs`` of the points at them
+    (the farther end of each best run)."""
     n = xs.size
     # The last start whose run reaches the target before the end.
     last = np.clip(np.searchsorted(cum, cum[-1] - target, side="right") - 1, 0, n - 1)
@@ -200,11 +209,15 @@ def _run_radii(q, xs, cum, target):
             active = lo < hi
             hi = np.where(active & right, mid, hi)
             lo = np.where(active & ~right, mid + 1, lo)
-        best = np.full(q.size, np.inf)
+        best, at = np.full(q.size, np.inf), np.zeros(q.size, dtype=np.intp)
         for start in (np.minimum(lo, last), np.maximum(np.minimum(lo, last) - 1, 0)):
-            radius = np.maximum(q - xs[start], xs[run_end(start)] - q)
-            best = np.minimum(best, radius)
-    return best
+            end = run_end(start)
+            left, right = q - xs[start], xs[end] - q
+            radius = np.maximum(left, right)
+            better = radius < best
+            best = np.where(better, radius, best)
+            at = np.where(better, np.where(left >= right, start, end), at)
+    return best, at
 
 
 def span_shape(bandwidth, X, sample_weight, kernel, metric, metric_params):

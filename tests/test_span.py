@@ -244,13 +244,49 @@ def test_span_refuses_what_it_cannot_serve():
         NadarayaWatsonRegressor(span=0.5, algorithm="tree", kernel="tricube").fit(X, y)
     est = NadarayaWatsonRegressor(span=0.5, algorithm="sorted", kernel="tricube")
     assert est.fit(X, y).algorithm_ == "sorted"  # explicit: any number of points
-    est = NadarayaWatsonRegressor(span=0.5).fit(X, y)
-    with pytest.raises(ValueError, match="bandwidth changes with the query"):
-        est.gradient(X[:3])
     pd = pytest.importorskip("pandas")
     frame = pd.DataFrame({"x": X[:, 0], "c": pd.Categorical(["a", "b"] * 15)})
     with pytest.raises(ValueError, match="continuous features only"):
         NadarayaWatsonRegressor(span=0.5).fit(frame, y)
+
+
+@pytest.mark.parametrize("d", [1, 3])
+@pytest.mark.parametrize("kernel", ["gaussian", "tricube", "epanechnikov"])
+@pytest.mark.parametrize("metric", ["euclidean", "sqeuclidean"])
+def test_local_constant_gradient_with_span_is_the_derivative(d, kernel, metric):
+    # The derivative of the brute-force estimate (its weights from the k-th
+    # neighbour distances by sorting), by central differences: the moving
+    # bandwidth's term included.
+    rng = np.random.default_rng(20)
+    n = 300
+    X = rng.gamma(2.0, 1.0, size=(n, d))
+    y = np.c_[np.sin(X).sum(axis=1), np.cos(X[:, 0])] + 0.1 * rng.normal(size=(n, 2))
+    w = rng.integers(1, 4, size=n).astype(float)
+    Q = rng.uniform(0.5, 4.0, size=(12, d))
+    shape = np.linspace(1.0, 2.0, d)
+    est = NadarayaWatsonRegressor(kernel=kernel, span=0.2, metric=metric)
+    est.set_params(bandwidth=shape).fit(X, y, sample_weight=w)
+    grad = est.gradient(Q)
+    assert grad.shape == (12, 2, d)
+
+    def estimate(P):
+        W = reference_weights(P, X, 0.2, kernel, shape, metric, w)
+        return W @ y / W.sum(axis=1)[:, None]
+
+    step = 1e-6
+    for f in range(d):
+        E = np.zeros(d)
+        E[f] = step
+        fd = (estimate(Q + E) - estimate(Q - E)) / (2 * step)
+        assert_allclose(grad[:, :, f], fd, rtol=1e-6, atol=1e-6)
+    if metric == "euclidean":
+        # The fixed-bandwidth fit at the first query's bandwidth has its
+        # estimate there but not its derivative (the moving bandwidth's term).
+        h = reference_bandwidths(Q[:1] / shape, X / shape, 0.2, metric, w)
+        fixed = NadarayaWatsonRegressor(kernel=kernel, bandwidth=shape * h[0])
+        fixed.fit(X, y, sample_weight=w)
+        assert_allclose(fixed.predict(Q[:1]), est.predict(Q[:1]), rtol=1e-10)
+        assert np.max(np.abs(fixed.gradient(Q[:1]) - grad[:1])) > 1e-3
 
 
 def test_local_linear_slopes_with_span_are_weighted_least_squares():
