@@ -11,6 +11,10 @@ One BLAS thread. Rows:
   design;
 - ``predict`` with a span over ``predict`` at a fixed bandwidth, both in
   one feature with the tricube kernel (the sorted backend for both);
+- local polynomials of degrees 2 and 3 (tricube, at a fixed bandwidth and
+  with a span): ``predict`` on the fast path (moments about each query)
+  over ``predict`` of Nadaraya--Watson on the same data, and the exact path
+  (``algorithm="brute"``) over the fast path;
 - the test error (against the true function) of the leave-one-out choice
   of a span over that of a bandwidth (``LocalLinearRegressorCV`` with
   ``spans`` and with its default grid), on a design whose density falls a
@@ -25,7 +29,12 @@ import numpy as np
 from _timing import print_table, timed
 from threadpoolctl import threadpool_limits
 
-from sknw import LocalLinearRegressor, LocalLinearRegressorCV
+from sknw import (
+    LocalLinearRegressor,
+    LocalLinearRegressorCV,
+    LocalPolynomialRegressor,
+    NadarayaWatsonRegressor,
+)
 
 
 def gamma_data(n, seed=0):
@@ -71,6 +80,40 @@ def span_predict_rows(sizes, table):
         )  # fmt: skip
 
 
+def local_polynomial_rows(sizes, exact_sizes, table):
+    for degree in (2, 3):
+        for kw in ({"bandwidth": 0.2}, {"span": 0.05}):
+            what = f"span {kw['span']}" if "span" in kw else f"h {kw['bandwidth']}"
+            for n in sizes:
+                x, y, _ = gamma_data(n, 2)
+                X = x[:, None]
+                lp = LocalPolynomialRegressor(degree=degree, kernel="tricube", **kw)
+                nw = NadarayaWatsonRegressor(kernel="tricube", **kw)
+                lp.fit(X, y), nw.fit(X, y)
+                t_lp, _ = timed(partial(lp.predict, X))
+                t_nw, _ = timed(partial(nw.predict, X))
+                table.append(
+                    (f"LP degree {degree} predict, {what}, n=m={n}", "NW predict",
+                     t_lp / t_nw, f"{lp.algorithm_} / {nw.algorithm_}"),
+                )  # fmt: skip
+            for n in exact_sizes:
+                x, y, _ = gamma_data(n, 3)
+                X = x[:, None]
+                lp = LocalPolynomialRegressor(degree=degree, kernel="tricube", **kw)
+                exact = LocalPolynomialRegressor(
+                    degree=degree, kernel="tricube", algorithm="brute", **kw
+                )
+                lp.fit(X, y), exact.fit(X, y)
+                t_lp, got = timed(partial(lp.predict, X))
+                t_exact, ref = timed(partial(exact.predict, X))
+                gap = float(np.max(np.abs(got - ref)))
+                table.append(
+                    (f"LP degree {degree} exact predict, {what}, n=m={n}",
+                     "the fast path", t_exact / t_lp,
+                     f"max |diff| {gap:.1e}, {lp.algorithm_}"),
+                )  # fmt: skip
+
+
 def selection_rows(sizes, table, replicates=4):
     spans = np.geomspace(0.02, 0.8, 16)
     for n in sizes:
@@ -103,6 +146,9 @@ def main():
         warnings.simplefilter("ignore")
         lowess_rows([2000, 20000] if quick else [2000, 20000, 100000], table)
         span_predict_rows([20000] if quick else [20000, 200000], table)
+        local_polynomial_rows(
+            [20000] if quick else [20000, 200000], [2000] if quick else [10000], table
+        )
         selection_rows([300] if quick else [300, 2000], table)
     print_table(table)
 

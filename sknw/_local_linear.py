@@ -21,6 +21,7 @@ from ._local_frame import (
     row_groups,
     symmetric,
 )
+from ._query_poly import query_centred_poly_fit
 from ._regression import NadarayaWatsonRegressor
 from ._span import feature_bandwidths
 from ._sums import BACKENDS, Head, algorithms, local_moments, power_of_two_scale
@@ -54,7 +55,12 @@ class LocalPolynomialFit(NadarayaWatsonRegressor):
     # The local fit sums moments of its own (the sorted and fgt indexes hold
     # the targets only) and has no tolerance parameter.
     _algorithms = algorithms(fixed_values=False, tolerance=False, local_moments=True)
-    _local_powers = 2
+
+    @property
+    def _local_powers(self):
+        # The moments about each query of a local fit of degree p: up to 2 p.
+        return 2 * self._degree()
+
     _parameter_constraints = {
         **{
             k: v
@@ -214,16 +220,22 @@ class LocalPolynomialFit(NadarayaWatsonRegressor):
             "scale": self._scale(), "sample_weight": w,
             "tile_elements": _tile_elements(), "n_jobs": self.n_jobs,
         }  # fmt: skip
+        p = self._degree()
         moments = local_moments(
-            self.algorithm_, self._index, Q, self.X_fit_, V, head, 2, **params
+            self.algorithm_, self._index, Q, self.X_fit_, V, head, 2 * p, **params
         )
         if moments is None:
             return None
         n_positive = V.shape[0] if w is None else int(np.sum(w > 0))
 
         def fit_of(moments):
-            return query_centred_fit(
-                moments, spread / 2, spread, self.min_eigenvalue, n_positive,
+            if p == 1:
+                return query_centred_fit(
+                    moments, spread / 2, spread, self.min_eigenvalue, n_positive,
+                    max_leverage=self.max_leverage,
+                )  # fmt: skip
+            return query_centred_poly_fit(
+                moments, p, spread / 2, spread, self.min_eigenvalue, n_positive,
                 max_leverage=self.max_leverage,
             )  # fmt: skip
 
@@ -238,7 +250,7 @@ class LocalPolynomialFit(NadarayaWatsonRegressor):
             rows = np.flatnonzero(redo)
             exact = local_moments(
                 self.algorithm_, self._index, Q[rows], self.X_fit_, V,
-                head_rows(head, rows), 2, exact=True, **params,
+                head_rows(head, rows), 2 * p, exact=True, **params,
             )  # fmt: skip
             if exact is not None:
                 exact.counts = None if counts is None else counts[rows]

@@ -80,9 +80,13 @@ class LocalPolynomialRegressor(LocalPolynomialFit):
         As in :class:`LocalLinearRegressor`; ``"local"`` corrects the residual
         mean square of each local fit for its degrees of freedom.
     algorithm : {"auto", "fgt", "sorted", "tree", "tiles", "brute"}, default="auto"
-        As in :class:`LocalLinearRegressor` for ``degree=1``. Other degrees
-        sum their moments exactly: ``"auto"`` picks among ``"tiles"``,
-        ``"tree"`` and ``"brute"``, and ``"fgt"`` or ``"sorted"`` raise.
+        As in :class:`LocalLinearRegressor`: in one feature, ``"sorted"``
+        and ``"fgt"`` sum the moments of degree up to ``2 * degree`` about
+        each query, and the estimates whose error bound is within 1e-10 of
+        the targets' spread come from them (the others, and the standard
+        errors, by the exact path). ``degree=0`` sums exactly: ``"auto"``
+        picks among ``"tiles"``, ``"tree"`` and ``"brute"``, and ``"fgt"`` or
+        ``"sorted"`` raise.
     n_jobs : int, default=None
         As in :class:`NadarayaWatsonRegressor`.
     categorical_features : "from_dtype", None or array-like, default="from_dtype"
@@ -252,12 +256,12 @@ class LocalPolynomialRegressor(LocalPolynomialFit):
     def _fit_algorithms(self):
         """The backends ``algorithm`` may resolve to for the fitted degree."""
         degree = self._degree()
-        if degree == 1:
+        if degree >= 1:
             return self._algorithms
         if self.algorithm not in EXACT_ALGORITHMS:
             raise ValueError(
-                f"algorithm={self.algorithm!r} sums the moments of local linear fits "
-                f"(degree=1); degree={degree} takes the exact sums: use one of "
+                f"algorithm={self.algorithm!r} sums the moments of local fits of "
+                f"degree 1 and above; degree={degree} takes the exact sums: use one of "
                 f"{', '.join(EXACT_ALGORITHMS)}."
             )
         return EXACT_ALGORITHMS

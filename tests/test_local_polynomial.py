@@ -18,7 +18,7 @@ from sknw import (
     NadarayaWatsonRegressor,
 )
 from sknw.exceptions import SingularDesignWarning
-from sknw.kernels import Epanechnikov, Gaussian
+from sknw.kernels import Epanechnikov, Gaussian, get_kernel
 
 
 def wls(X, y, Q, bandwidth, degree, kernel=None, w=None, factors=None):
@@ -164,12 +164,82 @@ def test_too_few_points_for_the_degree_lower_it():
         assert_allclose(est.predict(X), y, rtol=1e-10)
 
 
-def test_moment_backends_are_for_degree_one():
+def test_moment_backends_serve_degrees_from_one():
     X, y, _, _ = _data(8, 600, 1)
-    with pytest.raises(ValueError, match="degree=2 takes the exact sums"):
-        LocalPolynomialRegressor(degree=2, algorithm="fgt", bandwidth=0.1).fit(X, y)
-    est = LocalPolynomialRegressor(degree=2, bandwidth=0.1).fit(X, y)
+    with pytest.raises(ValueError, match="degree=0 takes the exact sums"):
+        LocalPolynomialRegressor(degree=0, algorithm="fgt", bandwidth=0.1).fit(X, y)
+    est = LocalPolynomialRegressor(degree=0, bandwidth=0.1).fit(X, y)
     assert est.algorithm_ in ("tiles", "tree", "brute")
+    assert LocalPolynomialRegressor(degree=2, bandwidth=0.1).fit(X, y).algorithm_ == (
+        "fgt"
+    )
+    est = LocalPolynomialRegressor(degree=3, kernel="tricube", bandwidth=0.1)
+    assert est.fit(X, y).algorithm_ == "sorted"
+    est = LocalPolynomialRegressor(degree=2, bandwidth=0.1).fit(np.c_[X, X], y)
+    assert est.algorithm_ in ("tiles", "tree", "brute")
+
+
+@pytest.mark.parametrize("degree", [2, 3])
+@pytest.mark.parametrize(
+    "kernel, algorithm, span",
+    [("gaussian", "fgt", None), ("tricube", "sorted", None),
+     ("epanechnikov", "sorted", None), ("triweight", "sorted", 0.1),
+     ("tricube", "sorted", 0.05)],
+)  # fmt: skip
+def test_fast_paths_equal_weighted_least_squares(
+    monkeypatch, degree, kernel, algorithm, span
+):
+    import sknw._local_linear as local_linear
+
+    served = []
+    fit_of = local_linear.query_centred_poly_fit
+
+    def spy(*args, **kwargs):
+        fit = fit_of(*args, **kwargs)
+        served.append(fit.served.mean())
+        return fit
+
+    monkeypatch.setattr(local_linear, "query_centred_poly_fit", spy)
+    rng = np.random.default_rng(21)
+    n = 1500
+    X = rng.gamma(2.0, 0.2, size=(n, 1))
+    y = np.c_[np.cos(3 * X[:, 0]), X[:, 0] ** 2] + 0.1 * rng.normal(size=(n, 2))
+    w = rng.uniform(0.5, 2.0, size=n)
+    Q = np.r_[X[:40], rng.uniform(-0.1, 2.5, size=(20, 1))]
+    est = LocalPolynomialRegressor(
+        degree=degree, kernel=kernel, bandwidth=0.15, span=span, max_leverage=None
+    )
+    est.fit(X, y, sample_weight=w)
+    assert est.algorithm_ == algorithm
+    got = est.predict(Q)
+    assert served and served[0] >= 0.8  # the moments about each query served
+    bandwidths = np.full(Q.shape[0], 0.15)
+    if span is not None:
+        bandwidths = est._query_bandwidths(Q)[:, 0]
+    for i in range(Q.shape[0]):
+        u = np.abs(X[:, 0] - Q[i, 0]) / bandwidths[i]
+        if np.sum(get_kernel(kernel)(u) > 0) < 3 * (degree + 1) or Q[i, 0] > 1.8:
+            continue  # few points, or far beyond them: local constant
+        expected, _, _ = wls(
+            X, y, Q[i : i + 1], bandwidths[i], degree, get_kernel(kernel), w
+        )
+        assert_allclose(got[i], expected[0], rtol=1e-8, atol=1e-9)
+    exact = LocalPolynomialRegressor(**{**est.get_params(), "algorithm": "brute"})
+    assert_allclose(got, exact.fit(X, y, sample_weight=w).predict(Q), atol=1e-10)
+
+
+def test_fast_path_reproduces_polynomials_of_its_degree():
+    rng = np.random.default_rng(22)
+    X = rng.uniform(0.0, 4.0, size=(3000, 1))
+    coef = np.array([0.5, -1.0, 0.3, 0.05])
+    y = np.polyval(coef[::-1], X[:, 0])
+    Q = np.linspace(-0.3, 4.3, 40)[:, None]
+    est = LocalPolynomialRegressor(
+        degree=3, kernel="tricube", bandwidth=0.5, max_leverage=None
+    )
+    est.fit(X, y)
+    assert est.algorithm_ == "sorted"
+    assert_allclose(est.predict(Q), np.polyval(coef[::-1], Q[:, 0]), atol=1e-9)
 
 
 @pytest.mark.parametrize("cv", [None, 4])

@@ -460,7 +460,7 @@ def test_span_backend_choice():
     with pytest.raises(ValueError, match="cannot serve"):
         NadarayaWatsonRegressor(kernel="gaussian", span=0.2, algorithm="fgt").fit(X, y)
     est = LocalPolynomialRegressor(degree=2, kernel="tricube", span=0.2).fit(X, y)
-    assert est.algorithm_ == "brute"
+    assert est.algorithm_ == "sorted"
 
 
 @pytest.mark.parametrize("per_query_ratio", [False, True])
