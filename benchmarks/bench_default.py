@@ -1,7 +1,8 @@
 """The data-driven default bandwidth, as ratios measured in one run.
 
 Run ``python benchmarks/bench_default.py`` (``--quick`` for fewer replicates
-and smaller sizes). One BLAS thread. Rows:
+and smaller sizes; ``--only NAME`` for the quality rows of some functions,
+``--replicates R`` for more of them). One BLAS thread. Rows:
 
 - quality: on test functions of the smoothing literature, the mean squared
   error against the true function of ``NadarayaWatsonRegressor()`` and
@@ -120,10 +121,18 @@ def quality_rows(sizes, replicates, statsmodels_max, only=None):
                         f"{label} default, {name}, n={n}",
                         "oracle MSE",
                         float(np.mean(ratios["default"])),
-                        f"{notes} (goal <= 1.5, aim 1.2)",
+                        f"s.e. {_standard_error(ratios['default']):.2f} over "
+                        f"{replicates}; {notes} (goal <= 1.5, aim 1.2)",
                     )
                 )
     return rows
+
+
+def _standard_error(values):
+    values = np.asarray(values, dtype=float)
+    if values.size < 2:
+        return float("nan")
+    return float(np.std(values, ddof=1) / np.sqrt(values.size))
 
 
 def cost_rows(n_line, n_five):
@@ -178,12 +187,16 @@ def main():
     parser.add_argument(
         "--only", help="the quality rows of the functions whose name holds this"
     )
+    parser.add_argument(
+        "--replicates", type=int, default=None, help="replicates of the quality rows"
+    )
     args = parser.parse_args()
     quick = args.quick
     table = []
     with threadpool_limits(1):
         sizes = [200] if quick else [200, 2000]
-        table += quality_rows(sizes, 2 if quick else 5, 200, args.only)
+        replicates = args.replicates or (2 if quick else 5)
+        table += quality_rows(sizes, replicates, 200, args.only)
         if args.only is None:
             table += cost_rows(20_000 if quick else 200_000, 5_000 if quick else 20_000)
             table += classification_rows()
