@@ -577,3 +577,19 @@ def test_shared_target_search_equals_the_bisection(monkeypatch, weights):
         assert_allclose(fast, expected, rtol=1e-15)
         expected = reference_bandwidths(X[:100], X, span, w=w, own=own)
         assert_allclose(fast_own, np.maximum(expected, tiny), rtol=1e-15)
+
+
+@pytest.mark.parametrize("d", [1, 2])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_neighbour_index_is_at_the_span_distance(d, weighted):
+    rng = np.random.default_rng(23)
+    X = rng.gamma(2.0, 1.0, size=(400, d))
+    w = rng.integers(1, 4, size=400).astype(float) if weighted else None
+    Q = rng.uniform(0.0, 6.0, size=(50, d))
+    h, index = neighbour_distances(
+        Q, X, 0.1, metric="euclidean", metric_params=None, scale=None,
+        sample_weight=w, tile_elements=1 << 16, with_index=True,
+    )  # fmt: skip
+    assert_allclose(h, reference_bandwidths(Q, X, 0.1, w=w), rtol=1e-15)
+    at = np.sqrt(np.sum((Q - X[index]) ** 2, axis=1))
+    assert_allclose(at, h, rtol=1e-14)

@@ -105,12 +105,12 @@ def segmented_cumsum(terms, starts):
 class SortedIndex:
     """Training points of one feature, sorted, with block-centred moments.
 
-    In units of the bandwidth, ``t = x / h`` is cut into blocks ``1 /
-    blocks`` wide; for block ``b`` with centre ``c_b`` the within-block prefix sums of
-    ``w v (t - c_b)**i`` for ``i = 0 .. degree`` give, for any run of points of
-    the block, the moments from which the kernel sums follow exactly (a
-    polynomial kernel expands in these moments). Centred powers stay within
-    ``[-1/2, 1/2]`` block widths; the expansion still cancels where a window holds only
+    In units of the bandwidth, ``t = x / h`` is cut into blocks ``1 / blocks``
+    wide; for block ``b`` with centre ``c_b`` the within-block prefix sums of
+    ``w v (t - c_b)**i`` for ``i = 0 .. degree`` give, for any run of points
+    of the block, the moments from which the kernel sums follow exactly (a
+    polynomial kernel expands in these moments). Centred offsets stay within
+    half a block; the expansion still cancels where a window holds only
     points near its edge (where the kernel is small but the expansion's terms
     are not), by at most the bound :meth:`sums` returns. Coordinates are
     measured from the median training value (:func:`line_offsets`). Windows,
@@ -276,8 +276,8 @@ class SortedIndex:
         block's centre sum in magnitude to at most the polynomial with the
         magnitudes of the coefficients of ``K(u) u**j`` at ``|z| + |s|``
         (``z`` the centre's offset from the query; in units of the query's
-        bandwidth), so to the run's weight times that polynomial at ``|z|``
-        plus the block's largest ``|s|``."""
+        bandwidth), so to the weight of the block up to the run's last point
+        times that polynomial at ``|z|`` plus the block's largest ``|s|``."""
         (M, M_left), magnitudes, units, slopes, ratio, scales = plan
         m, J = rows.size, units.size
         W = M.shape[0]
@@ -311,7 +311,7 @@ class SortedIndex:
             slope *= scales[2][rows]
         # The run's moments are differences of prefix sums of the block up
         # to its last point: they round relative to the prefix's weight (its
-        # |s| are at most 1/2), and to the number of terms summed (in
+        # |s| at most the block's largest), and to the number of terms summed (in
         # extended precision; see segmented_cumsum). In float64 unit
         # roundoffs: the two prefix sums, the terms, and the products and sum
         # with the coefficients (and the coefficients' own rounding).
