@@ -3,6 +3,7 @@ permuted and duplicated batches give every query the same answer, for every
 estimator, algorithm and method."""
 
 import warnings
+from functools import partial
 
 import numpy as np
 from hypothesis import given, settings
@@ -11,6 +12,7 @@ from numpy.testing import assert_allclose
 
 from sknw import (
     LocalLinearRegressor,
+    LocalPolynomialRegressor,
     NadarayaWatsonClassifier,
     NadarayaWatsonRegressor,
     NadarayaWatsonRegressorCV,
@@ -34,6 +36,11 @@ SETUPS = [
     (LocalLinearRegressor, "epanechnikov", "sorted", 1),
     (LocalLinearRegressor, "gaussian", "fgt", 1),
     (NadarayaWatsonRegressorCV, "gaussian", "auto", 1),
+    (partial(LocalPolynomialRegressor, degree=2), "tricube", "sorted", 1),
+    (partial(LocalPolynomialRegressor, degree=3), "gaussian", "fgt", 1),
+    (partial(LocalPolynomialRegressor, degree=2, span=0.2), "tricube", "sorted", 1),
+    (partial(NadarayaWatsonRegressor, span=0.3), "tricube", "sorted", 1),
+    (partial(NadarayaWatsonRegressor, span=0.3), "gaussian", "brute", 2),
 ]
 
 
