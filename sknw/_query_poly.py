@@ -37,14 +37,11 @@ def query_centred_poly_fit(
 
     With ``e_j`` the bounds of the moments relative to ``S_0`` and ``g = 1 /
     (1 - e_0)``, the normalised moments are off by at most ``dm_j = (e_j +
-    |m_j| e_0) g`` and ``da_j = (e_j vmax + |a_j| e_0) g``: ``G`` by a
-    matrix ``dG`` of norm at most that of ``(dm_(a+b))``, ``r`` by ``dr``.
-    The solution ``b`` of the perturbed system is then within::
-
-        ||G^-1|| (||dr|| + ||dG|| ||b||) / (1 - ||G^-1|| ||dG||)
-
-    of the exact one (infinity norms), plus the solve's own rounding, a few
-    units of ``||G^-1|| (||G|| ||b|| + ||r||)``. A query is served where that
+    |m_j| e_0) g`` and ``da_j = (e_j vmax + |a_j| e_0) g``: ``G`` by at most
+    ``dG = (dm_(a+b))`` elementwise and ``r`` by ``dr = (da_a)``. The
+    intercept of the solution is then within the bound of
+    :func:`_solution_error` of the exact one, plus the solve's own rounding,
+    a few units of ``|G^-1| (|G| |b| + |r|)``. A query is served where that
     is within :data:`~sknw._local_frame.QUERY_CENTRED_TOLERANCE` times
     ``value_range``, its window holds a positive weight and its design is
     neither singular, but for too few points (the local-constant estimate,

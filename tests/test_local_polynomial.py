@@ -394,3 +394,22 @@ def test_gradients_of_local_constant_fallbacks_are_in_target_units(degree):
         assert_allclose(lp.predict(q)[0], nw.predict(q)[0], rtol=1e-12)
         assert_allclose(lp.gradient(q)[0], nw.gradient(q)[0], rtol=1e-10)
         assert abs(lp.gradient(q)[1, 0]) < 3000  # the slope of 1000 sin(2x)
+
+
+def test_fast_path_queries_beyond_the_bound_take_the_exact_path(monkeypatch):
+    import sknw._query_poly as query_poly
+
+    rng = np.random.default_rng(24)
+    X = rng.uniform(0.0, 3.0, size=(1200, 1))
+    y = np.sin(2 * X[:, 0]) + 0.1 * rng.normal(size=1200)
+    Q = np.linspace(0.0, 3.0, 30)[:, None]
+    est = LocalPolynomialRegressor(degree=2, kernel="tricube", bandwidth=0.3)
+    exact = LocalPolynomialRegressor(
+        degree=2, kernel="tricube", bandwidth=0.3, algorithm="brute"
+    )
+    exact.fit(X, y)
+    assert est.fit(X, y).algorithm_ == "sorted"
+    fast = est.predict(Q)
+    assert not np.array_equal(fast, exact.predict(Q))  # the moments served
+    monkeypatch.setattr(query_poly, "QUERY_CENTRED_TOLERANCE", 0.0)
+    assert_array_equal(est.predict(Q), exact.predict(Q))
