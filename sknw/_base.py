@@ -205,17 +205,24 @@ class NadarayaWatsonBase(BaseEstimator):
         unit of its weight)."""
         if self.span_ is None:
             return heads
+        h = self._span_neighbours(Q, own)
+        base = float(self._scaling.divisor)
+        return [Head(hd.kernel, h * (float(hd.divisor) / base)) for hd in heads]
+
+    def _span_neighbours(self, Q, own=None, with_index=False):
+        """Each query's distance to its ``k``-th nearest training point
+        (:func:`~sknw._span.neighbour_distances`; with ``with_index``, and
+        that point's index), ``own`` as in :meth:`_span_heads`."""
         w = self._neighbour_weight
         kept = None
         if own is not None and w is not None:
             kept = w - np.minimum(w, 1.0)
-        h = neighbour_distances(
+        return neighbour_distances(
             Q, self.X_fit_, self.span_, metric=self.metric_,
             metric_params=self.metric_params_, scale=self._scale(),
             sample_weight=w, own=own, kept=kept, tile_elements=_tile_elements(),
+            with_index=with_index,
         )  # fmt: skip
-        base = float(self._scaling.divisor)
-        return [Head(hd.kernel, h * (float(hd.divisor) / base)) for hd in heads]
 
     def _resolve_mixed_bandwidth(self, X, sample_weight):
         """``bandwidth_`` with discrete features, from a rule or a given

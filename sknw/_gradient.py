@@ -19,9 +19,8 @@ taken about a centre near each query.
 import numpy as np
 
 from ._local_frame import row_groups
-from ._span import neighbour_distances
 from ._sums import Head, power_of_two_scale
-from ._sums._base import default_tile_elements, scale_of
+from ._sums._base import scale_of
 from ._sums._traits import is_compact, is_user
 from .exceptions import EmptyWindowWarning, warn
 from .kernels import Gaussian, Kernel
@@ -246,12 +245,7 @@ def span_term(est, Qc, P, a):
     quadratic form ``P`` of the offset, to the power ``1 / a``, away from
     ties, where ``h`` has a kink), and its divisor (m,), the fitted head's
     divisor times ``h`` over the median span bandwidth."""
-    h, index = neighbour_distances(
-        Qc, est.X_fit_, est.span_, metric=est.metric_,
-        metric_params=est.metric_params_, scale=est._scale(),
-        sample_weight=est._neighbour_weight, tile_elements=default_tile_elements(),
-        with_index=True,
-    )  # fmt: skip
+    h, index = est._span_neighbours(Qc, with_index=True)
     offset = Qc - np.asarray(est.X_fit_, dtype=np.float64)[index]
     # h**a = offset' P offset: grad h = (2 / a) P offset / h**(a - 1).
     moving = (2.0 / a) * (offset @ P) / h[:, None] ** a
