@@ -2,7 +2,8 @@
 
 Run ``python benchmarks/bench_default.py`` (``--quick`` for fewer replicates
 and smaller sizes; ``--only NAME`` for the quality rows of some functions,
-``--replicates R`` for more of them). One BLAS thread. Rows:
+``--replicates R`` for more of them, ``--sizes N ...`` for other sizes). One
+BLAS thread. Rows:
 
 - quality: on test functions of the smoothing literature, the mean squared
   error against the true function of ``NadarayaWatsonRegressor()`` and
@@ -190,11 +191,14 @@ def main():
     parser.add_argument(
         "--replicates", type=int, default=None, help="replicates of the quality rows"
     )
+    parser.add_argument(
+        "--sizes", type=int, nargs="+", default=None, help="sizes of the quality rows"
+    )
     args = parser.parse_args()
     quick = args.quick
     table = []
     with threadpool_limits(1):
-        sizes = [200] if quick else [200, 2000]
+        sizes = args.sizes or ([200] if quick else [200, 2000])
         replicates = args.replicates or (2 if quick else 5)
         table += quality_rows(sizes, replicates, 200, args.only)
         if args.only is None:

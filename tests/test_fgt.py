@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose, assert_array_equal
+from sklearn import config_context
 
 from sknw import (
     LocalLinearRegressor,
@@ -27,7 +28,8 @@ from sknw._sums._fgt import (
     TRUNCATION,
     GaussIndex,
     _truncation,
-    gaussian_boxes,
+    box_width,
+    grid_boxes,
 )
 from sknw.exceptions import EmptyWindowWarning
 from sknw.kernels import get_kernel
@@ -210,13 +212,26 @@ def test_boxes_that_cannot_be_formed_fall_back_to_exact_sums(X):
     assert_allclose(fgt.predict(X[::7]), brute.predict(X[::7]), rtol=1e-13)
 
 
-def test_gaussian_boxes_radius():
-    t = np.random.default_rng(8).normal(size=5000) * 30
-    order, ts, starts, centre, offsets = gaussian_boxes(t)
-    assert_array_equal(ts, np.sort(t))
+@pytest.mark.parametrize("sigma", [0.1, 1.0, 3.7e-3, 1e300, 1e-300])
+def test_grid_boxes_radius_and_exact_centres(sigma):
+    x = np.random.default_rng(8).normal(size=5000) * 30 * sigma
+    order, cells, starts, centre, offsets = grid_boxes(x, sigma)
+    width = box_width(sigma)
+    assert sigma * (1 - 2.0**-19) <= width <= sigma
+    assert_array_equal(x[order], np.sort(x))
     assert np.max(np.abs(offsets)) <= RADIUS
-    assert np.all(np.diff(centre) >= 1.0 - 1e-12)
+    assert np.all(np.diff(cells) >= 1) and np.all(cells == np.floor(cells))
     assert starts[0] == 0 and np.all(np.diff(starts) > 0)
+    # Centres exact: the offset between two boxes depends on their distance
+    # in boxes only.
+    assert_array_equal(centre, (cells + 0.5) * width)
+    gaps = np.diff(centre)
+    assert_array_equal(gaps, np.diff(cells) * width)
+
+
+def test_grid_boxes_refuse_what_they_cannot_form():
+    assert grid_boxes(np.array([0.0, 1e10]), 1.0) is None  # a box beyond 2**31
+    assert grid_boxes(np.array([0.0, 1.0]), 5e-324) is None  # width underflows
 
 
 def test_n_jobs_float32_pickle_and_standard_errors():
@@ -233,11 +248,14 @@ def test_n_jobs_float32_pickle_and_standard_errors():
     assert_array_equal(clone.predict(Q), serial.predict(Q))
     single = NadarayaWatsonRegressor(bandwidth=0.3).fit(X.astype(np.float32), y)
     assert single.algorithm_ == "fgt"
-    brute32 = NadarayaWatsonRegressor(bandwidth=0.3, algorithm="brute")
-    brute32.fit(X.astype(np.float32), y)
+    # The transform sums float32 data in float64: as accurate as float64
+    # dense sums of the same (rounded) points.
+    brute64 = NadarayaWatsonRegressor(bandwidth=0.3, algorithm="brute")
+    brute64.fit(X.astype(np.float32).astype(np.float64), y)
     Q32 = Q.astype(np.float32)
     got32 = single.predict(Q32)
-    assert np.max(np.abs(got32 - brute32.predict(Q32)) / scale) <= 1e-6
+    expected32 = brute64.predict(Q32.astype(np.float64))
+    assert np.max(np.abs(got32 - expected32) / scale) <= 1e-12
     # Standard errors need sums of squared weights: exact sums, as brute.
     _, std = serial.predict(Q, return_std=True)
     _, std_brute = brute.predict(Q, return_std=True)
@@ -329,21 +347,21 @@ def test_cv_refuses_a_candidate_the_algorithm_cannot_serve_before_searching():
 
 @pytest.fixture
 def local_boxes(monkeypatch):
-    """The calls of the local expansions (one per box of queries)."""
+    """The calls of the local expansions (the boxes of each run)."""
     from sknw._sums import _fgt
 
     calls = []
-    original = _fgt.GaussIndex._local_box
+    original = _fgt.GaussIndex._local_boxes
 
-    def spy(self, *args):
-        calls.append(1)
-        return original(self, *args)
+    def spy(self, base, width, *args):
+        calls.append(width)
+        return original(self, base, width, *args)
 
-    monkeypatch.setattr(_fgt.GaussIndex, "_local_box", spy)
+    monkeypatch.setattr(_fgt.GaussIndex, "_local_boxes", spy)
     return calls
 
 
-@pytest.mark.parametrize("sigma", [0.01, 0.05, 0.5])
+@pytest.mark.parametrize("sigma", [0.002, 0.01, 0.05, 0.5])
 def test_local_expansions_within_their_bound(sigma, local_boxes):
     # Many sorted queries per unit box: the boxes' Hermite expansions are
     # translated into one Taylor expansion per query box. Sums of every power
@@ -394,3 +412,46 @@ def test_estimators_on_the_local_expansions_equal_the_dense_sums(local_boxes):
         got = fast.predict(Q)
         assert local_boxes
         assert_allclose(got, dense.predict(Q), rtol=0, atol=1e-10 * np.ptp(y))
+
+
+def test_sparse_queries_take_the_expansions_per_query(local_boxes):
+    # Fewer queries than boxes: each query sums the Hermite expansions of the
+    # boxes within its reach; dense queries take the local expansions, in
+    # runs of boxes within the working memory. Both within the tolerance.
+    rng = np.random.default_rng(14)
+    X = rng.uniform(0.0, 1.0, (6000, 1))
+    y = np.sin(9 * X[:, 0]) + rng.normal(0, 0.1, 6000)
+    fast = NadarayaWatsonRegressor(bandwidth=0.002, algorithm="fgt").fit(X, y)
+    dense = NadarayaWatsonRegressor(bandwidth=0.002, algorithm="brute").fit(X, y)
+    sparse = rng.uniform(0.0, 1.0, (40, 1))
+    local_boxes.clear()
+    got = fast.predict(sparse)
+    assert not local_boxes
+    assert_allclose(got, dense.predict(sparse), rtol=0, atol=1e-12 * np.ptp(y))
+    Q = rng.uniform(0.0, 1.0, (20000, 1))
+    got = fast.predict(Q)
+    assert len(local_boxes) > 1 and sum(local_boxes) <= 501
+    local_boxes_before = list(local_boxes)
+    assert_allclose(got, dense.predict(Q), rtol=0, atol=1e-12 * np.ptp(y))
+    local_boxes.clear()
+    with config_context(working_memory=0.1):
+        small = NadarayaWatsonRegressor(bandwidth=0.002, algorithm="fgt").fit(X, y)
+        assert_allclose(small.predict(Q), got, rtol=0, atol=1e-13 * np.ptp(y))
+    assert len(local_boxes) > 4 * len(local_boxes_before)
+
+
+@pytest.mark.parametrize("bandwidth", [0.001, 0.004, 0.05])
+def test_leave_one_out_on_the_local_expansions_equals_refits(bandwidth):
+    # Every training point a query: the local expansions, the queries in the
+    # training points' order, each own term left out against what remains.
+    rng = np.random.default_rng(15)
+    X = rng.uniform(0.0, 1.0, (3000, 1))
+    y = np.cos(7 * X[:, 0]) + rng.normal(0, 0.1, 3000)
+    w = rng.integers(1, 3, 3000).astype(float)
+    cv = NadarayaWatsonRegressorCV(bandwidths=[bandwidth], algorithm="fgt")
+    brute = NadarayaWatsonRegressorCV(bandwidths=[bandwidth], algorithm="brute")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = cv.fit(X, y, sample_weight=w).best_score_
+        expected = brute.fit(X, y, sample_weight=w).best_score_
+    assert_allclose(got, expected, rtol=1e-10)

@@ -9,7 +9,9 @@ query.
 
 In units of the kernel's standard deviation (from the median training value,
 see :func:`~sknw._sums.line_offsets`), the sorted training points are cut
-into boxes one unit wide, of centre ``c`` and radius :data:`RADIUS`
+into the boxes of a grid about one unit wide (:func:`grid_boxes`: the
+standard deviation rounded down to :data:`WIDTH_BITS` bits, so that the box
+centres are exact), of centre ``c`` and radius :data:`RADIUS`
 (:math:`\rho`). For a
 point at ``t = c + u`` and a query at ``s = c + d``, the Hermite expansion of
 Greengard and Strain (1991) separates ``u`` from ``d``:
@@ -39,13 +41,17 @@ instead of ``O(n)`` per query.
 - boxes beyond the reach (:math:`R`, :data:`REACH`): at most
   :math:`e^{-(R - \\rho)^2 / 2}` per unit of weight, all of them.
 
-**Local expansions.** Sorted queries that share a unit box of the same grid
-(:data:`LOCAL_QUERIES` or more) take each box's expansion translated into a
-Taylor expansion about their box's centre, ``d = x + delta``:
+**Local expansions.** Sorted queries in runs of boxes of the same grid that
+hold :data:`LOCAL_QUERIES` per box or more take each source box's expansion
+translated into a Taylor expansion about their box's centre, ``d = x +
+delta``:
 :math:`\\mathrm{He}_m(x + \\delta) e^{-(x + \\delta)^2/2} = \\sum_l
 (-\\delta)^l / l! \\, \\mathrm{He}_{m + l}(x) e^{-x^2/2}`, of
 :data:`N_LOCAL` terms: ``O(P)`` per query instead of ``O(P)`` per query and
-box. Cramér's inequality bounds the Taylor terms beyond :data:`N_LOCAL` and
+box. Boxes the same number of boxes apart share the translation's
+coefficients, so that the Taylor coefficients of a run of target boxes are
+one matrix product with the source boxes' moments laid out on the grid.
+Cramér's inequality bounds the Taylor terms beyond :data:`N_LOCAL` and
 the magnitudes of all of them, whose rounding :data:`LOCAL_ROUNDING` bounds;
 the Hermite terms beyond :data:`N_TERMS` are bounded at the box's nearest
 query.
@@ -73,7 +79,6 @@ from ._base import (
     line_offsets,
     line_origin,
     own_rows,
-    unit_blocks,
     values_key,
 )
 from ._dense import exact_rows
@@ -83,6 +88,10 @@ from ._traits import LINE_METRICS, gaussian_eligible, gaussian_sigma
 #: Half the width of a box, in standard deviations of the Gaussian (slightly
 #: above 1/2, for the rounding of the points' offsets from their box centre).
 RADIUS = 0.5 + 2.0**-30
+#: Significant bits of the boxes' width (:func:`box_width`): box centres
+#: ``(i + 1/2) w`` are exact for ``|i| < 2**31``, and boxes are narrower than
+#: a standard deviation by at most ``2**-19`` of it.
+WIDTH_BITS = 20
 #: Cramér's constant: :math:`|He_k(x)| e^{-x^2/4} \le K \sqrt{k!}`.
 CRAMER = 1.0865
 #: Boxes whose centre is farther than this from a query (in standard
@@ -129,28 +138,43 @@ SKIPPED = math.exp(-0.5 * (REACH - RADIUS) ** 2)
 MIN_POINTS_PER_BOX = 8
 
 
-def _offsets_from_centres(x, boxes, sigma):
-    """``boxes`` with each point's offset from its box centre taken from the
-    offsets ``x`` (not from ``t = x / sigma``, whose rounding grows with
-    ``|t|``): ``(x - c sigma) / sigma``, with ``c sigma`` a float, is exact
-    to a few units of roundoff of the offset itself. None where an offset
-    would exceed :data:`RADIUS`."""
-    order, ts, starts, centre, _ = boxes
-    lengths = np.diff(np.r_[starts, ts.size])
-    offsets = (x[order] - np.repeat(centre * sigma, lengths)) / sigma
+def box_width(sigma):
+    """The width of the boxes, in offsets: ``sigma`` rounded down to
+    :data:`WIDTH_BITS` significant bits (0 where that underflows)."""
+    mantissa, exponent = math.frexp(sigma)
+    return math.ldexp(math.floor(mantissa * 2.0**WIDTH_BITS), exponent - WIDTH_BITS)
+
+
+def grid_boxes(x, sigma, order=None):
+    """The offsets ``x``, sorted and cut into the boxes of a grid of width
+    :func:`box_width`: box ``i`` holds ``i w <= x < (i + 1) w``, of centre
+    ``(i + 1/2) w``, exact in floating point for ``|i| < 2**31``, so that the
+    offset between two boxes depends on their distance in boxes only.
+
+    Returns ``(order, cells, starts, centre_x, offsets)``: the sorting order,
+    each non-empty box's ``i``, the index of its first sorted point, its
+    centre and each sorted point's offset from its box's centre in units of
+    ``sigma`` (``(x - c) / sigma``: the subtraction of nearby floats is exact
+    to a unit of roundoff of the box width). None where the boxes cannot be
+    formed: a box beyond ``2**31``, an offset not finite or beyond
+    :data:`RADIUS`. ``order``: an order that sorts ``x`` (by default
+    computed).
+    """
+    width = box_width(sigma)
+    order = np.argsort(x, kind="stable") if order is None else order
+    xs = x[order]
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        cell = np.floor(xs / width) if width > 0.0 else xs + np.inf
+    if not np.max(np.abs(cell), initial=0.0) < 2.0**31:
+        return None
+    starts = np.flatnonzero(np.r_[True, cell[1:] != cell[:-1]]) if xs.size else []
+    starts = np.asarray(starts, dtype=np.intp)
+    cells = cell[starts]
+    centre_x = (cells + 0.5) * width
+    offsets = (xs - np.repeat(centre_x, np.diff(np.r_[starts, xs.size]))) / sigma
     if not np.max(np.abs(offsets), initial=0.0) <= RADIUS:
         return None
-    return order, ts, starts, centre, offsets
-
-
-def gaussian_boxes(t):
-    """:func:`~sknw._sums.unit_blocks` of ``t``, or None when the boxes
-    cannot be formed in floating point (an offset would exceed
-    :data:`RADIUS`, or not be finite)."""
-    boxes = unit_blocks(t)
-    if not np.max(np.abs(boxes[4]), initial=0.0) <= RADIUS:
-        return None
-    return boxes
+    return order, cells, starts, centre_x, offsets
 
 
 class GaussIndex:
@@ -173,6 +197,11 @@ class GaussIndex:
     min_points_per_box : float
         The moments are computed only if the boxes hold this many training
         points on average (``built``).
+    order : ndarray of shape (n,) or None
+        An order that sorts the training points (by default computed).
+    origin : float or None
+        The offset the coordinates are measured from (by default
+        :func:`~sknw._sums.line_origin`).
 
     Attributes
     ----------
@@ -183,48 +212,61 @@ class GaussIndex:
     built : bool
         Whether the moments were computed; if not, every query is summed
         exactly.
+    order : ndarray of shape (n,)
+        The order that sorts the training points (where ``built``).
     """
 
     def __init__(
-        self, X, V, w, head, scale, tile_elements=TILE_ELEMENTS, min_points_per_box=0
+        self,
+        X,
+        V,
+        w,
+        head,
+        scale,
+        tile_elements=TILE_ELEMENTS,
+        min_points_per_box=0,
+        order=None,
+        origin=None,
     ):
         self.sigma = gaussian_sigma(head)
         self.n_values = V.shape[1]
-        self.origin = line_origin(X)
+        self.origin = line_origin(X) if origin is None else origin
         with np.errstate(over="ignore", invalid="ignore"):
             x = line_offsets(X, self.origin, scale)
-            t = x / self.sigma
-        boxes = gaussian_boxes(t) if np.all(np.isfinite(t)) else None
-        if boxes is not None:
-            boxes = _offsets_from_centres(x, boxes, self.sigma)
+        finite = np.all(np.isfinite(x))
+        boxes = grid_boxes(x, self.sigma, order) if finite else None
         self.usable = boxes is not None
-        self.points_per_box = 0.0 if boxes is None else t.size / boxes[2].size
+        self.points_per_box = 0.0 if boxes is None else x.size / max(1, boxes[2].size)
         self.built = self.usable and self.points_per_box >= min_points_per_box
         if not self.built:
             return
-        order, ts, starts, self.centre, offsets = boxes
-        # The grid of the boxes: unit boxes from the smallest point.
-        self.t0 = float(ts[0]) if ts.size else 0.0
-        # The box centres as offsets: a query's distance to a box is taken
-        # from its own offset (see _offsets_from_centres).
-        self.centre_x = self.centre * self.sigma
+        order, self.cells, starts, self.centre_x, offsets = boxes
+        self.order = order
+        self.width = box_width(self.sigma)
+        # The box centres in standard deviations, to find the boxes within
+        # reach; a query's distance to a box is taken from the offsets.
+        self.centre = self.centre_x / self.sigma
+        # The translations of the local expansions, per power (_translations).
+        self._tables = {}
         Vx = _weighted_values(V, w, order)
         c = Vx.shape[1]
         self.moments = np.zeros((N_TERMS, starts.size, c))
-        box_of = np.repeat(np.arange(starts.size), np.diff(np.r_[starts, t.size]))
-        chunk = max(1, tile_elements // (N_TERMS * c))
-        for a in range(0, t.size, chunk):
-            b = min(a + chunk, t.size)
+        box_of = np.repeat(np.arange(starts.size), np.diff(np.r_[starts, x.size]))
+        chunk = max(1, tile_elements // (2 * N_TERMS))
+        for a in range(0, x.size, chunk):
+            b = min(a + chunk, x.size)
             u = offsets[a:b]
             powers = np.empty((N_TERMS, b - a))  # u**k / k!
             powers[0] = 1.0
             for k in range(1, N_TERMS):
                 np.multiply(powers[k - 1], u, out=powers[k])
                 powers[k] /= k
-            terms = powers[:, :, None] * Vx[None, a:b, :]
             labels = box_of[a:b]
             first = np.flatnonzero(np.r_[True, labels[1:] != labels[:-1]])
-            self.moments[:, labels[first], :] += np.add.reduceat(terms, first, axis=1)
+            for j in range(c):  # one value at a time: contiguous products
+                terms = np.multiply(powers, Vx[a:b, j])
+                sums = np.add.reduceat(terms, first, axis=1)
+                self.moments[:, labels[first], j] += sums
         # Per-box bounds use the weights: the moments of order 0 of the last
         # column.
         self.box_weight = self.moments[0, :, -1]
@@ -250,7 +292,9 @@ class GaussIndex:
         bound = np.tile(skipped * self.total_weight, (m, 1))
         # Runs of at least LOCAL_QUERIES sorted queries in one unit box take
         # the local expansion of the box; the others the expansion per query.
-        rest = self._local_runs(s, q, out, bound, powers) if local else None
+        rest = (
+            self._local_runs(s, q, out, bound, powers, tile_elements) if local else None
+        )
         if rest is not None:
             if rest.size:
                 sub_out, sub_bound = self.moment_sums(
@@ -273,70 +317,134 @@ class GaussIndex:
             a = e
         return out, bound
 
-    def _local_runs(self, s, q, out, bound, powers):
-        """The sums of the runs of sorted queries that share a unit box (of
-        the grid of the training points' boxes), by the box's local (Taylor)
-        expansion (:meth:`_local_box`); returns the indices of the other
-        queries (None: no run is long enough)."""
-        with np.errstate(invalid="ignore", over="ignore"):
-            cell = np.floor(s - self.t0)
+    def _local_runs(self, s, q, out, bound, powers, tile_elements=TILE_ELEMENTS):
+        """The sums of the sorted queries in runs of boxes of the grid that
+        hold at least :data:`LOCAL_QUERIES` queries per box and
+        :data:`LOCAL_RUN` in all, by the boxes' local (Taylor) expansions
+        (:meth:`_local_boxes`); returns the indices of the other queries
+        (None: no run holds enough)."""
         if not s.size:
             return None
-        starts = np.flatnonzero(np.r_[True, cell[1:] != cell[:-1]])
-        lengths = np.diff(np.r_[starts, s.size])
-        long = (lengths >= LOCAL_QUERIES) & np.isfinite(cell[starts])
-        if not long.any():
+        with np.errstate(invalid="ignore", over="ignore"):
+            cell = np.floor(q / self.width)
+            delta = (q - (cell + 0.5) * self.width) / self.sigma
+        # Queries in a box of the grid, to a unit of roundoff of its edges.
+        inside = np.flatnonzero((np.abs(delta) <= RADIUS) & (np.abs(cell) < 2.0**31))
+        if not inside.size:
             return None
+        reach = self._reach()
+        c = out.shape[2]
+        per_box = c * (N_TERMS * (2 * reach + 1) + (powers + 1) * N_LOCAL + 1)
+        span = max(1, tile_elements // per_box)
         served = np.zeros(s.size, dtype=bool)
-        for a, size in zip(starts[long], lengths[long], strict=True):
-            rows = slice(a, a + size)
-            centre = self.t0 + cell[a] + 0.5
-            self._local_box(centre, q[rows], out[rows], bound[rows], powers)
-            served[rows] = True
-        return np.flatnonzero(~served)
+        cells = cell[inside]
+        a = 0
+        while a < inside.size:
+            base = cells[a]
+            e = int(np.searchsorted(cells, base + span, side="left"))
+            if e - a >= max(LOCAL_RUN, LOCAL_QUERIES * (cells[e - 1] - base + 1)):
+                rows = inside[a:e]
+                local = (cells[a:e] - base).astype(np.intp)
+                width = int(local[-1]) + 1
+                self._local_boxes(base, width, local, delta[rows], rows, out, bound,
+                                  powers, tile_elements)  # fmt: skip
+                served[rows] = True
+            a = e
+        return np.flatnonzero(~served) if served.any() else None
 
-    def _local_box(self, centre, q, out, bound, powers):
-        """Sums at the queries (offsets ``q``) of the unit box of centre
-        ``centre``: each source box's Hermite expansion translated into a
-        Taylor expansion about the centre (module docstring), of
-        :data:`N_LOCAL` terms, and its bound."""
-        b0 = int(np.searchsorted(self.centre, centre - REACH - RADIUS, side="left"))
-        b1 = int(np.searchsorted(self.centre, centre + REACH + RADIUS, side="right"))
-        if b1 <= b0:
-            return
-        centre_x = centre * self.sigma
-        x = (centre_x - self.centre_x[b0:b1]) / self.sigma  # d = x + delta
+    def _reach(self):
+        """The farthest source box, in boxes, of a target box's sums: centres
+        within ``REACH + RADIUS`` standard deviations."""
+        return int(math.floor((REACH + RADIUS) * self.sigma / self.width))
+
+    def _local_boxes(
+        self, base, width, box, delta, rows, out, bound, powers, tile_elements
+    ):
+        """Sums at the queries ``rows`` in the ``width`` boxes of the grid
+        from box ``base`` (query ``i`` in box ``base + box[i]``, at ``delta[i]``
+        standard deviations from its centre): each source box's Hermite
+        expansion translated into a Taylor expansion about each target box's
+        centre (module docstring), of :data:`N_LOCAL` terms, and its bound.
+
+        Boxes ``o`` apart share the translation's coefficients (of the offset
+        ``o w / sigma``), so that the expansions of all the target boxes are
+        one product of the coefficients with the source boxes' moments, laid
+        out on the grid."""
+        reach = self._reach()
+        lo = int(np.searchsorted(self.cells, base - reach, side="left"))
+        hi = int(np.searchsorted(self.cells, base + width + reach, side="left"))
+        c = self.moments.shape[2]
+        # The source boxes on the grid, from box base - reach: window i of a
+        # target box is the source box o = reach - i boxes before it.
+        on_grid = (self.cells[lo:hi] - (base - reach)).astype(np.intp)
+        dense = np.zeros((N_TERMS, width + 2 * reach, c))
+        dense[:, on_grid, :] = self.moments[:, lo:hi, :]
+        weight = np.zeros(width + 2 * reach)
+        weight[on_grid] = self.box_weight[lo:hi]
+        if powers not in self._tables:
+            self._tables[powers] = self._translations(reach, powers)
+        tables, per_box = self._tables[powers]
+        # windows[i, k, c, t] = dense[k, t + i, c]
+        windows = np.lib.stride_tricks.sliding_window_view(dense, width, axis=1)
+        windows = windows.transpose(1, 0, 2, 3).reshape(-1, c * width)
+        # L[j, l, c, t]: the Taylor coefficients of each target box.
+        L = (tables @ windows).reshape(powers + 1, N_LOCAL, c, width)
+        box_bound = np.lib.stride_tricks.sliding_window_view(weight, 2 * reach + 1)
+        box_bound = box_bound @ per_box.T  # (width, powers + 1)
+        # Each query's Taylor polynomial in delta, by Horner's rule, over
+        # batches of queries (sorted by box) within the working memory.
+        step = max(1, tile_elements // (N_LOCAL * c))
+        for a in range(0, box.size, step):
+            e = min(a + step, box.size)
+            first, last = int(box[a]), int(box[e - 1]) + 1
+            counts = np.bincount(box[a:e] - first, minlength=last - first)
+            d = delta[a:e]
+            into = rows[a:e]
+            if into[-1] - into[0] == e - a - 1:
+                into = slice(int(into[0]), int(into[-1]) + 1)
+            for j in range(powers + 1):
+                G = np.repeat(L[j][:, :, first:last], counts, axis=2)  # (l, c, q)
+                acc = G[N_LOCAL - 1]
+                for ell in range(N_LOCAL - 2, -1, -1):
+                    acc *= d
+                    acc += G[ell]
+                out[into, j] += acc.T
+                bound[into, j] += box_bound[box[a:e], j]
+
+    def _translations(self, reach, powers):
+        """The translations of the source boxes' Hermite expansions into
+        Taylor expansions about target boxes ``reach - i`` boxes after them:
+        ``(powers + 1) N_LOCAL`` by ``(2 reach + 1) N_TERMS`` coefficients,
+        ``(-1)**l / l!`` times the Hermite functions of order ``k + l`` (of
+        the power ``j``: module docstring) at the offset ``x`` of the boxes'
+        centres, and the bound of each window per unit of its weight:
+        ``(powers + 1, 2 reach + 1)``."""
+        x = (reach - np.arange(2 * reach + 1)) * self.width / self.sigma
         n_h = N_TERMS + N_LOCAL + powers
         H = np.empty((n_h, x.size))
         H[0] = np.exp(-0.5 * x * x)
         H[1] = x * H[0]
         for k in range(1, n_h - 1):
             H[k + 1] = x * H[k] - k * H[k - 1]
-        A = self.moments[:, b0:b1, :]
-        delta = (q - centre_x) / self.sigma
-        powers_of_delta = np.empty((delta.size, N_LOCAL))
-        powers_of_delta[:, 0] = 1.0
-        for ell in range(1, N_LOCAL):
-            np.multiply(powers_of_delta[:, ell - 1], delta, out=powers_of_delta[:, ell])
-        quarter = np.exp(-0.25 * x * x) * self.box_weight[b0:b1]
+        quarter = np.exp(-0.25 * x * x)
         near = np.exp(-0.25 * np.maximum(np.abs(x) - RADIUS, 0.0) ** 2)
-        near = near * self.box_weight[b0:b1]
+        units = LOCAL_ROUNDING * _EPS64 * (np.abs(x) + 2.0)
+        tables = np.empty((powers + 1, N_LOCAL, x.size, N_TERMS))
+        per_box = np.empty((powers + 1, x.size))
         for j in range(powers + 1):
             Hj = np.zeros((N_TERMS + N_LOCAL - 1, x.size))
             for r, coef in _power_terms(j):
                 Hj += coef * H[r : r + N_TERMS + N_LOCAL - 1]
-            # window[l, b, k] = Hj[k + l, b]
+            # window[l, i, k] = Hj[k + l, i]
             window = np.lib.stride_tricks.sliding_window_view(Hj, N_TERMS, axis=0)
-            L = np.einsum("lbk,kbc->lc", window[:N_LOCAL], A) * _TAYLOR_SIGNS[:, None]
-            out[:, j] += powers_of_delta @ L
+            tables[j] = window[:N_LOCAL] * _TAYLOR_SIGNS[:, None, None]
             trunc = TRUNCATION if j == 0 else _power_bounds(j)[0]
             taylor, size = _local_bounds(j)
             # Hermite terms beyond N_TERMS (at the nearest query), Taylor
             # terms beyond N_LOCAL, and the rounding of both expansions, of
             # the offsets x and delta, and of the Hermite recurrence.
-            units = LOCAL_ROUNDING * _EPS64 * (np.abs(x) + 2.0)
-            per_box = trunc * near + (taylor + units * size) * quarter
-            bound[:, j] += float(np.sum(per_box))
+            per_box[j] = trunc * near + (taylor + units * size) * quarter
+        return tables.reshape((powers + 1) * N_LOCAL, -1), per_box
 
     def _block(self, s, q, b0, b1, out, bound, powers=0):
         # From the offsets: exact to a few units of roundoff of d itself.
@@ -446,8 +554,13 @@ N_LOCAL = _fewest_terms(_taylor_truncation)
 #: largest error measured (1.5 units, over boxes of 500 to 20000 points,
 #: bandwidths 0.003 to 2 of data spans 1 to 1000, powers 0 to 2).
 LOCAL_ROUNDING = 100.0
-#: Sorted queries in one unit box from which its local expansion is used.
-LOCAL_QUERIES = 512
+#: Sorted queries per box (on average over a run of boxes) from which the
+#: boxes' local expansions are used: a box's expansion costs about as much as
+#: one query's sums by the Hermite expansions of the boxes within its reach.
+LOCAL_QUERIES = 1
+#: The fewest queries of a run of boxes that takes the local expansions: each
+#: run costs about as much again as this many queries' sums per query.
+LOCAL_RUN = 32
 #: ``(-1)**l / l!``: the Taylor coefficients of ``He_m(x + delta)
 #: e^{-(x + delta)**2 / 2}`` in powers of ``delta``, times ``He_{m+l}``.
 _TAYLOR_SIGNS = np.array(
@@ -501,8 +614,7 @@ def fgt_kernel_sums(
         with np.errstate(over="ignore", invalid="ignore"):
             q = line_offsets(Q, index.origin, scale)
             s = q / index.sigma
-        finite = np.isfinite(s)
-        order = np.flatnonzero(finite)[np.argsort(s[finite])]
+        order = _query_order(index, s, own)
         acc, bound = index.sums(s[order], tile_elements, q[order])
         if own is not None:  # K(0) = 1; the views take the subtraction
             leave_own_term_out(
@@ -521,6 +633,17 @@ def fgt_kernel_sums(
     return [(S, den, M)]
 
 
+def _query_order(index, s, own):
+    """The order that sorts the finite queries ``s``: the training points'
+    own (``index.order``) where the queries are every training point in
+    turn (leave-one-out, ``own``), else by sorting them."""
+    if own is not None and own.size == index.order.size:
+        if np.array_equal(own, np.arange(own.size)):
+            return index.order
+    finite = np.isfinite(s)
+    return np.flatnonzero(finite)[np.argsort(s[finite])]
+
+
 def gaussian_why_not(name, kernel, metric, metric_params, n_features):
     """Why the one-feature Gaussian backend ``name`` cannot serve (or None)."""
     if gaussian_eligible(kernel, metric, metric_params, n_features):
@@ -529,6 +652,26 @@ def gaussian_why_not(name, kernel, metric, metric_params, n_features):
         f"algorithm={name!r} needs one feature, the Gaussian kernel (not "
         f"{kernel!r}) and a metric that is |x - q| in one dimension "
         f"{LINE_METRICS}, not {metric!r}."
+    )
+
+
+def _shared(request, name, compute):
+    """``compute()``, once per grid where the request's heads share what
+    depends on the training points and values alone (``request.shared``)."""
+    if request.shared is None:
+        return compute()
+    if name not in request.shared:
+        request.shared[name] = compute()
+    return request.shared[name]
+
+
+def line_order(request):
+    """The order that sorts the one feature of the training points, shared by
+    the heads of a grid: scaling and centring keep it."""
+    return _shared(
+        request,
+        "line_order",
+        lambda: np.argsort(np.asarray(request.X[:, 0], np.float64), kind="stable"),
     )
 
 
@@ -558,6 +701,8 @@ class FGTBackend(Backend):
             request.head,
             request.scale,
             request.tile_elements,
+            order=line_order(request),
+            origin=_shared(request, "line_origin", lambda: line_origin(request.X)),
             # "auto" computes the moments only where they pay: against the
             # pruned line path of a single head, from a few points per box;
             # against a pass over every pair (a grid), always.
@@ -567,7 +712,8 @@ class FGTBackend(Backend):
         )
         if request.auto and not index.built:
             return None
-        index.key = (values_key(V, w), request.head)
+        index.key = (_shared(request, "values_key", lambda: values_key(V, w)),
+                     request.head)  # fmt: skip
         return index
 
     def serves(self, index, V, heads, sample_weight):
@@ -595,8 +741,7 @@ class FGTBackend(Backend):
             with np.errstate(over="ignore", invalid="ignore"):
                 q = line_offsets(Q, index.origin, params.get("scale"))
                 s = q / index.sigma
-            finite = np.isfinite(s)
-            order = np.flatnonzero(finite)[np.argsort(s[finite])]
+            order = _query_order(index, s, own_rows(m, **params))
             tile = params.get("tile_elements", TILE_ELEMENTS)
             acc[order], bound[order] = index.moment_sums(
                 s[order], tile, powers, q[order]
