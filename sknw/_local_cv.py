@@ -74,14 +74,17 @@ def query_centred_cv(est, X, Y, w, unit, cands, folds):
         "tile_elements": default_tile_elements(),
     }
     out = {}
+    # What the indexes of one split's training points share across candidates.
+    shared = [{} for _ in splits]
     for i, cand in enumerate(cands):
         ((scale, ((_, head),)),) = group_candidates([cand], est.metric, X)
         pred = np.full(Y.shape, np.nan)
         missing = []
-        for train, test in splits:
+        for (train, test), share in zip(splits, shared, strict=True):
             got = _split_estimates(
-                est, accepted, X, V, w, kept, head, scale, train, test, params, spread
-            )
+                est, accepted, X, V, w, kept, head, scale, (train, test, share),
+                params, spread,
+            )  # fmt: skip
             if got is None:
                 break
             estimate, served, rows = got
@@ -93,12 +96,13 @@ def query_centred_cv(est, X, Y, w, unit, cands, folds):
     return out
 
 
-def _split_estimates(
-    est, accepted, X, V, w, kept, head, scale, train, test, params, spread
-):
-    """``(estimates, served, rows)`` of one split (``train`` None: leave-one-out
-    of every point) by a backend summing local moments (of the ``accepted``
-    names), or None where the choice gives none."""
+def _split_estimates(est, accepted, X, V, w, kept, head, scale, split, params, spread):
+    """``(estimates, served, rows)`` of one split (``split``: ``(train, test,
+    shared)``, ``train`` None for leave-one-out of every point, ``shared`` the
+    dict of what the split's indexes share across candidates) by a backend
+    summing local moments (of the ``accepted`` names), or None where the
+    choice gives none."""
+    train, test, shared = split
     if train is None:
         Xq, Xt, Vt, wt = X, X, V, w
         rows = np.arange(X.shape[0])
@@ -118,6 +122,7 @@ def _split_estimates(
         tile_elements=params["tile_elements"],
         grid=True,
         powers=2,
+        shared=shared,
     )
     name, index = choose(est.algorithm, accepted, request)
     if not BACKENDS[name].local_moments:

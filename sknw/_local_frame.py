@@ -193,6 +193,14 @@ class LocalSolution:
     rounded: np.ndarray = None
 
 
+def _solve(C, b):
+    """``C^{-1} b`` for a stack of systems (``(m, d, d)`` and ``(m, d)``); by
+    division for one coordinate."""
+    if C.shape[1] == 1:
+        return b / C[:, :, 0]
+    return np.linalg.solve(C, b[:, :, None])[:, :, 0]
+
+
 def local_solution(
     A, cols, d, k, Zq, min_eigenvalue, few=None, to_bandwidth=None,
     max_leverage=None, linear=None, basis=None, degree=1,
@@ -255,6 +263,8 @@ def local_solution(
         scaled = np.where(finite[:, None, None], cov, 0.0)
     if d == 0:  # degree 0: the local-constant fit
         eig = np.ones((A.shape[0], 1))
+    elif d == 1:  # one coordinate: the design's one entry
+        eig = scaled[:, :, 0].copy()
     else:
         eig = np.linalg.eigvalsh(scaled)
     top = eig[:, -1]
@@ -273,7 +283,7 @@ def local_solution(
     ridge = np.zeros((A.shape[0], d))
     ridged = np.zeros(A.shape[0], dtype=bool)
     if ok.any():
-        a[ok] = np.linalg.solve(cov[ok], dz[ok][:, :, None])[:, :, 0]
+        a[ok] = _solve(cov[ok], dz[ok])
         distance[ok] = np.einsum("md,md->m", a[ok], dz[ok])
         limit = np.inf if max_leverage is None else max_leverage - 1.0
         over = np.flatnonzero(ok & (distance > limit))
@@ -286,7 +296,7 @@ def local_solution(
             ridge[over] = lift[:, None] / (t_over * t_over)
             cov = cov.copy()
             cov[over] += ridge[over][:, :, None] * np.eye(d)[None]
-            a[over] = np.linalg.solve(cov[over], dz[over][:, :, None])[:, :, 0]
+            a[over] = _solve(cov[over], dz[over])
             distance[over] = np.einsum("md,md->m", a[over], dz[over])
             ridged[over] = True
         estimate[ok] = mean_y[ok] - np.einsum("md,mdk->mk", a[ok], cross[ok])

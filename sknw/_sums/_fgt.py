@@ -387,13 +387,13 @@ class GaussIndex:
         # windows[i, k, c, t] = dense[k, t + i, c]
         windows = np.lib.stride_tricks.sliding_window_view(dense, width, axis=1)
         windows = windows.transpose(1, 0, 2, 3).reshape(-1, c * width)
-        # L[j, l, c, t]: the Taylor coefficients of each target box.
-        L = (tables @ windows).reshape(powers + 1, N_LOCAL, c, width)
+        # L[l, j, c, t]: the Taylor coefficients of each target box.
+        L = (tables @ windows).reshape(N_LOCAL, powers + 1, c, width)
         box_bound = np.lib.stride_tricks.sliding_window_view(weight, 2 * reach + 1)
         box_bound = box_bound @ per_box.T  # (width, powers + 1)
         # Each query's Taylor polynomial in delta, by Horner's rule, over
         # batches of queries (sorted by box) within the working memory.
-        step = max(1, tile_elements // (N_LOCAL * c))
+        step = max(1, tile_elements // ((powers + 1) * N_LOCAL * c))
         for a in range(0, box.size, step):
             e = min(a + step, box.size)
             first, last = int(box[a]), int(box[e - 1]) + 1
@@ -402,14 +402,13 @@ class GaussIndex:
             into = rows[a:e]
             if into[-1] - into[0] == e - a - 1:
                 into = slice(int(into[0]), int(into[-1]) + 1)
-            for j in range(powers + 1):
-                G = np.repeat(L[j][:, :, first:last], counts, axis=2)  # (l, c, q)
-                acc = G[N_LOCAL - 1]
-                for ell in range(N_LOCAL - 2, -1, -1):
-                    acc *= d
-                    acc += G[ell]
-                out[into, j] += acc.T
-                bound[into, j] += box_bound[box[a:e], j]
+            G = np.repeat(L[..., first:last], counts, axis=3)  # (l, j, c, q)
+            acc = G[N_LOCAL - 1]
+            for ell in range(N_LOCAL - 2, -1, -1):
+                acc *= d
+                acc += G[ell]
+            out[into] += acc.transpose(2, 0, 1)
+            bound[into] += box_bound[box[a:e]]
 
     def _translations(self, reach, powers):
         """The translations of the source boxes' Hermite expansions into
@@ -417,8 +416,8 @@ class GaussIndex:
         ``(powers + 1) N_LOCAL`` by ``(2 reach + 1) N_TERMS`` coefficients,
         ``(-1)**l / l!`` times the Hermite functions of order ``k + l`` (of
         the power ``j``: module docstring) at the offset ``x`` of the boxes'
-        centres, and the bound of each window per unit of its weight:
-        ``(powers + 1, 2 reach + 1)``."""
+        centres, in rows ``(l, j)``, and the bound of each window per unit of
+        its weight: ``(powers + 1, 2 reach + 1)``."""
         x = (reach - np.arange(2 * reach + 1)) * self.width / self.sigma
         n_h = N_TERMS + N_LOCAL + powers
         H = np.empty((n_h, x.size))
@@ -444,7 +443,7 @@ class GaussIndex:
             # terms beyond N_LOCAL, and the rounding of both expansions, of
             # the offsets x and delta, and of the Hermite recurrence.
             per_box[j] = trunc * near + (taylor + units * size) * quarter
-        return tables.reshape((powers + 1) * N_LOCAL, -1), per_box
+        return tables.transpose(1, 0, 2, 3).reshape(N_LOCAL * (powers + 1), -1), per_box
 
     def _block(self, s, q, b0, b1, out, bound, powers=0):
         # From the offsets: exact to a few units of roundoff of d itself.
