@@ -230,6 +230,10 @@ LAMBDA_SHARES = (0.0, 0.01, 0.03, 0.1, 0.2, 0.35, 0.5, 0.7, 0.85, 1.0)
 #: is one of few and does not overfit the leave-one-out score.
 SHAPE_FACTORS = (0.5, 2**-0.5, 2**0.5, 2.0)
 
+#: The tolerance of :func:`polish_lambdas`, relative to each smoothing
+#: parameter's range.
+POLISH_TOLERANCE = 1e-3
+
 
 def coordinate_search(evaluate, cand, state, discrete):
     """One round of coordinate search from the candidate ``cand`` (its
@@ -274,6 +278,48 @@ def coordinate_search(evaluate, cand, state, discrete):
                 shares = _finer(shares, search.lambdas[j] / tops[j])
         state["lambdas"] = search.lambdas
     cand["bandwidth"], cand["score"] = search.bandwidth, search.score
+    return search.changed
+
+
+def polish_lambdas(evaluate, cand, state, discrete):
+    """Each discrete feature's smoothing parameter in turn (the others and the
+    bandwidths fixed) by Brent's bounded search (scipy), within one step of
+    the finer grid of :func:`coordinate_search` on either side of its value,
+    to :data:`POLISH_TOLERANCE` of its range; keeps the current value unless
+    a trial scores strictly better. Updates ``cand`` and ``state`` as
+    :func:`coordinate_search` does and returns whether anything changed."""
+    from scipy.optimize import minimize_scalar
+
+    if discrete is None or state.get("lambdas") is None:
+        return False
+    search = _Search(evaluate, cand, state, discrete)
+    tops = discrete.max_lambdas()
+    shares = np.asarray(LAMBDA_SHARES)
+    for j, top in enumerate(tops):
+        current = float(search.lambdas[j])
+        i = int(np.argmin(np.abs(shares - current / top)))
+        lo, hi = shares[max(i - 1, 0)], shares[min(i + 1, shares.size - 1)]
+        step = (hi - lo) / 9 * top
+        tried = {}
+
+        def loss(value, j=j, tried=tried):
+            trial = search.lambdas.copy()
+            trial[j] = value
+            (mean, _), _ = evaluate([search._cand(search.bandwidth, trial)])
+            tried[value] = float(mean[0])
+            return np.inf if np.isnan(mean[0]) else -float(mean[0])
+
+        bounds = (max(0.0, current - step), min(float(top), current + step))
+        if not bounds[1] > bounds[0]:
+            continue
+        minimize_scalar(loss, bounds=bounds, method="bounded",
+                        options={"xatol": POLISH_TOLERANCE * top})  # fmt: skip
+        value, score = max(tried.items(), key=lambda kv: -np.inf if np.isnan(kv[1])
+                           else kv[1])  # fmt: skip
+        if score > search.score:
+            search.lambdas[j], search.score, search.changed = value, score, True
+    state["lambdas"] = search.lambdas
+    cand["score"] = search.score
     return search.changed
 
 

@@ -28,7 +28,13 @@ from ._grid import (  # noqa: F401 - the grid's names, here too
     grid_multipliers,
     warn_at_edge,
 )
-from ._mixed import SEARCH_ROUNDS, coordinate_search, encode_features, mixed_grid
+from ._mixed import (
+    SEARCH_ROUNDS,
+    coordinate_search,
+    encode_features,
+    mixed_grid,
+    polish_lambdas,
+)
 from ._scaling import group_candidates, scalings
 from ._scoring import check_scoring, make_scorer
 from ._span import candidate_spans, span_candidates, split_heads
@@ -494,6 +500,7 @@ class CVSelectionMixin:
                 if not coordinate_search(evaluate, best, state, discrete):
                     break
                 changed = True
+            changed |= polish_lambdas(evaluate, best, state, discrete)
             if changed:  # the grid again, at the new shape and parameters
                 state["around"] = best["multiplier"] if default else None
                 found = self._grid_pass(evaluate, X, w, kernels, resolved, grid, state)

@@ -826,3 +826,55 @@ def test_refine_keeps_the_smoothing_parameters():
     assert_allclose(refined.bandwidth_[1:], plain.bandwidth_[1:])
     ref = brute_loo_mse(X, y, refined.bandwidth_, [0], [1], [2])
     assert_allclose(-refined.best_score_, ref, rtol=1e-10)
+
+
+# -- polishing the smoothing parameters -------------------------------------
+
+
+class _Levels:
+    """A stand-in for the discrete features of a search: two of them, of
+    range [0, 0.5] and [0, 1]."""
+
+    def max_lambdas(self):
+        return np.array([0.5, 1.0])
+
+
+def test_polish_finds_an_optimum_between_the_grid_values():
+    from sknw._mixed import POLISH_TOLERANCE, polish_lambdas
+
+    optimum = np.array([0.1234, 0.61])
+
+    def evaluate(cands):
+        lam = np.array(cands[0]["lambdas"])
+        return (np.array([-np.sum((lam - optimum) ** 2)]), None), 0
+
+    cand = {"kernel": None, "bandwidth": np.array([0.1]), "score": -1.0}
+    # The nearest values of the coordinate search's finer grids: shares 0.2
+    # then eight between 0.1 and 0.35; 0.7 then eight between 0.5 and 0.85.
+    state = {"lambdas": (0.5 * 0.23889, 0.61667)}
+    assert polish_lambdas(evaluate, cand, state, _Levels())
+    assert_allclose(state["lambdas"], optimum, atol=2 * POLISH_TOLERANCE)
+    assert cand["score"] > -1e-5
+    # Already optimal: nothing changes.
+    cand = {"kernel": None, "bandwidth": np.array([0.1]), "score": 0.0}
+    state = {"lambdas": tuple(optimum)}
+    assert not polish_lambdas(evaluate, cand, state, _Levels())
+    assert_allclose(state["lambdas"], optimum, rtol=0)
+
+
+def test_polish_never_worsens_the_search(monkeypatch):
+    from sknw import _selection
+
+    X, y = make_data(300, seed=3)
+    params = {"categorical_features": [1], "ordered_features": [2]}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        polished = NadarayaWatsonRegressorCV(**params).fit(X, y)
+        monkeypatch.setattr(_selection, "polish_lambdas", lambda *a: False)
+        plain = NadarayaWatsonRegressorCV(**params).fit(X, y)
+    assert polished.best_score_ >= plain.best_score_
+    # The reported score is the exact leave-one-out score of the choice.
+    at = NadarayaWatsonRegressorCV(bandwidths=[polished.bandwidth_], **params)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert_allclose(at.fit(X, y).best_score_, polished.best_score_, rtol=1e-12)
