@@ -296,6 +296,8 @@ def polish_lambdas(evaluate, cand, state, discrete):
     tops = discrete.max_lambdas()
     shares = np.asarray(LAMBDA_SHARES)
     for j, top in enumerate(tops):
+        if not top > 0.0:  # one level: nothing to smooth
+            continue
         current = float(search.lambdas[j])
         i = int(np.argmin(np.abs(shares - current / top)))
         lo, hi = shares[max(i - 1, 0)], shares[min(i + 1, shares.size - 1)]
@@ -306,16 +308,16 @@ def polish_lambdas(evaluate, cand, state, discrete):
             trial = search.lambdas.copy()
             trial[j] = value
             (mean, _), _ = evaluate([search._cand(search.bandwidth, trial)])
-            tried[value] = float(mean[0])
-            return np.inf if np.isnan(mean[0]) else -float(mean[0])
+            score = -np.inf if np.isnan(mean[0]) else float(mean[0])
+            tried[value] = score
+            return -score
 
         bounds = (max(0.0, current - step), min(float(top), current + step))
         if not bounds[1] > bounds[0]:
             continue
-        minimize_scalar(loss, bounds=bounds, method="bounded",
-                        options={"xatol": POLISH_TOLERANCE * top})  # fmt: skip
-        value, score = max(tried.items(), key=lambda kv: -np.inf if np.isnan(kv[1])
-                           else kv[1])  # fmt: skip
+        options = {"xatol": POLISH_TOLERANCE * top}
+        minimize_scalar(loss, bounds=bounds, method="bounded", options=options)
+        value, score = max(tried.items(), key=lambda item: item[1])
         if score > search.score:
             search.lambdas[j], search.score, search.changed = value, score, True
     state["lambdas"] = search.lambdas

@@ -290,8 +290,8 @@ class GaussIndex:
         out = np.zeros((m, powers + 1, c))
         skipped = SKIPPED * (REACH - RADIUS) ** np.arange(powers + 1)
         bound = np.tile(skipped * self.total_weight, (m, 1))
-        # Runs of at least LOCAL_QUERIES sorted queries in one unit box take
-        # the local expansion of the box; the others the expansion per query.
+        # Runs of boxes holding enough sorted queries take the boxes' local
+        # expansions; the other queries the expansions per query.
         rest = (
             self._local_runs(s, q, out, bound, powers, tile_elements) if local else None
         )
