@@ -557,8 +557,9 @@ LOCAL_ROUNDING = 100.0
 #: boxes' local expansions are used: a box's expansion costs about as much as
 #: one query's sums by the Hermite expansions of the boxes within its reach.
 LOCAL_QUERIES = 1
-#: The fewest queries of a run of boxes that takes the local expansions: each
-#: run costs about as much again as this many queries' sums per query.
+#: The fewest queries of a run of boxes that takes the local expansions: a
+#: run's fixed cost is about that of this many queries' sums by the
+#: per-query expansions.
 LOCAL_RUN = 32
 #: ``(-1)**l / l!``: the Taylor coefficients of ``He_m(x + delta)
 #: e^{-(x + delta)**2 / 2}`` in powers of ``delta``, times ``He_{m+l}``.
@@ -736,16 +737,16 @@ class FGTBackend(Backend):
         m, k = Q.shape[0], V.shape[1]
         acc = np.zeros((m, powers + 1, k + 1))
         bound = np.full((m, powers + 1), np.inf)
+        own = own_rows(m, **params)
         if index.built and m:
             with np.errstate(over="ignore", invalid="ignore"):
                 q = line_offsets(Q, index.origin, params.get("scale"))
                 s = q / index.sigma
-            order = _query_order(index, s, own_rows(m, **params))
+            order = _query_order(index, s, own)
             tile = params.get("tile_elements", TILE_ELEMENTS)
             acc[order], bound[order] = index.moment_sums(
                 s[order], tile, powers, q[order]
             )
-        own = own_rows(m, **params)
         if own is not None:
             leave_own_term_out(acc, bound, own, V, 1.0, **params)
         return MomentSums(acc, bound, None, float(index.sigma))
