@@ -1,7 +1,7 @@
 """Fast exact selection and fast local linear, as ratios measured in one run.
 
 Run ``python benchmarks/bench_fast_selection.py`` (``--quick`` for smaller
-sizes). One BLAS thread. Rows:
+sizes, ``--only GROUP`` for some rows). One BLAS thread. Rows:
 
 - ``NadarayaWatsonRegressorCV`` in 1-D over its default 30 bandwidths (exact
   leave-one-out on the fast backends), relative to one fixed-bandwidth
@@ -223,25 +223,40 @@ def r_rows(sizes):
     return rows
 
 
+ROW_GROUPS = ("nw-cv", "ll-predict", "ll-cv", "grid-search", "3d", "r")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="smaller sizes")
+    parser.add_argument(
+        "--only", choices=ROW_GROUPS, action="append",
+        help="run only these groups of rows (repeatable; default: all)",
+    )  # fmt: skip
     args = parser.parse_args()
     quick = args.quick
+    only = set(args.only or ROW_GROUPS)
     table = []
     with threadpool_limits(1):
-        table += cv_rows(
-            NadarayaWatsonRegressorCV, "NW-CV", 20_000 if quick else 100_000, 1, 60
-        )
-        table += local_linear_rows(20_000 if quick else 200_000)
-        table += cv_rows(
-            LocalLinearRegressorCV, "LocalLinearCV", 10_000 if quick else 50_000, 4, 100
-        )
-        table += grid_search_rows([2000] if quick else [2000, 5000, 20_000])
-        table += several_feature_rows(
-            5000 if quick else 20_000, 10_000 if quick else 50_000
-        )
-        table += r_rows([2000] if quick else [2000, 20_000, 100_000])
+        if "nw-cv" in only:
+            table += cv_rows(
+                NadarayaWatsonRegressorCV, "NW-CV", 20_000 if quick else 100_000, 1, 60
+            )
+        if "ll-predict" in only:
+            table += local_linear_rows(20_000 if quick else 200_000)
+        if "ll-cv" in only:
+            table += cv_rows(
+                LocalLinearRegressorCV, "LocalLinearCV", 10_000 if quick else 50_000,
+                4, 100,
+            )  # fmt: skip
+        if "grid-search" in only:
+            table += grid_search_rows([2000] if quick else [2000, 5000, 20_000])
+        if "3d" in only:
+            table += several_feature_rows(
+                5000 if quick else 20_000, 10_000 if quick else 50_000
+            )
+        if "r" in only:
+            table += r_rows([2000] if quick else [2000, 20_000, 100_000])
     print_table(table)
 
 

@@ -283,8 +283,10 @@ def local_solution(
     ridge = np.zeros((A.shape[0], d))
     ridged = np.zeros(A.shape[0], dtype=bool)
     if ok.any():
-        a[ok] = _solve(cov[ok], dz[ok])
-        distance[ok] = np.einsum("md,md->m", a[ok], dz[ok])
+        # Every design solvable (the common case): views, not copies.
+        ok_rows = slice(None) if ok.all() else ok
+        a[ok_rows] = _solve(cov[ok_rows], dz[ok_rows])
+        distance[ok_rows] = np.einsum("md,md->m", a[ok_rows], dz[ok_rows])
         limit = np.inf if max_leverage is None else max_leverage - 1.0
         over = np.flatnonzero(ok & (distance > limit))
         if over.size:
@@ -299,7 +301,9 @@ def local_solution(
             a[over] = _solve(cov[over], dz[over])
             distance[over] = np.einsum("md,md->m", a[over], dz[over])
             ridged[over] = True
-        estimate[ok] = mean_y[ok] - np.einsum("md,mdk->mk", a[ok], cross[ok])
+        estimate[ok_rows] = mean_y[ok_rows] - np.einsum(
+            "md,mdk->mk", a[ok_rows], cross[ok_rows]
+        )
     if T is None and linear == d:
         linear_cov = cov
     return LocalSolution(

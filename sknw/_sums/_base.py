@@ -553,6 +553,20 @@ def _exp(T, floor):
     return T
 
 
+def placed_rows(source, rows, m, fill=0.0):
+    """An ``(m, ...)`` array whose rows ``rows`` are ``source``'s (``rows``
+    distinct) and the others ``fill``. Where ``rows`` is a permutation of all
+    ``m`` rows, a gather by its inverse, several times faster than scattering
+    rows of several columns."""
+    if rows.size == m:
+        inverse = np.empty(m, dtype=np.intp)
+        inverse[rows] = np.arange(m)
+        return np.take(source, inverse, axis=0)
+    out = np.full((m,) + source.shape[1:], fill, dtype=source.dtype)
+    out[rows] = source
+    return out
+
+
 def unit_blocks(t, order=None):
     """The values ``t``, sorted (by ``order`` when given: it must sort them)
     and cut into blocks one unit wide from the smallest.

@@ -79,6 +79,7 @@ from ._base import (
     line_offsets,
     line_origin,
     own_rows,
+    placed_rows,
     values_key,
 )
 from ._dense import exact_rows
@@ -131,6 +132,9 @@ TRUNCATION = _truncation(N_TERMS)
 #: of their envelope).
 ROUNDING = 8.0 * N_TERMS * 2.0 * _EPS64
 #: Weight of the boxes beyond the reach, per unit of weight.
+#: The orders ``1 .. N_TERMS - 1`` of the Hermite moments, as divisors.
+_ORDERS = np.arange(1.0, N_TERMS)
+
 SKIPPED = math.exp(-0.5 * (REACH - RADIUS) ** 2)
 #: ``algorithm="auto"`` takes the transform from this many training points per
 #: box (on average); with fewer, a box's ``N_TERMS`` terms cost more than its
@@ -175,6 +179,38 @@ def grid_boxes(x, sigma, order=None):
     if not np.max(np.abs(offsets), initial=0.0) <= RADIUS:
         return None
     return order, cells, starts, centre_x, offsets
+
+
+def _box_moments(offsets, starts, Vx, unit_weights, tile_elements=TILE_ELEMENTS):
+    """The Hermite moments ``sum u**k / k! [w v, w]`` of each box (``starts``:
+    the index of its first point, in the sorted order of ``offsets`` and
+    ``Vx``), ``(N_TERMS, boxes, columns)``. With ``unit_weights`` the last
+    column of ``Vx`` is ones, and its products are the powers themselves."""
+    n, c = Vx.shape
+    moments = np.zeros((N_TERMS, starts.size, c))
+    columns = np.ascontiguousarray(Vx.T)  # one value at a time: contiguous
+    chunk = max(1, tile_elements // (2 * N_TERMS))
+    powers = np.empty((N_TERMS, min(chunk, n)))
+    terms = np.empty_like(powers)
+    for a in range(0, n, chunk):
+        b = min(a + chunk, n)
+        p, t = powers[:, : b - a], terms[:, : b - a]
+        p[0] = 1.0  # u**k / k!, as products of u / k
+        np.divide(offsets[a:b], _ORDERS[:, None], out=p[1:])
+        for k in range(2, N_TERMS):
+            p[k] *= p[k - 1]
+        # The boxes of points a .. b - 1, from the first (which may begin
+        # before a), and where each begins in the chunk.
+        first_box = int(np.searchsorted(starts, a, side="right")) - 1
+        end_box = int(np.searchsorted(starts, b, side="left"))
+        begins = np.maximum(starts[first_box:end_box] - a, 0)
+        for j in range(c):
+            if unit_weights and j == c - 1:
+                t = p
+            else:
+                np.multiply(p, columns[j, a:b], out=t)
+            moments[:, first_box:end_box, j] += np.add.reduceat(t, begins, axis=1)
+    return moments
 
 
 class GaussIndex:
@@ -249,24 +285,7 @@ class GaussIndex:
         # The translations of the local expansions, per power (_translations).
         self._tables = {}
         Vx = _weighted_values(V, w, order)
-        c = Vx.shape[1]
-        self.moments = np.zeros((N_TERMS, starts.size, c))
-        box_of = np.repeat(np.arange(starts.size), np.diff(np.r_[starts, x.size]))
-        chunk = max(1, tile_elements // (2 * N_TERMS))
-        for a in range(0, x.size, chunk):
-            b = min(a + chunk, x.size)
-            u = offsets[a:b]
-            powers = np.empty((N_TERMS, b - a))  # u**k / k!
-            powers[0] = 1.0
-            for k in range(1, N_TERMS):
-                np.multiply(powers[k - 1], u, out=powers[k])
-                powers[k] /= k
-            labels = box_of[a:b]
-            first = np.flatnonzero(np.r_[True, labels[1:] != labels[:-1]])
-            for j in range(c):  # one value at a time: contiguous products
-                terms = np.multiply(powers, Vx[a:b, j])
-                sums = np.add.reduceat(terms, first, axis=1)
-                self.moments[:, labels[first], j] += sums
+        self.moments = _box_moments(offsets, starts, Vx, w is None, tile_elements)
         # Per-box bounds use the weights: the moments of order 0 of the last
         # column.
         self.box_weight = self.moments[0, :, -1]
@@ -622,9 +641,14 @@ def fgt_kernel_sums(
                 sample_weight=sample_weight, self_weight=params.get("self_weight"),
             )  # fmt: skip
         ok = bound <= TOLERANCE * acc[:, k]
-        rows = order[ok]
-        S[rows], den[rows] = acc[ok, :k], acc[ok, k]
-        exact[rows] = False
+        if ok.all():  # every query in sorted order: a gather
+            placed = placed_rows(acc, order, m)
+            S, den = placed[:, :k], placed[:, k]
+            exact[order] = False
+        else:
+            rows = order[ok]
+            S[rows], den[rows] = acc[ok, :k], acc[ok, k]
+            exact[rows] = False
     exact_rows(
         (S, den, M), exact, Q, X, V, heads,
         metric=metric, metric_params=metric_params, scale=scale,
@@ -735,8 +759,6 @@ class FGTBackend(Backend):
         deviations; queries it cannot reach have an infinite bound."""
         self.check_params(params)
         m, k = Q.shape[0], V.shape[1]
-        acc = np.zeros((m, powers + 1, k + 1))
-        bound = np.full((m, powers + 1), np.inf)
         own = own_rows(m, **params)
         if index.built and m:
             with np.errstate(over="ignore", invalid="ignore"):
@@ -744,9 +766,14 @@ class FGTBackend(Backend):
                 s = q / index.sigma
             order = _query_order(index, s, own)
             tile = params.get("tile_elements", TILE_ELEMENTS)
-            acc[order], bound[order] = index.moment_sums(
+            sorted_acc, sorted_bound = index.moment_sums(
                 s[order], tile, powers, q[order]
             )
+            acc = placed_rows(sorted_acc, order, m)
+            bound = placed_rows(sorted_bound, order, m, np.inf)
+        else:
+            acc = np.zeros((m, powers + 1, k + 1))
+            bound = np.full((m, powers + 1), np.inf)
         if own is not None:
             leave_own_term_out(acc, bound, own, V, 1.0, **params)
         return MomentSums(acc, bound, None, float(index.sigma))
