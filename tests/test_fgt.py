@@ -455,3 +455,19 @@ def test_leave_one_out_on_the_local_expansions_equals_refits(bandwidth):
         got = cv.fit(X, y, sample_weight=w).best_score_
         expected = brute.fit(X, y, sample_weight=w).best_score_
     assert_allclose(got, expected, rtol=1e-10)
+
+
+@settings(max_examples=50, deadline=None)
+@given(m=st.integers(0, 40), drop=st.integers(0, 40), seed=st.integers(0, 2**16))
+def test_placed_rows_equals_a_scatter(m, drop, seed):
+    # The gather by the inverse order (all rows) and the scatter (some rows)
+    # both give what assigning the rows one by one gives.
+    from sknw._sums._base import placed_rows
+
+    rng = np.random.default_rng(seed)
+    rows = rng.permutation(m)[: max(0, m - drop) if drop % 2 else m]
+    source = rng.normal(size=(rows.size, 3, 2))
+    expected = np.full((m, 3, 2), -7.0)
+    for i, r in enumerate(rows):
+        expected[r] = source[i]
+    assert_array_equal(placed_rows(source, rows, m, -7.0), expected)

@@ -131,10 +131,9 @@ TRUNCATION = _truncation(N_TERMS)
 #: Hermite functions alone, by their recurrence, within 65 units of roundoff
 #: of their envelope).
 ROUNDING = 8.0 * N_TERMS * 2.0 * _EPS64
-#: Weight of the boxes beyond the reach, per unit of weight.
 #: The orders ``1 .. N_TERMS - 1`` of the Hermite moments, as divisors.
 _ORDERS = np.arange(1.0, N_TERMS)
-
+#: Weight of the boxes beyond the reach, per unit of weight.
 SKIPPED = math.exp(-0.5 * (REACH - RADIUS) ** 2)
 #: ``algorithm="auto"`` takes the transform from this many training points per
 #: box (on average); with fewer, a box's ``N_TERMS`` terms cost more than its
