@@ -204,11 +204,11 @@ def _box_moments(offsets, starts, Vx, unit_weights, tile_elements=TILE_ELEMENTS)
         end_box = int(np.searchsorted(starts, b, side="left"))
         begins = np.maximum(starts[first_box:end_box] - a, 0)
         for j in range(c):
-            if unit_weights and j == c - 1:
-                t = p
-            else:
-                np.multiply(p, columns[j, a:b], out=t)
-            moments[:, first_box:end_box, j] += np.add.reduceat(t, begins, axis=1)
+            unit = unit_weights and j == c - 1
+            products = p if unit else np.multiply(p, columns[j, a:b], out=t)
+            moments[:, first_box:end_box, j] += np.add.reduceat(
+                products, begins, axis=1
+            )
     return moments
 
 
@@ -639,15 +639,11 @@ def fgt_kernel_sums(
                 acc[:, None, :], bound[:, None], own[order], V, 1.0,
                 sample_weight=sample_weight, self_weight=params.get("self_weight"),
             )  # fmt: skip
-        ok = bound <= TOLERANCE * acc[:, k]
-        if ok.all():  # every query in sorted order: a gather
-            placed = placed_rows(acc, order, m)
-            S, den = placed[:, :k], placed[:, k]
-            exact[order] = False
-        else:
-            rows = order[ok]
-            S[rows], den[rows] = acc[ok, :k], acc[ok, k]
-            exact[rows] = False
+        # Every sorted query in place; those beyond the tolerance stay exact
+        # (exact_rows overwrites their sums).
+        placed = placed_rows(acc, order, m)
+        S, den = placed[:, :k], placed[:, k]
+        exact[order[bound <= TOLERANCE * acc[:, k]]] = False
     exact_rows(
         (S, den, M), exact, Q, X, V, heads,
         metric=metric, metric_params=metric_params, scale=scale,
