@@ -262,13 +262,14 @@ def coordinate_search(evaluate, cand, state, discrete):
     if state.get("shape") is not None:
         for j in range(search.bandwidth.size):
             trials = []
-            for f in SHAPE_FACTORS:
+            factors = state.get("shape_factors", SHAPE_FACTORS)
+            for f in factors:
                 trial = search.bandwidth.copy()
                 trial[j] *= f
                 trials.append(trial)
             i = search.try_bandwidths(trials)
             if i is not None:
-                state["shape"][j] *= SHAPE_FACTORS[i]
+                state["shape"][j] *= factors[i]
     if discrete is not None and state.get("lambdas") is not None:
         tops = discrete.max_lambdas()
         for j in range(len(state["lambdas"])):

@@ -12,7 +12,7 @@ bandwidths.
 from numbers import Integral
 
 import numpy as np
-from sklearn.base import is_classifier
+from sklearn.base import clone, is_classifier
 from sklearn.metrics import get_scorer_names
 from sklearn.model_selection import check_cv
 from sklearn.utils._param_validation import StrOptions
@@ -20,6 +20,7 @@ from sklearn.utils.validation import column_or_1d
 
 from ._bandwidth import COORDINATE_METRICS
 from ._criteria import IN_SAMPLE, check_in_sample, in_sample_scores
+from ._default import SUBSAMPLE, subsample_rows
 from ._grid import (  # noqa: F401 - the grid's names, here too
     DEFAULT_GRID_RANGE,
     GridEdgeWarning,
@@ -489,22 +490,32 @@ class CVSelectionMixin:
             self._store_choice(kernels, (cands, mean, splits, n_empty, len(spans)), X)
             return
         state["shape"] = self._shape_search(X, grid)
+        searched = self._subsample_search(X, y_score, w, state, folds)
+        rounds = SEARCH_ROUNDS
+        if searched is not None:
+            # From the subsample's shape and size, finer steps of the shape
+            # on every point, then the grid about the size.
+            state["shape"], state["around"] = searched
+            state["steps"], state["shape_factors"] = 0, SUBSAMPLE_FACTORS
+            rounds = SUBSAMPLE_ROUNDS
         found = self._grid_pass(evaluate, X, w, kernels, resolved, grid, state)
         if lambdas is not None or state["shape"] is not None:
             i = select(found[1])
             best = {**found[0][i], "score": float(found[1][i])}
             default = isinstance(grid, Integral)
             state["step"] = _grid_step(found[0]) if default else None
-            changed = False
-            for _ in range(SEARCH_ROUNDS):
+            changed = searched is not None
+            for _ in range(rounds):
                 if not coordinate_search(evaluate, best, state, discrete):
                     break
                 changed = True
             changed |= polish_lambdas(evaluate, best, state, discrete)
             if changed:  # the grid again, at the new shape and parameters
                 state["around"] = best["multiplier"] if default else None
+                state["steps"] = WINDOW_STEPS
                 found = self._grid_pass(evaluate, X, w, kernels, resolved, grid, state)
         self._store_choice(kernels, found, X)
+        self._searched = (state["shape"], found[0][self.best_index_]["multiplier"])
         if self.refine:
             self._refine(evaluate, found[0], self._continuous(X))
 
@@ -525,6 +536,33 @@ class CVSelectionMixin:
         if self._discrete is None:
             return grid, None
         return grid, self._discrete.default_lambdas(n)
+
+    def _subsample_search(self, X, y_score, w, state, folds):
+        """The shape (per-feature factors) and the multiplier of the rule
+        bandwidth that the search finds on a deterministic subsample of
+        :data:`SEARCH_SUBSAMPLE` training points (of positive weight), or
+        None where the search takes every point: no shape to search,
+        discrete features, K-fold, or at most that many points.
+
+        The shape and the multiplier are rates-free: the bandwidths that
+        minimise the mean squared error shrink as ``n**(-1/(d + 4))`` in
+        every feature, as the rule bandwidth does."""
+        if state["shape"] is None or self._discrete is not None or folds is not None:
+            return None
+        positive = np.arange(X.shape[0]) if w is None else np.flatnonzero(w > 0)
+        if positive.size <= SEARCH_SUBSAMPLE:
+            return None
+        rows = subsample_rows(positive, SEARCH_SUBSAMPLE)
+        sub = clone(self).set_params(refine=False)
+        sub.metric_, sub.metric_params_ = self.metric_, self.metric_params_
+        sub.n_features_in_, sub._discrete = self.n_features_in_, None
+        if hasattr(self, "classes_"):
+            sub.classes_ = self.classes_
+        try:
+            sub._select_on(X[rows], y_score[rows], None if w is None else w[rows])
+        except ValueError:  # e.g. every candidate NaN there: every point
+            return None
+        return sub._searched
 
     def _shape_search(self, X, grid):
         """The per-feature factors of the default grid's shape that the
@@ -559,7 +597,7 @@ class CVSelectionMixin:
                     cand["bandwidth"] = cand["bandwidth"] * shape
                     cand["rule"] = cand["rule"] * shape
             if state.get("around") is not None:
-                cands = _window(cands, state["around"])
+                cands = _window(cands, state["around"], state["steps"])
         else:
             cands = [
                 {"kernel": kernel, "multiplier": np.nan, **entry}
@@ -732,19 +770,32 @@ class CVSelectionMixin:
 #: 0.422).
 MAX_SHAPE_FEATURES = 3
 
+#: With more training points (of positive weight) than this, exact
+#: leave-one-out searches the shape (and the size) on a deterministic
+#: subsample of this many, then scores the grid about the size it found on
+#: every point (:meth:`CVSelectionMixin._subsample_search`).
+SEARCH_SUBSAMPLE = SUBSAMPLE
+
+#: Rounds of the coordinate search on every point after the search on a
+#: subsample.
+SUBSAMPLE_ROUNDS = 1
+
+#: ... with these factors of each feature's bandwidth.
+SUBSAMPLE_FACTORS = (2**-0.5, 2**0.5)
+
 #: After a coordinate search, the grid is scored again this many steps on
 #: either side of the searched size (extended where its best is at an edge).
 WINDOW_STEPS = 5
 
 
-def _window(cands, around):
+def _window(cands, around, steps=WINDOW_STEPS):
     """Candidates of the default grid's kernels and spacing at the
-    multipliers within :data:`WINDOW_STEPS` steps of ``around`` (which may
-    lie in an extension beyond the grid)."""
+    multipliers within ``steps`` steps of ``around`` (which may lie in an
+    extension beyond the grid)."""
     step = _grid_step(cands)
     if step is None or not np.isfinite(around):
         return cands
-    mults = around * step ** np.arange(-WINDOW_STEPS, WINDOW_STEPS + 1)
+    mults = around * step ** np.arange(-steps, steps + 1)
     kernels = {id(c["kernel"]): c for c in cands}.values()  # one per kernel
     return [
         {"kernel": c["kernel"], "bandwidth": m * c["rule"], "multiplier": float(m),

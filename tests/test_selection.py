@@ -929,3 +929,100 @@ def test_default_regression_score_is_sklearns_mean_squared_error():
     assert np.isclose(
         score(pred[:, :1], y[:, 0], None), -mean_squared_error(y[:, 0], pred[:, 0])
     )
+
+
+def _anisotropic(n, seed=0):
+    """Two relevant features on different scales and an irrelevant one."""
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1.0, 1.0, size=(n, 3))
+    y = np.sin(3.0 * X[:, 0]) + 0.3 * X[:, 1] ** 2 + 0.2 * rng.normal(size=n)
+    return X, y
+
+
+@pytest.mark.parametrize(
+    "search", [NadarayaWatsonRegressorCV, LocalLinearRegressorCV,
+               NadarayaWatsonClassifierCV],
+    ids=lambda c: c.__name__,
+)  # fmt: skip
+def test_large_training_sets_search_the_shape_on_a_subsample(monkeypatch, search):
+    """Beyond SEARCH_SUBSAMPLE points, the search on the deterministic
+    subsample gives the shape and the size; the grid about that size is
+    scored on every point (equal to the same grid given explicitly), and
+    SUBSAMPLE_ROUNDS of the search follow there."""
+    import sknw._selection as selection
+    from sknw._default import subsample_rows
+
+    X, y = _anisotropic(360)
+    if search is NadarayaWatsonClassifierCV:
+        y = (y > np.median(y)).astype(int)
+    w = np.ones(X.shape[0])
+    w[::7] = 0.0  # the subsample is drawn from the points of positive weight
+    w[1::7] = 2.0
+    monkeypatch.setattr(selection, "SEARCH_SUBSAMPLE", 120)
+    one_round = search().fit(X, y, sample_weight=w)
+    monkeypatch.setattr(selection, "SUBSAMPLE_ROUNDS", 0)
+    est = search().fit(X, y, sample_weight=w)
+    rows = subsample_rows(np.flatnonzero(w > 0), 120)
+    sub = search().fit(X[rows], y[rows], sample_weight=w[rows])
+    assert np.array_equal(est._searched[0], sub._searched[0])
+    assert not np.all(sub._searched[0] == 1.0)  # the search moved the shape
+    mults = est.cv_results_["bandwidth_multiplier"]
+    step = mults[1] / mults[0]
+    around = sub._searched[1] * step ** np.arange(-5, 6)
+    assert mults.size >= 11
+    # The window about the subsample's size (extended where its best is at
+    # an edge).
+    close = np.isclose(around[:, None], mults[None], rtol=1e-12)
+    assert np.all(np.any(close, axis=1))
+    # Every point scored: the exact leave-one-out of the same grid.
+    grid = list(est.cv_results_["param_bandwidth"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref = search(bandwidths=grid).fit(X, y, sample_weight=w)
+    np.testing.assert_allclose(
+        est.cv_results_["mean_test_score"], ref.cv_results_["mean_test_score"],
+        rtol=1e-10,
+    )  # fmt: skip
+    np.testing.assert_allclose(est.bandwidth_, ref.bandwidth_, rtol=1e-12)
+    # One round on every point moves each feature by at most one factor.
+    moved = one_round._searched[0] / est._searched[0]
+    assert np.all(np.isin(np.round(np.log2(moved), 12), [-0.5, 0.0, 0.5]))
+    assert one_round.cv_results_["bandwidth_multiplier"].size >= 11
+
+
+@pytest.mark.parametrize("cv", [None, 3])
+def test_kfold_and_small_sets_search_every_point(monkeypatch, cv):
+    """K-fold and sets within SEARCH_SUBSAMPLE take the search on every
+    point: the same choice whatever the subsample size."""
+    import sknw._selection as selection
+
+    X, y = _anisotropic(150, seed=1)
+    fits = []
+    for size in (10**9, 100 if cv is not None else 150):
+        monkeypatch.setattr(selection, "SEARCH_SUBSAMPLE", size)
+        fits.append(NadarayaWatsonRegressorCV(cv=cv).fit(X, y))
+    assert np.array_equal(fits[0].bandwidth_, fits[1].bandwidth_)
+    np.testing.assert_array_equal(
+        fits[0].cv_results_["mean_test_score"], fits[1].cv_results_["mean_test_score"]
+    )
+
+
+def test_subsample_shape_holds_out_of_sample(monkeypatch):
+    """The shape searched on a subsample predicts new data about as well as
+    the shape searched on every point, and far better than the rule's."""
+    import sknw._selection as selection
+
+    Q = np.random.default_rng(3).uniform(-1.0, 1.0, size=(2000, 3))
+    truth = np.sin(3.0 * Q[:, 0]) + 0.3 * Q[:, 1] ** 2
+    errors = {300: [], 10**9: [], "rule": []}
+    for seed in (2, 3, 4):
+        X, y = _anisotropic(1200, seed=seed)
+        for size in (300, 10**9):
+            monkeypatch.setattr(selection, "SEARCH_SUBSAMPLE", size)
+            est = NadarayaWatsonRegressorCV().fit(X, y)
+            errors[size].append(np.mean((est.predict(Q) - truth) ** 2))
+        rule = NadarayaWatsonRegressor(bandwidth="scott").fit(X, y)
+        errors["rule"].append(np.mean((rule.predict(Q) - truth) ** 2))
+    mean = {key: np.mean(value) for key, value in errors.items()}
+    assert mean[300] <= 1.1 * mean[10**9]
+    assert mean[300] < 0.8 * mean["rule"]

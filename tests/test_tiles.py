@@ -281,3 +281,35 @@ def test_extra_memory_does_not_grow_with_the_queries():
     extra_small = extra_memory(lambda: est.predict(small))
     extra_large = extra_memory(lambda: est.predict(large))
     assert extra_large <= extra_small + 4 * 2**20
+
+
+def test_a_lone_head_of_a_grid_takes_the_single_heads_threshold(monkeypatch):
+    """grid_sums sends a head whose share lies between the grid's threshold
+    and the single head's to the tiles when it is alone (its dense
+    alternative is the single head's path), to the dense pass with others."""
+    from sknw._sums import ALGORITHMS, grid_sums
+    from sknw._sums._tiles import AUTO_GRID_SHARE, AUTO_MAX_SHARE
+
+    X, V, Q = make_data(n=AUTO_MIN_POINTS + 500, d=2, seed=13)
+    h = 0.012
+    index = TileIndex(X, None, None)
+    share = index.share(-0.5 / h**2)
+    assert AUTO_GRID_SHARE[0] < share < AUTO_MAX_SHARE[0]
+    served = []
+    original = TilesBackend.sums
+
+    def spy(self, index, Q, X, V, heads, **params):
+        served.append(len(heads))
+        return original(self, index, Q, X, V, heads, **params)
+
+    monkeypatch.setattr(TilesBackend, "sums", spy)
+    params = {"metric": "euclidean", "metric_params": None}
+    head = Head(Gaussian(), h)
+    alone = grid_sums("auto", ALGORITHMS, Q, X, V, [head], **params)
+    assert served == [1]
+    pair = grid_sums("auto", ALGORITHMS, Q, X, V, [head, Head(Gaussian(), 2 * h)],
+                     **params)  # fmt: skip
+    assert served == [1]  # both by the dense pass
+    ref = reference(Q, X, V, None, h)
+    assert_within_tolerance(alone[0], ref, V)
+    assert_within_tolerance(pair[0], ref, V)

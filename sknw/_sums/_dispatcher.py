@@ -241,7 +241,8 @@ def grid_sums(algorithm, accepted, Q, X, V, heads, *, n_jobs=None, **params):
         metric=params["metric"],
         metric_params=params.get("metric_params"),
         tile_elements=params.get("tile_elements", TILE_ELEMENTS),
-        grid=True,
+        # A lone head's dense alternative is the single head's path.
+        grid=len(heads) > 1,
         shared={},
     )
     dense = []
