@@ -1,6 +1,7 @@
 """The candidates of the cross-validated searches: the default grid of
 multipliers of each kernel's rule-of-thumb bandwidth, its extension where the
-best candidate is at an edge, and the warning for a user grid's edge."""
+best candidate is at an edge, its window about a searched size, and the
+warning for a user grid's edge."""
 
 from numbers import Integral
 
@@ -171,3 +172,31 @@ def warn_at_edge(cands, mean, n_bw, owner):
         "extends itself at its edges.",
         GridEdgeWarning,
     )
+
+
+#: After a coordinate search, the grid is scored again this many steps on
+#: either side of the searched size (extended where its best is at an edge).
+WINDOW_STEPS = 5
+
+
+def grid_window(cands, around, steps=WINDOW_STEPS):
+    """Candidates of the default grid's kernels and spacing at the
+    multipliers within ``steps`` steps of ``around`` (which may lie in an
+    extension beyond the grid)."""
+    step = grid_step(cands)
+    if step is None or not np.isfinite(around):
+        return cands
+    mults = around * step ** np.arange(-steps, steps + 1)
+    kernels = {id(c["kernel"]): c for c in cands}.values()  # one per kernel
+    return [
+        {"kernel": c["kernel"], "bandwidth": m * c["rule"], "multiplier": float(m),
+         "rule": c["rule"]}
+        for c in kernels
+        for m in mults
+    ]  # fmt: skip
+
+
+def grid_step(cands):
+    """The ratio of neighbouring multipliers of a default grid."""
+    mults = np.unique([c["multiplier"] for c in cands])
+    return float(mults[1] / mults[0]) if mults.size > 1 else None

@@ -23,10 +23,13 @@ from ._criteria import IN_SAMPLE, check_in_sample, in_sample_scores
 from ._default import SUBSAMPLE, subsample_rows
 from ._grid import (  # noqa: F401 - the grid's names, here too
     DEFAULT_GRID_RANGE,
+    WINDOW_STEPS,
     GridEdgeWarning,
     candidate_grid,
     extend_at_edges,
     grid_multipliers,
+    grid_step,
+    grid_window,
     warn_at_edge,
 )
 from ._mixed import (
@@ -503,7 +506,7 @@ class CVSelectionMixin:
             i = select(found[1])
             best = {**found[0][i], "score": float(found[1][i])}
             default = isinstance(grid, Integral)
-            state["step"] = _grid_step(found[0]) if default else None
+            state["step"] = grid_step(found[0]) if default else None
             changed = searched is not None
             for _ in range(rounds):
                 if not coordinate_search(evaluate, best, state, discrete):
@@ -597,7 +600,7 @@ class CVSelectionMixin:
                     cand["bandwidth"] = cand["bandwidth"] * shape
                     cand["rule"] = cand["rule"] * shape
             if state.get("around") is not None:
-                cands = _window(cands, state["around"], state["steps"])
+                cands = grid_window(cands, state["around"], state["steps"])
         else:
             cands = [
                 {"kernel": kernel, "multiplier": np.nan, **entry}
@@ -782,33 +785,6 @@ SUBSAMPLE_ROUNDS = 1
 
 #: ... with these factors of each feature's bandwidth.
 SUBSAMPLE_FACTORS = (2**-0.5, 2**0.5)
-
-#: After a coordinate search, the grid is scored again this many steps on
-#: either side of the searched size (extended where its best is at an edge).
-WINDOW_STEPS = 5
-
-
-def _window(cands, around, steps=WINDOW_STEPS):
-    """Candidates of the default grid's kernels and spacing at the
-    multipliers within ``steps`` steps of ``around`` (which may lie in an
-    extension beyond the grid)."""
-    step = _grid_step(cands)
-    if step is None or not np.isfinite(around):
-        return cands
-    mults = around * step ** np.arange(-steps, steps + 1)
-    kernels = {id(c["kernel"]): c for c in cands}.values()  # one per kernel
-    return [
-        {"kernel": c["kernel"], "bandwidth": m * c["rule"], "multiplier": float(m),
-         "rule": c["rule"]}
-        for c in kernels
-        for m in mults
-    ]  # fmt: skip
-
-
-def _grid_step(cands):
-    """The ratio of neighbouring multipliers of a default grid."""
-    mults = np.unique([c["multiplier"] for c in cands])
-    return float(mults[1] / mults[0]) if mults.size > 1 else None
 
 
 def _cv_results(kernels, n_bw, cands, mean, splits, n_empty):
