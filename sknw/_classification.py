@@ -408,8 +408,8 @@ class NadarayaWatsonClassifierCV(CVSelectionMixin, NadarayaWatsonClassifier):
         Cross-validated score of the selected kernel and bandwidth (after the
         refinement when ``refine=True``).
     best_index_ : int
-        Index of the best grid candidate in ``cv_results_`` (the refinement
-        starts there).
+        Index of the selected grid candidate in ``cv_results_`` (the
+        refinement starts there; see "Several local optima" in the user guide).
     cv_results_ : dict of ndarrays
         As in :class:`NadarayaWatsonRegressorCV`.
     metric_ : str or callable

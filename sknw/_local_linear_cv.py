@@ -333,7 +333,8 @@ class LocalLinearRegressorCV(LocalPolynomialCVFit, LocalLinearRegressor):
     best_score_ : float
         Cross-validated score of the selected kernel and bandwidth.
     best_index_ : int
-        Index of the best grid candidate in ``cv_results_``.
+        Index of the selected grid candidate in ``cv_results_``, as in
+        :class:`NadarayaWatsonRegressorCV`.
     cv_results_ : dict of ndarrays
         As in :class:`NadarayaWatsonRegressorCV`.
     algorithm_ : {"fgt", "sorted", "tree", "tiles", "brute"}

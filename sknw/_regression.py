@@ -751,8 +751,8 @@ class NadarayaWatsonRegressorCV(CVSelectionMixin, NadarayaWatsonRegressor):
         Cross-validated score of the selected kernel and bandwidth (after the
         refinement when ``refine=True``).
     best_index_ : int
-        Index of the best grid candidate in ``cv_results_`` (the refinement
-        starts there).
+        Index of the selected grid candidate in ``cv_results_`` (the
+        refinement starts there; see "Several local optima" in the user guide).
     cv_results_ : dict of ndarrays
         One entry per candidate (kernels outer, bandwidths inner):
         ``param_kernel``, ``param_bandwidth``, ``bandwidth_multiplier`` (of the

@@ -39,8 +39,10 @@ from ._mixed import (
     mixed_grid,
     polish_lambdas,
 )
+from ._refine import refine_bandwidth
 from ._scaling import group_candidates, scalings
 from ._scoring import check_scoring, make_scorer
+from ._smoothest import per_point_losses, smoothest_near_best
 from ._span import candidate_spans, span_candidates, split_heads
 from ._sums import (
     algorithms,
@@ -515,9 +517,22 @@ class CVSelectionMixin:
             changed |= polish_lambdas(evaluate, best, state, discrete)
             if changed:  # the grid again, at the new shape and parameters
                 state["around"] = best["multiplier"] if default else None
-                state["steps"] = WINDOW_STEPS
+                state["steps"] = (
+                    WINDOW_STEPS if searched is None else SUBSAMPLE_WINDOW_STEPS
+                )
                 found = self._grid_pass(evaluate, X, w, kernels, resolved, grid, state)
-        self._store_choice(kernels, found, X)
+        best = select(found[1])
+        if criterion is None and self.scoring is None and folds is None:
+
+            def point_losses(rows):
+                cands = [found[0][i] for i in rows]
+                preds, _ = self._cv_estimates(X, V, w_n, unit, cands, None, finish)
+                return per_point_losses(preds, y_score, kind)
+
+            mults = np.array([c["multiplier"] for c in found[0]])
+            count = X.shape[0] if w is None else float(np.sum(w_n)) / unit
+            best = smoothest_near_best(found[1], mults, best, point_losses, w_n, count)
+        self._store_choice(kernels, found, X, best)
         self._searched = (state["shape"], found[0][self.best_index_]["multiplier"])
         if self.refine:
             self._refine(evaluate, found[0], self._continuous(X))
@@ -626,11 +641,12 @@ class CVSelectionMixin:
             warn_at_edge(cands, mean, n_bw, type(self).__name__)
         return cands, mean, splits, n_empty, n_bw
 
-    def _store_choice(self, kernels, found, X):
+    def _store_choice(self, kernels, found, X, best=None):
         """``cv_results_``, ``best_index_``, ``best_score_``, ``kernel_`` and
-        ``bandwidth_`` of the scored grid ``found``."""
+        ``bandwidth_`` of the scored grid ``found`` (its best candidate, or
+        ``best``)."""
         cands, mean, splits, n_empty, n_bw = found
-        best = select(mean)
+        best = select(mean) if best is None else best
         self.cv_results_ = _cv_results(kernels, n_bw, cands, mean, splits, n_empty)
         self.best_index_ = best
         self.best_score_ = float(mean[best])
@@ -786,6 +802,10 @@ SUBSAMPLE_ROUNDS = 1
 #: ... with these factors of each feature's bandwidth.
 SUBSAMPLE_FACTORS = (2**-0.5, 2**0.5)
 
+#: ... then the grid is scored this many steps on either side of the size
+#: (extended where its best is at an edge).
+SUBSAMPLE_WINDOW_STEPS = 2
+
 
 def _cv_results(kernels, n_bw, cands, mean, splits, n_empty):
     """``cv_results_``: GridSearchCV's keys, with the bandwidth multipliers
@@ -808,79 +828,6 @@ def _cv_results(kernels, n_bw, cands, mean, splits, n_empty):
         for f in range(splits.shape[1]):
             results[f"split{f}_test_score"] = splits[:, f]
     return results
-
-
-#: Refinement searches within this factor of the grid's best bandwidth.
-REFINE_RANGE = 1e6
-
-
-def refine_bandwidth(evaluate, start, start_score, grid=()):
-    """Maximise ``evaluate(bandwidth)`` over log-bandwidths, from ``start``.
-
-    One coordinate (a scalar bandwidth, or one feature): Brent's bounded
-    search (scipy) between the grid bandwidths (``grid``) nearest ``start``
-    on either side, which bracket the grid's best, or a factor
-    :data:`REFINE_RANGE` where there is none. Several features: a bounded
-    Nelder--Mead search over the logarithms of the per-feature bandwidths,
-    within a factor :data:`REFINE_RANGE` of ``start``, after which each
-    feature's bandwidth is tried at the upper bound, where a feature that does
-    not matter is effectively ignored. A NaN score counts as the worst. The
-    result is positive by construction, and is ``start`` itself unless a
-    strictly better score was found.
-
-    Returns
-    -------
-    bandwidth : float or ndarray
-    score : float
-    """
-    from scipy.optimize import minimize, minimize_scalar
-
-    x0 = np.log(np.atleast_1d(np.asarray(start, dtype=np.float64)))
-    worst = np.finfo(np.float64).max
-
-    def objective(theta):
-        bw = np.exp(np.atleast_1d(theta))
-        score = evaluate(bw if np.ndim(start) else float(bw[0]))
-        return worst if np.isnan(score) else -score
-
-    span = np.log(REFINE_RANGE)
-    if x0.size == 1:
-        logs = np.array([np.log(np.atleast_1d(b)[0]) for b in grid])
-        below, above = logs[logs < x0[0]], logs[logs > x0[0]]
-        lo = below.max() if below.size else x0[0] - span
-        hi = above.min() if above.size else x0[0] + span
-        result = minimize_scalar(
-            objective, bounds=(lo, hi), method="bounded", options={"xatol": 1e-4}
-        )
-        theta, value = np.atleast_1d(result.x).copy(), float(result.fun)
-    else:
-        result = minimize(
-            objective,
-            x0,
-            method="Nelder-Mead",
-            bounds=[(x - span, x + span) for x in x0],
-            # Converged when the simplex spans 1 % in bandwidth and its scores
-            # agree to 1e-10: the score is flat near its optimum.
-            options={
-                "xatol": 1e-2,
-                "fatol": 1e-10 * abs(start_score) if np.isfinite(start_score) else 0.0,
-                "maxfev": 200 * x0.size,
-            },
-        )
-        theta, value = result.x.copy(), float(result.fun)
-        # A feature that does not matter wants an unbounded bandwidth, where
-        # the score is flat: try each at the upper bound.
-        for i in range(theta.size):
-            trial = theta.copy()
-            trial[i] = x0[i] + span
-            trial_value = objective(trial)
-            if trial_value < value:
-                theta, value = trial, trial_value
-    score = -value
-    if not score > start_score:
-        return start, start_score
-    bw = np.exp(theta)
-    return (bw if np.ndim(start) else float(bw[0])), score
 
 
 def _object_array(values):

@@ -359,21 +359,6 @@ def test_refine_scalar_bandwidth_and_classifier():
     assert clf.predict(X).shape == labels.shape
 
 
-def test_refine_keeps_the_grid_choice_when_nothing_is_better():
-    from sknw._selection import refine_bandwidth
-
-    calls = []
-
-    def evaluate(bw):
-        calls.append(bw)
-        return -1.0  # flat: nothing strictly better
-
-    bw, score = refine_bandwidth(evaluate, np.array([0.3, 2.0]), -1.0)
-    np.testing.assert_array_equal(bw, [0.3, 2.0])
-    assert score == -1.0 and len(calls) > 2
-    assert all(np.all(np.asarray(c) > 0) for c in calls)
-
-
 @pytest.mark.parametrize("d", [1, 2])
 def test_training_fold_of_zero_weights(d):
     """A fold whose training points all have weight zero: its test points
@@ -946,9 +931,9 @@ def _anisotropic(n, seed=0):
 )  # fmt: skip
 def test_large_training_sets_search_the_shape_on_a_subsample(monkeypatch, search):
     """Beyond SEARCH_SUBSAMPLE points, the search on the deterministic
-    subsample gives the shape and the size; the grid about that size is
-    scored on every point (equal to the same grid given explicitly), and
-    SUBSAMPLE_ROUNDS of the search follow there."""
+    subsample gives the shape and the size; the grid SUBSAMPLE_WINDOW_STEPS
+    about that size is scored on every point (equal to the same grid given
+    explicitly), and SUBSAMPLE_ROUNDS of the search follow there."""
     import sknw._selection as selection
     from sknw._default import subsample_rows
 
@@ -968,8 +953,9 @@ def test_large_training_sets_search_the_shape_on_a_subsample(monkeypatch, search
     assert not np.all(sub._searched[0] == 1.0)  # the search moved the shape
     mults = est.cv_results_["bandwidth_multiplier"]
     step = mults[1] / mults[0]
-    around = sub._searched[1] * step ** np.arange(-5, 6)
-    assert mults.size >= 11
+    steps = selection.SUBSAMPLE_WINDOW_STEPS
+    around = sub._searched[1] * step ** np.arange(-steps, steps + 1)
+    assert mults.size >= 2 * steps + 1
     # The window about the subsample's size (extended where its best is at
     # an edge).
     close = np.isclose(around[:, None], mults[None], rtol=1e-12)
@@ -987,7 +973,7 @@ def test_large_training_sets_search_the_shape_on_a_subsample(monkeypatch, search
     # One round on every point moves each feature by at most one factor.
     moved = one_round._searched[0] / est._searched[0]
     assert np.all(np.isin(np.round(np.log2(moved), 12), [-0.5, 0.0, 0.5]))
-    assert one_round.cv_results_["bandwidth_multiplier"].size >= 11
+    assert one_round.cv_results_["bandwidth_multiplier"].size >= 2 * steps + 1
 
 
 @pytest.mark.parametrize("cv", [None, 3])

@@ -291,10 +291,15 @@ def test_a_lone_head_of_a_grid_takes_the_single_heads_threshold(monkeypatch):
     from sknw._sums._tiles import AUTO_GRID_SHARE, AUTO_MAX_SHARE
 
     X, V, Q = make_data(n=AUTO_MIN_POINTS + 500, d=2, seed=13)
-    h = 0.012
     index = TileIndex(X, None, None)
-    share = index.share(-0.5 / h**2)
-    assert AUTO_GRID_SHARE[0] < share < AUTO_MAX_SHARE[0]
+    # A bandwidth whose share lies between the two thresholds.
+    between = [
+        h
+        for h in np.geomspace(0.005, 0.05, 41)
+        if AUTO_GRID_SHARE[0] < index.share(-0.5 / h**2) < AUTO_MAX_SHARE[0]
+    ]
+    assert between
+    h = float(between[len(between) // 2])
     served = []
     original = TilesBackend.sums
 

@@ -92,7 +92,7 @@ AUTO_MAX_SHARE = (0.3, 0.12)
 
 #: ... and, for one head of a grid (whose dense alternative shares one pass
 #: over every pair with the other heads), at most this share.
-AUTO_GRID_SHARE = (0.04, 0.015)
+AUTO_GRID_SHARE = (0.25, 0.05)
 
 #: Query tiles probed to estimate the share.
 N_PROBE_TILES = 32

@@ -1,0 +1,76 @@
+"""The refinement of a grid's best bandwidth by a continuous search of the
+out-of-sample score (the CV estimators' ``refine=True``)."""
+
+import numpy as np
+
+#: Refinement searches within this factor of the grid's best bandwidth.
+REFINE_RANGE = 1e6
+
+
+def refine_bandwidth(evaluate, start, start_score, grid=()):
+    """Maximise ``evaluate(bandwidth)`` over log-bandwidths, from ``start``.
+
+    One coordinate (a scalar bandwidth, or one feature): Brent's bounded
+    search (scipy) between the grid bandwidths (``grid``) nearest ``start``
+    on either side, which bracket the grid's best, or a factor
+    :data:`REFINE_RANGE` where there is none. Several features: a bounded
+    Nelder--Mead search over the logarithms of the per-feature bandwidths,
+    within a factor :data:`REFINE_RANGE` of ``start``, after which each
+    feature's bandwidth is tried at the upper bound, where a feature that does
+    not matter is effectively ignored. A NaN score counts as the worst. The
+    result is positive by construction, and is ``start`` itself unless a
+    strictly better score was found.
+
+    Returns
+    -------
+    bandwidth : float or ndarray
+    score : float
+    """
+    from scipy.optimize import minimize, minimize_scalar
+
+    x0 = np.log(np.atleast_1d(np.asarray(start, dtype=np.float64)))
+    worst = np.finfo(np.float64).max
+
+    def objective(theta):
+        bw = np.exp(np.atleast_1d(theta))
+        score = evaluate(bw if np.ndim(start) else float(bw[0]))
+        return worst if np.isnan(score) else -score
+
+    span = np.log(REFINE_RANGE)
+    if x0.size == 1:
+        logs = np.array([np.log(np.atleast_1d(b)[0]) for b in grid])
+        below, above = logs[logs < x0[0]], logs[logs > x0[0]]
+        lo = below.max() if below.size else x0[0] - span
+        hi = above.min() if above.size else x0[0] + span
+        result = minimize_scalar(
+            objective, bounds=(lo, hi), method="bounded", options={"xatol": 1e-4}
+        )
+        theta, value = np.atleast_1d(result.x).copy(), float(result.fun)
+    else:
+        result = minimize(
+            objective,
+            x0,
+            method="Nelder-Mead",
+            bounds=[(x - span, x + span) for x in x0],
+            # Converged when the simplex spans 1 % in bandwidth and its scores
+            # agree to 1e-10: the score is flat near its optimum.
+            options={
+                "xatol": 1e-2,
+                "fatol": 1e-10 * abs(start_score) if np.isfinite(start_score) else 0.0,
+                "maxfev": 200 * x0.size,
+            },
+        )
+        theta, value = result.x.copy(), float(result.fun)
+        # A feature that does not matter wants an unbounded bandwidth, where
+        # the score is flat: try each at the upper bound.
+        for i in range(theta.size):
+            trial = theta.copy()
+            trial[i] = x0[i] + span
+            trial_value = objective(trial)
+            if trial_value < value:
+                theta, value = trial, trial_value
+    score = -value
+    if not score > start_score:
+        return start, start_score
+    bw = np.exp(theta)
+    return (bw if np.ndim(start) else float(bw[0])), score
