@@ -234,6 +234,16 @@ SHAPE_FACTORS = (0.5, 2**-0.5, 2**0.5, 2.0)
 #: parameter's range.
 POLISH_TOLERANCE = 1e-3
 
+#: :func:`polish_bandwidths` searches each bandwidth within this factor of
+#: its value (one step of the coordinate search's finer factors) ...
+POLISH_FACTOR = 2**0.5
+
+#: ... to this tolerance of its logarithm (0.1 %).
+POLISH_LOG_TOLERANCE = 1e-3
+
+#: Rounds of :func:`polish`.
+POLISH_ROUNDS = 2
+
 
 def coordinate_search(evaluate, cand, state, discrete):
     """One round of coordinate search from the candidate ``cand`` (its
@@ -322,6 +332,68 @@ def polish_lambdas(evaluate, cand, state, discrete):
         if score > search.score:
             search.lambdas[j], search.score, search.changed = value, score, True
     state["lambdas"] = search.lambdas
+    cand["score"] = search.score
+    return search.changed
+
+
+def polish(evaluate, cand, state, discrete):
+    """Up to :data:`POLISH_ROUNDS` rounds of :func:`polish_bandwidths` then
+    :func:`polish_lambdas` (parameters that interact converge in turns),
+    until a round changes nothing; returns whether anything changed."""
+    changed = False
+    for _ in range(POLISH_ROUNDS):
+        moved = polish_bandwidths(evaluate, cand, state, discrete)
+        moved |= polish_lambdas(evaluate, cand, state, discrete)
+        if not moved:
+            break
+        changed = True
+    return changed
+
+
+def polish_bandwidths(evaluate, cand, state, discrete):
+    """With discrete features whose smoothing parameters are searched and the
+    default grid, each continuous feature's bandwidth in turn (the size
+    where the shape is not searched; the others and the smoothing parameters
+    fixed) by Brent's bounded search over its logarithm, within one finer
+    step of the coordinate search on either side (the factors of
+    :data:`POLISH_FACTOR`), to :data:`POLISH_LOG_TOLERANCE`; keeps the
+    current value unless a trial scores strictly better. Updates ``cand``
+    and ``state`` as :func:`coordinate_search` does and returns whether
+    anything changed."""
+    from scipy.optimize import minimize_scalar
+
+    if discrete is None or state.get("lambdas") is None or state.get("step") is None:
+        return False  # a user grid of bandwidths is scored as given
+    search = _Search(evaluate, cand, state, discrete)
+    start = np.atleast_1d(search.bandwidth).astype(np.float64)
+    current = start.copy()
+    span = float(np.log(POLISH_FACTOR))
+    for j in range(current.size):
+        tried = {}
+
+        def loss(log_factor, j=j, tried=tried):
+            trial = current.copy()
+            trial[j] *= np.exp(log_factor)
+            bw = trial.reshape(np.shape(search.bandwidth))
+            (mean, _), _ = evaluate([search._cand(bw, search.lambdas)])
+            score = -np.inf if np.isnan(mean[0]) else float(mean[0])
+            tried[log_factor] = score
+            return -score
+
+        options = {"xatol": POLISH_LOG_TOLERANCE}
+        minimize_scalar(loss, bounds=(-span, span), method="bounded", options=options)
+        log_factor, score = max(tried.items(), key=lambda item: item[1])
+        if score > search.score:
+            current[j] *= np.exp(log_factor)
+            search.score, search.changed = score, True
+    if search.changed:
+        factors = current / start
+        if state.get("shape") is not None:
+            state["shape"] = state["shape"] * factors
+        elif np.isfinite(cand.get("multiplier", np.nan)):
+            cand["multiplier"] = cand["multiplier"] * float(factors[0])
+        scalar = np.ndim(search.bandwidth) == 0
+        cand["bandwidth"] = float(current[0]) if scalar else current
     cand["score"] = search.score
     return search.changed
 

@@ -37,7 +37,7 @@ from ._mixed import (
     coordinate_search,
     encode_features,
     mixed_grid,
-    polish_lambdas,
+    polish,
 )
 from ._refine import refine_bandwidth
 from ._scaling import group_candidates, scalings
@@ -514,7 +514,7 @@ class CVSelectionMixin:
                 if not coordinate_search(evaluate, best, state, discrete):
                     break
                 changed = True
-            changed |= polish_lambdas(evaluate, best, state, discrete)
+            changed |= polish(evaluate, best, state, discrete)
             if changed:  # the grid again, at the new shape and parameters
                 state["around"] = best["multiplier"] if default else None
                 state["steps"] = (

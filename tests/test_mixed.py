@@ -862,6 +862,88 @@ def test_polish_finds_an_optimum_between_the_grid_values():
     assert_allclose(state["lambdas"], optimum, rtol=0)
 
 
+def test_polish_of_the_bandwidths_finds_an_optimum_within_a_step():
+    from sknw._mixed import POLISH_FACTOR, POLISH_LOG_TOLERANCE, polish_bandwidths
+
+    optimum = np.array([0.3, 1.7])
+
+    def score(bw):
+        return -float(np.sum(np.log(np.atleast_1d(bw) / optimum[: np.size(bw)]) ** 2))
+
+    def evaluate(cands):
+        return (np.array([score(cands[0]["bandwidth"])]), None), 0
+
+    tol = 3 * POLISH_LOG_TOLERANCE
+    # Several continuous features: each bandwidth, and the shape with it.
+    start = optimum * np.array([1.25, 0.85])
+    cand = {"kernel": None, "bandwidth": start.copy(), "score": score(start),
+            "multiplier": 1.0}  # fmt: skip
+    state = {"lambdas": (0.1,), "step": 2**0.25, "shape": np.array([1.0, 2.0])}
+    assert polish_bandwidths(evaluate, cand, state, _Levels())
+    assert_allclose(cand["bandwidth"], optimum, rtol=tol)
+    assert_allclose(state["shape"], [1.0, 2.0] * optimum / start, rtol=tol)
+    assert cand["multiplier"] == 1.0 and cand["score"] > score(start)
+    # One feature, no shape: the size, through the multiplier.
+    cand = {"kernel": None, "bandwidth": 0.4, "score": score(0.4), "multiplier": 2.0}
+    state = {"lambdas": (0.1,), "step": 2**0.25, "shape": None}
+    assert polish_bandwidths(evaluate, cand, state, _Levels())
+    assert isinstance(cand["bandwidth"], float)
+    assert_allclose(cand["bandwidth"], 0.3, rtol=tol)
+    assert_allclose(cand["multiplier"], 2.0 * 0.3 / 0.4, rtol=tol)
+    # An optimum beyond one step: the search stops at the step.
+    cand = {"kernel": None, "bandwidth": 0.9, "score": score(0.9), "multiplier": 1.0}
+    state = {"lambdas": (0.1,), "step": 2**0.25, "shape": None}
+    assert polish_bandwidths(evaluate, cand, state, _Levels())
+    assert_allclose(cand["bandwidth"], 0.9 / POLISH_FACTOR, rtol=tol)
+    # At the optimum, or with a user grid (no step), nothing changes.
+    for start, step in ((0.3, 2**0.25), (0.4, None)):
+        cand = {"kernel": None, "bandwidth": start, "score": score(start),
+                "multiplier": 1.0}  # fmt: skip
+        state = {"lambdas": (0.1,), "step": step, "shape": None}
+        assert not polish_bandwidths(evaluate, cand, state, _Levels())
+        assert cand["bandwidth"] == start
+
+
+def test_polish_alternates_bandwidths_and_lambdas_until_nothing_moves(monkeypatch):
+    from sknw import _mixed
+
+    # A score whose bandwidth and smoothing parameter interact: each
+    # coordinate's optimum depends on the other.
+    def score(bw, lam):
+        u, v = np.log(bw / 0.3), lam[0] - 0.2
+        return -(u**2 + v**2 + 1.6 * u * v)
+
+    calls = []
+
+    def evaluate(cands):
+        calls.append(len(cands))
+        c = cands[0]
+        return (np.array([score(c["bandwidth"], c["lambdas"])]), None), 0
+
+    def run(rounds):
+        monkeypatch.setattr(_mixed, "POLISH_ROUNDS", rounds)
+        start = (0.36, (0.25, 0.5))
+        cand = {"kernel": None, "bandwidth": start[0], "multiplier": 1.0,
+                "score": score(*start)}  # fmt: skip
+        state = {"lambdas": start[1], "step": 2**0.25, "shape": None}
+        changed = _mixed.polish(evaluate, cand, state, _Levels())
+        return changed, cand["score"]
+
+    changed1, one = run(1)
+    changed2, two = run(2)
+    assert changed1 and changed2 and two > one
+    # At the joint optimum nothing moves: one round, no change.
+    calls.clear()
+    cand = {"kernel": None, "bandwidth": 0.3, "multiplier": 1.0, "score": 0.0}
+    state = {"lambdas": (0.2, 0.5), "step": 2**0.25, "shape": None}
+    assert not _mixed.polish(evaluate, cand, state, _Levels())
+    monkeypatch.setattr(_mixed, "POLISH_ROUNDS", 2)
+    n_one_round = len(calls)
+    calls.clear()
+    assert not _mixed.polish(evaluate, cand, state, _Levels())
+    assert len(calls) == n_one_round
+
+
 def test_polish_never_worsens_the_search(monkeypatch):
     from sknw import _selection
 
@@ -870,7 +952,7 @@ def test_polish_never_worsens_the_search(monkeypatch):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         polished = NadarayaWatsonRegressorCV(**params).fit(X, y)
-        monkeypatch.setattr(_selection, "polish_lambdas", lambda *a: False)
+        monkeypatch.setattr(_selection, "polish", lambda *a: False)
         plain = NadarayaWatsonRegressorCV(**params).fit(X, y)
     assert polished.best_score_ >= plain.best_score_
     # The reported score is the exact leave-one-out score of the choice.
