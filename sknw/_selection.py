@@ -20,7 +20,7 @@ from sklearn.utils.validation import column_or_1d
 
 from ._bandwidth import COORDINATE_METRICS
 from ._criteria import IN_SAMPLE, check_in_sample, in_sample_scores
-from ._default import SUBSAMPLE, subsample_rows
+from ._default import subsample_rows
 from ._grid import (  # noqa: F401 - the grid's names, here too
     DEFAULT_GRID_RANGE,
     WINDOW_STEPS,
@@ -792,8 +792,11 @@ MAX_SHAPE_FEATURES = 3
 #: With more training points (of positive weight) than this, exact
 #: leave-one-out searches the shape (and the size) on a deterministic
 #: subsample of this many, then scores the grid about the size it found on
-#: every point (:meth:`CVSelectionMixin._subsample_search`).
-SEARCH_SUBSAMPLE = SUBSAMPLE
+#: every point (:meth:`CVSelectionMixin._subsample_search`). Over five
+#: functions of two or three features at 8000 points, subsamples of 2000
+#: gave an error against the true function 2 % lower than the search on
+#: every point on average (4000: 1 %), in 0.28 times its time (4000: 0.55).
+SEARCH_SUBSAMPLE = 2000
 
 #: Rounds of the coordinate search on every point after the search on a
 #: subsample.
