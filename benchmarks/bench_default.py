@@ -2,8 +2,8 @@
 
 Run ``python benchmarks/bench_default.py`` (``--quick`` for fewer replicates
 and smaller sizes; ``--only NAME`` for the quality rows of some functions,
-``--replicates R`` for more of them, ``--sizes N ...`` for other sizes). One
-BLAS thread. Rows:
+``--replicates R`` for more of them, ``--sizes N ...`` for other sizes,
+``--group G`` for some groups of rows). One BLAS thread. Rows:
 
 - quality: on test functions of the smoothing literature, the mean squared
   error against the true function of ``NadarayaWatsonRegressor()`` and
@@ -182,6 +182,9 @@ def classification_rows():
     return rows
 
 
+GROUPS = ("quality", "cost", "classification")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="smaller sizes")
@@ -194,15 +197,23 @@ def main():
     parser.add_argument(
         "--sizes", type=int, nargs="+", default=None, help="sizes of the quality rows"
     )
+    parser.add_argument(
+        "--group", choices=GROUPS, action="append",
+        help="run only these groups of rows (repeatable; default: all, or the "
+        "quality rows with --only)",
+    )  # fmt: skip
     args = parser.parse_args()
     quick = args.quick
+    groups = set(args.group or (("quality",) if args.only is not None else GROUPS))
     table = []
     with threadpool_limits(1):
         sizes = args.sizes or ([200] if quick else [200, 2000])
         replicates = args.replicates or (2 if quick else 5)
-        table += quality_rows(sizes, replicates, 200, args.only)
-        if args.only is None:
+        if "quality" in groups:
+            table += quality_rows(sizes, replicates, 200, args.only)
+        if "cost" in groups:
             table += cost_rows(20_000 if quick else 200_000, 5_000 if quick else 20_000)
+        if "classification" in groups:
             table += classification_rows()
     print_table(table)
 

@@ -351,18 +351,21 @@ def polish(evaluate, cand, state, discrete):
 
 
 def polish_bandwidths(evaluate, cand, state, discrete):
-    """With discrete features whose smoothing parameters are searched and the
-    default grid, each continuous feature's bandwidth in turn (the size
-    where the shape is not searched; the others and the smoothing parameters
-    fixed) by Brent's bounded search over its logarithm, within one finer
-    step of the coordinate search on either side (the factors of
+    """With the default grid, where the shape or discrete features' smoothing
+    parameters are searched, each continuous feature's bandwidth in turn
+    (the size where the shape is not searched; the others and the smoothing
+    parameters fixed) by Brent's bounded search over its logarithm, within
+    one finer step of the coordinate search on either side (the factors of
     :data:`POLISH_FACTOR`), to :data:`POLISH_LOG_TOLERANCE`; keeps the
     current value unless a trial scores strictly better. Updates ``cand``
     and ``state`` as :func:`coordinate_search` does and returns whether
     anything changed."""
     from scipy.optimize import minimize_scalar
 
-    if discrete is None or state.get("lambdas") is None or state.get("step") is None:
+    shape = state.get("shape") is not None
+    if not shape and (discrete is None or state.get("lambdas") is None):
+        return False  # nothing searched beyond the size of the grid
+    if state.get("step") is None:
         return False  # a user grid of bandwidths is scored as given
     search = _Search(evaluate, cand, state, discrete)
     start = np.atleast_1d(search.bandwidth).astype(np.float64)

@@ -514,7 +514,8 @@ class CVSelectionMixin:
                 if not coordinate_search(evaluate, best, state, discrete):
                     break
                 changed = True
-            changed |= polish(evaluate, best, state, discrete)
+            if searched is None:  # on every point (not after a subsample)
+                changed |= polish(evaluate, best, state, discrete)
             if changed:  # the grid again, at the new shape and parameters
                 state["around"] = best["multiplier"] if default else None
                 state["steps"] = (

@@ -1012,3 +1012,47 @@ def test_subsample_shape_holds_out_of_sample(monkeypatch):
     mean = {key: np.mean(value) for key, value in errors.items()}
     assert mean[300] <= 1.1 * mean[10**9]
     assert mean[300] < 0.8 * mean["rule"]
+
+
+def test_continuous_polish_holds_out_of_sample(monkeypatch):
+    """The polish of the continuous bandwidths after the shape search does
+    not overfit the leave-one-out score: out of sample it predicts at least
+    about as well as the coordinate search's shape (mean over draws), and it
+    never scores worse in sample."""
+    import sknw._selection as selection
+
+    Q = np.random.default_rng(3).uniform(-1.0, 1.0, size=(2000, 3))
+    truth = np.sin(3.0 * Q[:, 0]) + 0.3 * Q[:, 1] ** 2
+    errors = {"polished": [], "coarse": []}
+    for seed in (2, 3, 4):
+        X, y = _anisotropic(400, seed=seed)
+        for label in ("polished", "coarse"):
+            if label == "coarse":
+                monkeypatch.setattr(selection, "polish", lambda *a: False)
+            est = LocalLinearRegressorCV().fit(X, y)
+            errors[label].append(np.mean((est.predict(Q) - truth) ** 2))
+            best = np.nanmax(est.cv_results_["mean_test_score"])
+            if label == "polished":
+                polished_best = best
+            monkeypatch.undo()
+        assert polished_best >= best
+    assert np.mean(errors["polished"]) <= 1.02 * np.mean(errors["coarse"])
+
+
+def test_continuous_polish_moves_the_shape_off_the_coarse_factors():
+    """With two or three continuous features the polish moves each feature's
+    bandwidth within a factor sqrt(2) of the coordinate search's, and the
+    score reported is the exact leave-one-out score of the choice."""
+    from sknw._mixed import POLISH_FACTOR
+
+    X, y = _anisotropic(300, seed=5)
+    est = NadarayaWatsonRegressorCV().fit(X, y)
+    shape = est._searched[0]
+    # The coordinate search's factors are powers of sqrt(2); the polish
+    # leaves at least one feature between them.
+    steps = np.log(shape) / np.log(POLISH_FACTOR)
+    assert not np.allclose(steps, np.round(steps), atol=1e-6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        at = NadarayaWatsonRegressorCV(bandwidths=[est.bandwidth_]).fit(X, y)
+    np.testing.assert_allclose(at.best_score_, est.best_score_, rtol=1e-12)
