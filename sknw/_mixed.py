@@ -339,14 +339,17 @@ def polish_lambdas(evaluate, cand, state, discrete):
 def polish(evaluate, cand, state, discrete):
     """Up to :data:`POLISH_ROUNDS` rounds of :func:`polish_bandwidths` then
     :func:`polish_lambdas` (parameters that interact converge in turns),
-    until a round changes nothing; returns whether anything changed."""
+    while the round's last polish moves something (the smoothing parameters
+    where they are searched: bandwidths just polished for unchanged ones
+    need no second round); returns whether anything changed."""
     changed = False
+    lambdas = discrete is not None and state.get("lambdas") is not None
     for _ in range(POLISH_ROUNDS):
-        moved = polish_bandwidths(evaluate, cand, state, discrete)
-        moved |= polish_lambdas(evaluate, cand, state, discrete)
-        if not moved:
+        moved_bandwidths = polish_bandwidths(evaluate, cand, state, discrete)
+        moved_lambdas = polish_lambdas(evaluate, cand, state, discrete)
+        changed |= moved_bandwidths or moved_lambdas
+        if not (moved_lambdas if lambdas else moved_bandwidths):
             break
-        changed = True
     return changed
 
 
