@@ -524,19 +524,26 @@ class CVSelectionMixin:
                 found = self._grid_pass(evaluate, X, w, kernels, resolved, grid, state)
         best = select(found[1])
         if criterion is None and self.scoring is None and folds is None:
-
-            def point_losses(rows):
-                cands = [found[0][i] for i in rows]
-                preds, _ = self._cv_estimates(X, V, w_n, unit, cands, None, finish)
-                return per_point_losses(preds, y_score, kind)
-
-            mults = np.array([c["multiplier"] for c in found[0]])
-            count = X.shape[0] if w is None else float(np.sum(w_n)) / unit
-            best = smoothest_near_best(found[1], mults, best, point_losses, w_n, count)
+            best = self._smoothest_choice(found, best, X, V, y_score, w_n, unit,
+                                          kind, finish)  # fmt: skip
         self._store_choice(kernels, found, X, best)
         self._searched = (state["shape"], found[0][self.best_index_]["multiplier"])
         if self.refine:
             self._refine(evaluate, found[0], self._continuous(X))
+
+    def _smoothest_choice(self, found, best, X, V, y_score, w_n, unit, kind, finish):
+        """The leave-one-out choice among the local optima of the grid
+        ``found`` (see :func:`~sknw._smoothest.smoothest_near_best`), the
+        per-point losses computed for the candidates it asks for."""
+
+        def point_losses(rows):
+            cands = [found[0][i] for i in rows]
+            preds, _ = self._cv_estimates(X, V, w_n, unit, cands, None, finish)
+            return per_point_losses(preds, y_score, kind)
+
+        mults = np.array([c["multiplier"] for c in found[0]])
+        count = X.shape[0] if w_n is None else float(np.sum(w_n)) / unit
+        return smoothest_near_best(found[1], mults, best, point_losses, w_n, count)
 
     def _bandwidth_grid(self, X, w):
         """The grid (a number of multipliers, or the given bandwidths of the
