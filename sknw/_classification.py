@@ -401,15 +401,21 @@ class NadarayaWatsonClassifierCV(CVSelectionMixin, NadarayaWatsonClassifier):
     kernel_ : Kernel
         The selected kernel.
     bandwidth_ : float or ndarray of shape (n_features,)
-        The selected bandwidth.
+        The selected bandwidth: with a default grid and no shape or smoothing
+        parameter searched, the chosen candidate's size polished by
+        successive parabolic interpolation of the score over its logarithm
+        between the candidate's grid neighbours (at most two steps, kept
+        where the score strictly improves; not with ``refine=True``, which
+        searches the same bracket to 1e-4).
     span_ : float or None
         The selected span (with ``spans``), else None.
     best_score_ : float
         Cross-validated score of the selected kernel and bandwidth (after the
-        refinement when ``refine=True``).
+        polish, or the refinement when ``refine=True``).
     best_index_ : int
-        Index of the selected grid candidate in ``cv_results_`` (the
-        refinement starts there; see "Several local optima" in the user guide).
+        Index of the selected grid candidate in ``cv_results_`` (the polish
+        or the refinement starts there; see "Several local optima" in the
+        user guide).
     cv_results_ : dict of ndarrays
         As in :class:`NadarayaWatsonRegressorCV`.
     metric_ : str or callable

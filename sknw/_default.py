@@ -88,7 +88,7 @@ def default_bandwidth(est, X, y, w):
         "method": "leave-one-out",
         "scoring": search._default_scoring_name,
         "score": search.best_score_,
-        "multiplier": float(results["bandwidth_multiplier"][search.best_index_]),
+        "multiplier": float(search._searched[1]),
         "n_candidates": len(results["mean_test_score"]),
         "n_samples": int(rows.size),
         "rescaled": float(factor),

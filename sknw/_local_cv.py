@@ -68,6 +68,14 @@ def query_centred_cv(est, X, Y, w, unit, cands, folds):
     V, mid, y_scale, spread = moment_targets(Y, w)
     kept = None if w is None else w - np.minimum(w, unit)
     splits = [(None, None)] if folds is None else folds
+    order = None
+    if folds is None:
+        # Leave-one-out on the points sorted once: each candidate's backend
+        # then finds its queries and training points in order, and its
+        # results need no permutation.
+        order = np.argsort(X[:, 0], kind="stable")
+        X, V = X[order], V[order]
+        w, kept = (None, None) if w is None else (w[order], kept[order])
     params = {
         "metric": est.metric,
         "metric_params": est.metric_params_,
@@ -92,6 +100,9 @@ def query_centred_cv(est, X, Y, w, unit, cands, folds):
             if not served.all():
                 missing.append((train, rows[~served]))
         else:
+            if order is not None:  # back to the points' order
+                pred[order] = pred.copy()
+                missing = [(train, order[rows]) for train, rows in missing]
             out[i] = (pred, missing)
     return out
 

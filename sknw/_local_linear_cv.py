@@ -327,11 +327,13 @@ class LocalLinearRegressorCV(LocalPolynomialCVFit, LocalLinearRegressor):
     kernel_ : Kernel
         The selected kernel.
     bandwidth_ : float or ndarray of shape (n_features,)
-        The selected bandwidth.
+        The selected bandwidth (its size polished between grid neighbours,
+        as in :class:`NadarayaWatsonRegressorCV`).
     span_ : float or None
         The selected span (with ``spans``), else None.
     best_score_ : float
-        Cross-validated score of the selected kernel and bandwidth.
+        Cross-validated score of the selected kernel and bandwidth (after the
+        polish).
     best_index_ : int
         Index of the selected grid candidate in ``cv_results_``, as in
         :class:`NadarayaWatsonRegressorCV`.
@@ -389,7 +391,7 @@ class LocalLinearRegressorCV(LocalPolynomialCVFit, LocalLinearRegressor):
     >>> reg = LocalLinearRegressorCV(kernels=["gaussian", "epanechnikov"])
     >>> reg = reg.fit(X, y)
     >>> reg.kernel_, reg.bandwidth_.round(3)
-    (Epanechnikov(), array([0.225]))
+    (Epanechnikov(), array([0.222]))
     >>> len(reg.cv_results_["mean_test_score"])
     60
     """

@@ -340,11 +340,13 @@ class LocalPolynomialRegressorCV(LocalPolynomialCVFit, LocalPolynomialRegressor)
     kernel_ : Kernel
         The selected kernel.
     bandwidth_ : float or ndarray of shape (n_features,)
-        The selected bandwidth.
+        The selected bandwidth (its size polished between grid neighbours,
+        as in :class:`NadarayaWatsonRegressorCV`).
     span_ : float or None
         The selected span (with ``spans``), else None.
     best_score_ : float
-        Cross-validated score of the selected kernel and bandwidth.
+        Cross-validated score of the selected kernel and bandwidth (after the
+        polish).
     best_index_ : int
         Index of the selected grid candidate in ``cv_results_``, as in
         :class:`NadarayaWatsonRegressorCV`.

@@ -74,3 +74,53 @@ def refine_bandwidth(evaluate, start, start_score, grid=()):
         return start, start_score
     bw = np.exp(theta)
     return (bw if np.ndim(start) else float(bw[0])), score
+
+
+#: Parabolic steps of :func:`polish_size`.
+SIZE_POLISH_STEPS = 2
+
+#: :func:`polish_size` stops where a step would move the logarithm of the
+#: size by less than this (0.1 %).
+SIZE_POLISH_TOLERANCE = 1e-3
+
+
+def polish_size(score_of, logs, scores, steps=SIZE_POLISH_STEPS):
+    """Successive parabolic interpolation of a score over the logarithm of
+    the bandwidth's size, from a grid's local maximum and its neighbours.
+
+    ``logs`` are three increasing log-sizes whose middle one scores at least
+    as well as the others (``scores``); ``score_of(log)`` scores another
+    (NaN counts as the worst). Each step scores the vertex of the parabola
+    through the best point seen and its neighbours on either side, at most
+    ``steps`` times, and stops where the vertex is within
+    :data:`SIZE_POLISH_TOLERANCE` of a point already scored, leaves the
+    bracket or does not exist (a flat score).
+
+    Returns
+    -------
+    log : float
+        The best log-size seen (the middle one unless another scored
+        strictly better).
+    score : float
+    """
+    start = (float(logs[1]), float(scores[1]))
+    points = sorted(zip(map(float, logs), map(float, scores), strict=True))
+    best = start
+    for _ in range(steps):
+        i = points.index(best)
+        if not 0 < i < len(points) - 1:
+            break
+        (a, fa), (b, fb), (c, fc) = points[i - 1 : i + 2]
+        den = (b - a) * (fb - fc) - (b - c) * (fb - fa)
+        if not (np.isfinite(den) and den != 0.0):
+            break
+        t = b - 0.5 * ((b - a) ** 2 * (fb - fc) - (b - c) ** 2 * (fb - fa)) / den
+        near = min(abs(t - a), abs(t - b), abs(t - c)) < SIZE_POLISH_TOLERANCE
+        if not a < t < c or near:
+            break
+        score = score_of(t)
+        trial = (t, -np.inf if np.isnan(score) else float(score))
+        points = sorted([*points, trial])
+        if trial[1] > best[1]:
+            best = trial
+    return best

@@ -653,8 +653,9 @@ class NadarayaWatsonRegressorCV(CVSelectionMixin, NadarayaWatsonRegressor):
         ``2**j`` over about 0.05 to 5 (30 multipliers: ``2**(1/4)`` apart,
         0.041 to 6.2), extended 4 multipliers at a time at the spacing of the
         grid where the best is at an edge, until it is inside (or up to a
-        factor ``2**10`` beyond either end; see ``cv_results_``). Otherwise a
-        sequence of bandwidths, each a positive float or an array of shape
+        factor ``2**10`` beyond either end; see ``cv_results_``), the chosen
+        size then polished (see ``bandwidth_``). Otherwise a sequence of
+        bandwidths, each a positive float or an array of shape
         (n_features,), tried with every kernel; a
         :class:`~sknw.exceptions.GridEdgeWarning` says when its best is its
         smallest or largest (of at least three sizes).
@@ -678,15 +679,12 @@ class NadarayaWatsonRegressorCV(CVSelectionMixin, NadarayaWatsonRegressor):
         there (repeated rows: their total is ``n``, so scaling them changes the
         criteria); several outputs average their criteria.
     refine : bool, default=False
-        After the grid, maximise the same cross-validated score continuously
-        over the logarithm of the bandwidth, with the selected kernel: Brent's
-        bounded search between the grid's neighbours of its best for one
-        coordinate; for a per-feature bandwidth, a bounded Nelder-Mead search
-        (one coordinate per feature, so features can get bandwidths in other
-        ratios than the rule's) within a factor 10^6 of the grid's best. The
-        bandwidth stays positive by construction, and the grid's choice is
-        kept unless the score strictly improves. Each step costs one pass of the
-        cross-validation; worth it with several features of unequal relevance.
+        After the grid, maximise the score over the log-bandwidth with the
+        selected kernel: Brent's bounded search between the grid neighbours
+        of the best for one coordinate; per feature, a bounded Nelder-Mead
+        search within a factor 10^6 of the grid's best (features can get
+        other ratios than the rule's). The grid's choice stays unless the
+        score strictly improves; each step costs one cross-validation pass.
     metric : str or callable, default="euclidean"
         Any metric of :func:`scipy.spatial.distance.cdist`.
     metric_params : dict, default=None
@@ -744,15 +742,18 @@ class NadarayaWatsonRegressorCV(CVSelectionMixin, NadarayaWatsonRegressor):
     kernel_ : Kernel
         The selected kernel.
     bandwidth_ : float or ndarray of shape (n_features,)
-        The selected bandwidth.
+        The selected bandwidth: with a default grid and no shape or smoothing
+        parameter searched, the chosen size polished between its grid
+        neighbours by at most two parabolic steps over its logarithm, kept
+        where the score strictly improves (not with ``refine=True``).
     span_ : float or None
         The selected span (with ``spans``), else None.
     best_score_ : float
         Cross-validated score of the selected kernel and bandwidth (after the
-        refinement when ``refine=True``).
+        polish, or the refinement when ``refine=True``).
     best_index_ : int
-        Index of the selected grid candidate in ``cv_results_`` (the
-        refinement starts there; see "Several local optima" in the user guide).
+        Index of the selected grid candidate in ``cv_results_`` (a polish
+        starts there; see "Several local optima" in the user guide).
     cv_results_ : dict of ndarrays
         One entry per candidate (kernels outer, bandwidths inner):
         ``param_kernel``, ``param_bandwidth``, ``bandwidth_multiplier`` (of the
@@ -818,11 +819,11 @@ class NadarayaWatsonRegressorCV(CVSelectionMixin, NadarayaWatsonRegressor):
     >>> reg = NadarayaWatsonRegressorCV(kernels=["gaussian", "epanechnikov"])
     >>> reg = reg.fit(X, y)
     >>> reg.kernel_, reg.bandwidth_.round(3)
-    (Gaussian(), array([0.149]))
+    (Gaussian(), array([0.16]))
     >>> len(reg.cv_results_["mean_test_score"])
     60
     >>> round(float(((reg.predict(X_val) - y_val) ** 2).mean()), 2)
-    0.3
+    0.29
     """
 
     _algorithms = CV_ALGORITHMS

@@ -39,7 +39,7 @@ from ._mixed import (
     mixed_grid,
     polish,
 )
-from ._refine import refine_bandwidth
+from ._refine import polish_size, refine_bandwidth
 from ._scaling import group_candidates, scalings
 from ._scoring import check_scoring, make_scorer
 from ._smoothest import per_point_losses, smoothest_near_best
@@ -530,6 +530,38 @@ class CVSelectionMixin:
         self._searched = (state["shape"], found[0][self.best_index_]["multiplier"])
         if self.refine:
             self._refine(evaluate, found[0], self._continuous(X))
+        elif isinstance(grid, Integral) and lambdas is None and state["shape"] is None:
+            self._polish_size(evaluate, found, X)
+
+    def _polish_size(self, evaluate, found, X):
+        """The size of the chosen bandwidth of a default grid (one scalar
+        multiplier of the rule: no shape, no discrete features), polished by
+        :func:`~sknw._refine.polish_size` between its grid neighbours; sets
+        ``bandwidth_`` and ``best_score_`` where it scores strictly better
+        (``best_index_`` stays the grid candidate it starts from)."""
+        cands, mean, _, _, n_bw = found
+        i = self.best_index_
+        if not 0 < i % n_bw < n_bw - 1 or not np.all(np.isfinite(mean[i - 1 : i + 2])):
+            return  # at a limit of the grid, or beside a candidate scoring NaN
+        current = cands[i]
+
+        def candidate(log):
+            m = float(np.exp(log))
+            return {**current, "multiplier": m, "bandwidth": current["rule"] * m}
+
+        def score_of(log):
+            return evaluate([candidate(log)])[0][0][0]
+
+        logs = np.log([c["multiplier"] for c in cands[i - 1 : i + 2]])
+        log, score = polish_size(score_of, logs, mean[i - 1 : i + 2])
+        if score > self.best_score_:
+            polished = candidate(log)
+            Xc = self._continuous(X)
+            scaling = scalings([polished["bandwidth"]], self.metric, Xc)[0][1]
+            self._selected_scaling = scaling
+            self.bandwidth_ = self._full_bandwidth(polished)
+            self.best_score_ = float(score)
+            self._searched = (None, polished["multiplier"])
 
     def _smoothest_choice(self, found, best, X, V, y_score, w_n, unit, kind, finish):
         """The leave-one-out choice among the local optima of the grid

@@ -52,10 +52,14 @@ def test_default_is_the_choice_of_the_cv_estimator(plain, search, d, kernel):
     assert selection["n_candidates"] == (30 if d == 1 else 11)
     assert selection["n_samples"] == 150
     assert selection["rescaled"] == 1.0
-    assert (
-        selection["multiplier"]
-        == ref.cv_results_["bandwidth_multiplier"][ref.best_index_]
-    )
+    # The multiplier of the rule: the grid's, or (one feature) its polish.
+    best = ref.best_index_
+    ratio = np.ravel(ref.bandwidth_ / ref.cv_results_["param_bandwidth"][best])
+    assert_allclose(ratio, ratio[0], rtol=1e-12)
+    if d == 2:
+        assert ratio[0] == 1.0
+    multiplier = ref.cv_results_["bandwidth_multiplier"][best] * ratio[0]
+    assert selection["multiplier"] == pytest.approx(multiplier, rel=1e-12)
     expected = (
         "neg_log_loss"
         if plain is NadarayaWatsonClassifier

@@ -240,8 +240,12 @@ def test_cv_results_structure():
         res["bandwidth_multiplier"][:7], 0.5 * 2.0 ** np.arange(-3, 4)
     )
     assert res["rank_test_score"][cv.best_index_] == 1
-    assert cv.best_score_ == np.max(res["mean_test_score"])
-    np.testing.assert_array_equal(cv.bandwidth_, res["param_bandwidth"][cv.best_index_])
+    # The size is polished between the grid neighbours of the best candidate.
+    i = cv.best_index_
+    assert 0 < i % 7 < 6
+    assert cv.best_score_ > np.max(res["mean_test_score"])
+    lo, hi = res["param_bandwidth"][i - 1], res["param_bandwidth"][i + 1]
+    assert lo < cv.bandwidth_ < hi
     # Multipliers of each kernel's own rule bandwidth.
     ref = NadarayaWatsonRegressor(kernel=Triangular(), bandwidth="scott")
     ref = ref.fit(X, y).bandwidth_
@@ -1056,3 +1060,42 @@ def test_continuous_polish_moves_the_shape_off_the_coarse_factors():
         warnings.simplefilter("ignore")
         at = NadarayaWatsonRegressorCV(bandwidths=[est.bandwidth_]).fit(X, y)
     np.testing.assert_allclose(at.best_score_, est.best_score_, rtol=1e-12)
+
+
+def _brute_loo_mse(x, y, h):
+    """Leave-one-out MSE of Gaussian Nadaraya--Watson, by its formula."""
+    K = np.exp(-0.5 * ((x[:, None] - x[None, :]) / h) ** 2)
+    np.fill_diagonal(K, 0.0)
+    return float(np.mean((K @ y / K.sum(axis=1) - y) ** 2))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_default_grid_size_polished_to_the_loo_optimum(seed):
+    """With a default grid the chosen size is polished between its grid
+    neighbours: its leave-one-out score (by the formula) is best_score_,
+    better than the grid's best and a local optimum (2 % either side)."""
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(0.0, 1.0, 150)
+    y = np.sin(2 * np.pi * x**3) ** 3 + rng.normal(0.0, 0.1, x.size)
+    cv = NadarayaWatsonRegressorCV().fit(x[:, None], y)
+    h = float(np.ravel(cv.bandwidth_)[0])
+    grid_best = np.max(cv.cv_results_["mean_test_score"])
+    assert -_brute_loo_mse(x, y, h) == pytest.approx(cv.best_score_, rel=1e-10)
+    assert cv.best_score_ > grid_best
+    for factor in (0.98, 1.02):
+        assert _brute_loo_mse(x, y, h * factor) > -cv.best_score_
+    # The default estimator reports the polished multiplier of the rule.
+    default = NadarayaWatsonRegressor().fit(x[:, None], y)
+    assert default.bandwidth_ == pytest.approx(cv.bandwidth_, rel=1e-12)
+    rule = NadarayaWatsonRegressor(bandwidth="scott").fit(x[:, None], y).bandwidth_
+    selection = default.bandwidth_selection_
+    assert selection["multiplier"] * rule == pytest.approx(h, rel=1e-12)
+    assert selection["score"] == cv.best_score_
+
+
+def test_user_grid_and_refine_are_not_polished():
+    x, y, _ = _data(n=60, seed=3)
+    grid = [0.1, 0.2, 0.4, 0.8]
+    cv = NadarayaWatsonRegressorCV(bandwidths=grid).fit(x, y)
+    assert cv.bandwidth_ in grid
+    assert cv.best_score_ == np.max(cv.cv_results_["mean_test_score"])

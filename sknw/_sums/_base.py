@@ -557,8 +557,10 @@ def placed_rows(source, rows, m, fill=0.0):
     """An ``(m, ...)`` array whose rows ``rows`` are ``source``'s (``rows``
     distinct) and the others ``fill``. Where ``rows`` is a permutation of all
     ``m`` rows, a gather by its inverse, several times faster than scattering
-    rows of several columns."""
+    rows of several columns; where it is the identity, ``source`` itself."""
     if rows.size == m:
+        if np.array_equal(rows, np.arange(m)):
+            return source
         inverse = np.empty(m, dtype=np.intp)
         inverse[rows] = np.arange(m)
         return np.take(source, inverse, axis=0)

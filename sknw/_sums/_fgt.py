@@ -409,23 +409,25 @@ class GaussIndex:
         L = (tables @ windows).reshape(N_LOCAL, powers + 1, c, width)
         box_bound = np.lib.stride_tricks.sliding_window_view(weight, 2 * reach + 1)
         box_bound = box_bound @ per_box.T  # (width, powers + 1)
-        # Each query's Taylor polynomial in delta, by Horner's rule, over
-        # batches of queries (sorted by box) within the working memory.
+        # Each query's Taylor polynomial in delta, over batches of queries
+        # (sorted by box) within the working memory.
         step = max(1, tile_elements // ((powers + 1) * N_LOCAL * c))
+        by_box = None
         for a in range(0, box.size, step):
             e = min(a + step, box.size)
             first, last = int(box[a]), int(box[e - 1]) + 1
             counts = np.bincount(box[a:e] - first, minlength=last - first)
-            d = delta[a:e]
             into = rows[a:e]
             if into[-1] - into[0] == e - a - 1:
                 into = slice(int(into[0]), int(into[-1]) + 1)
-            G = np.repeat(L[..., first:last], counts, axis=3)  # (l, j, c, q)
-            acc = G[N_LOCAL - 1]
-            for ell in range(N_LOCAL - 2, -1, -1):
-                acc *= d
-                acc += G[ell]
-            out[into] += acc.transpose(2, 0, 1)
+            if e - a >= PRODUCT_QUERIES * (last - first):
+                if by_box is None:  # (box, l, (j, c)): one matrix per box
+                    by_box = L.reshape(N_LOCAL, -1, width).transpose(2, 0, 1).copy()
+                d = delta[a:e]
+                out[into] += _box_products(by_box[first:last], counts, d, L.shape)
+            else:
+                acc = _horner(L[..., first:last], counts, delta[a:e])
+                out[into] += acc.transpose(2, 0, 1)
             bound[into] += box_bound[box[a:e]]
 
     def _translations(self, reach, powers):
@@ -446,22 +448,22 @@ class GaussIndex:
         quarter = np.exp(-0.25 * x * x)
         near = np.exp(-0.25 * np.maximum(np.abs(x) - RADIUS, 0.0) ** 2)
         units = LOCAL_ROUNDING * _EPS64 * (np.abs(x) + 2.0)
-        tables = np.empty((powers + 1, N_LOCAL, x.size, N_TERMS))
+        tables = np.empty((N_LOCAL, powers + 1, x.size, N_TERMS))
         per_box = np.empty((powers + 1, x.size))
         for j in range(powers + 1):
             Hj = np.zeros((N_TERMS + N_LOCAL - 1, x.size))
             for r, coef in _power_terms(j):
                 Hj += coef * H[r : r + N_TERMS + N_LOCAL - 1]
-            # window[l, i, k] = Hj[k + l, i]
-            window = np.lib.stride_tricks.sliding_window_view(Hj, N_TERMS, axis=0)
-            tables[j] = window[:N_LOCAL] * _TAYLOR_SIGNS[:, None, None]
+            # tables[l, j, i, k] = Hj[k + l, i] (-1)**l / l!
+            np.multiply(Hj[_WINDOW].transpose(0, 2, 1), _TAYLOR_SIGNS[:, None, None],
+                        out=tables[:, j])  # fmt: skip
             trunc = TRUNCATION if j == 0 else _power_bounds(j)[0]
             taylor, size = _local_bounds(j)
             # Hermite terms beyond N_TERMS (at the nearest query), Taylor
             # terms beyond N_LOCAL, and the rounding of both expansions, of
             # the offsets x and delta, and of the Hermite recurrence.
             per_box[j] = trunc * near + (taylor + units * size) * quarter
-        return tables.transpose(1, 0, 2, 3).reshape(N_LOCAL * (powers + 1), -1), per_box
+        return tables.reshape(N_LOCAL * (powers + 1), -1), per_box
 
     def _block(self, s, q, b0, b1, out, bound, powers=0):
         # From the offsets: exact to a few units of roundoff of d itself.
@@ -502,6 +504,38 @@ class GaussIndex:
             slope = reach ** (j + 1) + j * reach ** (j - 1)
             per_weight = (trunc + ROUNDING * rounding) * quarter + moved * slope
             bound[:, j] += per_weight @ self.box_weight[b0:b1]
+
+
+def _horner(L, counts, d):
+    """The Taylor polynomials ``L`` (``(N_LOCAL, j, c, boxes)``) of each
+    query's box (``counts`` queries per box, in order) at its offsets ``d``,
+    by Horner's rule: ``(j, c, queries)``."""
+    G = np.repeat(L, counts, axis=3)
+    acc = G[N_LOCAL - 1]
+    for ell in range(N_LOCAL - 2, -1, -1):
+        acc *= d
+        acc += G[ell]
+    return acc
+
+
+def _box_products(by_box, counts, d, L_shape):
+    """As :func:`_horner`, from the polynomials laid out one matrix per box
+    (``(boxes, N_LOCAL, j c)``), as products of the powers of each box's
+    queries' offsets with its matrix (one product per box: for boxes of
+    :data:`PRODUCT_QUERIES` queries or more on average); ``L_shape`` is the
+    shape of the polynomials as :func:`_horner` takes them. Returns
+    ``(queries, j, c)``."""
+    powers = np.empty((N_LOCAL, d.size))
+    powers[0] = 1.0
+    for ell in range(1, N_LOCAL):
+        np.multiply(powers[ell - 1], d, out=powers[ell])
+    powers = powers.T
+    acc = np.empty((d.size, by_box.shape[2]))
+    ends = np.cumsum(counts)
+    for b in np.flatnonzero(counts):
+        start, end = ends[b] - counts[b], ends[b]
+        np.matmul(powers[start:end], by_box[b], out=acc[start:end])
+    return acc.reshape(d.size, L_shape[1], L_shape[2])
 
 
 def _power_terms(j):
@@ -579,6 +613,13 @@ LOCAL_QUERIES = 1
 #: run's fixed cost is about that of this many queries' sums by the
 #: per-query expansions.
 LOCAL_RUN = 32
+#: ``k + l`` for the ``N_LOCAL`` by ``N_TERMS`` terms of a translation.
+_WINDOW = np.arange(N_LOCAL)[:, None] + np.arange(N_TERMS)[None, :]
+#: Queries per box (on average over a batch) from which each box's Taylor
+#: polynomials are evaluated as one matrix product with the powers of its
+#: queries' offsets, rather than by Horner's rule over the queries: the
+#: product's per-box cost is then paid back.
+PRODUCT_QUERIES = 16
 #: ``(-1)**l / l!``: the Taylor coefficients of ``He_m(x + delta)
 #: e^{-(x + delta)**2 / 2}`` in powers of ``delta``, times ``He_{m+l}``.
 _TAYLOR_SIGNS = np.array(
