@@ -230,6 +230,21 @@ def local_solution(
     ``to_bandwidth`` then scales the frame's monomials to bandwidth units
     for the rounding of their moments.
     """
+    if d == 1 and basis is None and (linear is None or linear >= 1):
+        return _line_solution(
+            A, cols, Zq, min_eigenvalue, few, to_bandwidth, max_leverage
+        )
+    return _solution(
+        A, cols, d, k, Zq, min_eigenvalue, few, to_bandwidth, max_leverage,
+        linear, basis, degree,
+    )  # fmt: skip
+
+
+def _solution(
+    A, cols, d, k, Zq, min_eigenvalue, few, to_bandwidth, max_leverage, linear,
+    basis, degree,
+):  # fmt: skip
+    """:func:`local_solution` in any number of coordinates."""
     mean_y = A[:, cols[0] : cols[1]]
     mean_z = A[:, cols[1] : cols[2]]
     mean_zy = A[:, cols[2] : cols[3]].reshape(A.shape[0], d, k)
@@ -309,6 +324,57 @@ def local_solution(
     return LocalSolution(
         mean_y, mean_z, cov, cross, a, ok, finite, estimate, smallest,
         second_linear, distance, ridge, ridged, linear_cov, T, rounded,
+    )  # fmt: skip
+
+
+def _line_solution(A, cols, Zq, min_eigenvalue, few, to_bandwidth, max_leverage):
+    """:func:`local_solution` for one coordinate (and no basis): the same
+    arithmetic on flat arrays, its results in the same shapes."""
+    m = A.shape[0]
+    mean_y, mz, second = A[:, cols[0] : cols[1]], A[:, cols[1]], A[:, cols[3]]
+    cov = second - mz * mz
+    cross = A[:, cols[2] : cols[3]] - mz[:, None] * mean_y
+    finite = np.isfinite(cov)
+    t = np.ones(1) if to_bandwidth is None else np.asarray(to_bandwidth, float)
+    t1 = np.broadcast_to(t, (m, 1))[:, 0]
+    t2 = t1 * t1
+    scaled = np.where(finite, cov, 0.0) * t2
+    with np.errstate(invalid="ignore"):
+        trace = np.where(finite, second, 0.0) * t2
+    rounding = COVARIANCE_ROUNDING * _EPS * trace
+    dz = mz - Zq[:, 0]
+    singular = ~(scaled > 0) | ~(scaled > np.maximum(min_eigenvalue * scaled, rounding))
+    rounded = singular & (scaled > min_eigenvalue * scaled)
+    if few is not None:
+        singular |= few
+    ok = finite & ~singular
+    estimate = mean_y.copy()
+    a, distance, ridge = np.zeros(m), np.zeros(m), np.zeros(m)
+    ridged = np.zeros(m, dtype=bool)
+    if ok.any():
+        ok_rows = slice(None) if ok.all() else ok
+        a[ok_rows] = dz[ok_rows] / cov[ok_rows]
+        distance[ok_rows] = a[ok_rows] * dz[ok_rows]
+        limit = np.inf if max_leverage is None else max_leverage - 1.0
+        over = np.flatnonzero(ok & (distance > limit))
+        if over.size:
+            t_over = t1[over]
+            lift = ridge_to_leverage(
+                scaled[over][:, None, None], (dz[over] * t_over)[:, None],
+                max_leverage - 1.0,
+            )  # fmt: skip
+            ridge[over] = lift / t2[over]
+            cov = cov.copy()
+            cov[over] += ridge[over]
+            a[over] = dz[over] / cov[over]
+            distance[over] = a[over] * dz[over]
+            ridged[over] = True
+        estimate[ok_rows] = mean_y[ok_rows] - a[ok_rows, None] * cross[ok_rows]
+    cov3 = cov[:, None, None]
+    return LocalSolution(
+        mean_y, mz[:, None], cov3, cross[:, None, :], a[:, None], ok, finite,
+        estimate, scaled, trace, distance, ridge[:, None], ridged, cov3, None,
+        rounded,
     )  # fmt: skip
 
 
@@ -544,11 +610,12 @@ def query_centred_fit(
     m, k = S.shape[0], S.shape[2] - 1
     S0 = S[:, 0, k]
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        A = (
-            np.column_stack([S[:, 0, :k], S[:, 1, k:], S[:, 1, :k], S[:, 2, k:]])
-            / S0[:, None]
-        )
-        e = bound / S0[:, None]
+        # Each column contiguous (the arithmetic below is per column).
+        parts = (S[:, 0, :k], S[:, 1, k:], S[:, 1, :k], S[:, 2, k:])
+        A = np.empty((2 * k + 2, m))
+        np.divide(np.concatenate([p.T for p in parts]), S0, out=A)
+        A = A.T
+        e = np.divide(bound.T, S0, out=np.empty(bound.shape[::-1])).T
     positive = S0 > 0
     A[~positive] = 0.0
     counts = moments.counts

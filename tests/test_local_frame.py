@@ -1,0 +1,103 @@
+"""The local solutions of :mod:`sknw._local_frame`; the fits built on them
+are tested in ``test_local_linear.py`` and ``test_local_polynomial.py``."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sknw._local_frame import (
+    _line_solution,
+    _solution,
+    local_solution,
+    moment_columns,
+)
+
+
+def _moments(seed, m, k):
+    """Averaged moments of one coordinate: well and badly conditioned
+    designs, singular ones, and rows that are not finite."""
+    rng = np.random.default_rng(seed)
+    cols = moment_columns(np.zeros((1, 1)), np.zeros((1, k)))[1]
+    A = rng.normal(size=(m, cols[-1]))
+    spread = rng.choice([0.0, 1e-20, 1e-9, 1e-3, 1.0, 10.0], size=m)
+    A[:, cols[3]] = A[:, cols[1]] ** 2 + spread * rng.uniform(0.5, 2.0, m)
+    A[rng.integers(0, m, 3), cols[1]] = np.inf
+    A[rng.integers(0, m, 3)] = np.nan
+    return A, cols, rng
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 2**16),
+    k=st.integers(1, 3),
+    centred=st.booleans(),
+    per_query=st.sampled_from([None, "one", "each"]),
+    few=st.booleans(),
+    max_leverage=st.sampled_from([None, 100.0, 1.5]),
+    min_eigenvalue=st.sampled_from([0.0, 1e-8, 0.5]),
+)
+def test_one_coordinate_solves_as_any_number(
+    seed, k, centred, per_query, few, max_leverage, min_eigenvalue
+):
+    m = 300
+    A, cols, rng = _moments(seed, m, k)
+    Zq = np.zeros((m, 1)) if centred else rng.normal(size=(m, 1))
+    t = {
+        None: None,
+        "one": rng.uniform(0.1, 3.0, 1),
+        "each": rng.uniform(0.1, 3.0, (m, 1)),
+    }[per_query]
+    mask = rng.random(m) < 0.1 if few else None
+    args = (A, cols, Zq, min_eigenvalue, mask, t, max_leverage)
+    with np.errstate(all="ignore"):
+        fast = _line_solution(*args)
+        ref = _solution(A, cols, 1, k, Zq, min_eigenvalue, mask, t, max_leverage,
+                        None, None, 1)  # fmt: skip
+        routed = local_solution(A, cols, 1, k, Zq, min_eigenvalue, few=mask,
+                                to_bandwidth=t, max_leverage=max_leverage)  # fmt: skip
+    for name in ref.__dataclass_fields__:
+        want, got = getattr(ref, name), getattr(fast, name)
+        if want is None:
+            assert got is None, name
+            continue
+        assert got.shape == want.shape, name
+        # The same arithmetic: equal to the last bit (the ridge's bisection
+        # included).
+        np.testing.assert_array_equal(got, want, err_msg=name)
+        np.testing.assert_array_equal(getattr(routed, name), want, err_msg=name)
+
+
+def test_the_cases_of_the_comparison_occur():
+    """The property above meets singular, ridged and solved designs."""
+    A, cols, rng = _moments(3, 2000, 1)
+    with np.errstate(all="ignore"):
+        sol = _line_solution(A, cols, rng.normal(size=(2000, 1)), 1e-8, None,
+                             None, 1.5)  # fmt: skip
+    assert sol.ok.any() and (~sol.ok & sol.finite).any() and (~sol.finite).any()
+    assert sol.ridged.any() and sol.rounded.any()
+
+
+@pytest.mark.parametrize("d", [2, 3])
+def test_several_coordinates_take_the_general_path(d):
+    rng = np.random.default_rng(d)
+    cols = moment_columns(np.zeros((1, d)), np.zeros((1, 1)))[1]
+    X = rng.normal(size=(40, d))
+    y = rng.normal(size=40)
+    w = np.exp(-0.5 * np.sum((X - X[0]) ** 2, axis=1))
+    # The moments of a weighted least-squares fit at X[0], from the columns'
+    # layout: mean y, mean z, mean z y, the upper triangle of mean z z'.
+    iu = np.triu_indices(d)
+    Z = X
+    parts = [
+        y[:, None],
+        Z,
+        Z * y[:, None],
+        (Z[:, :, None] * Z[:, None, :])[:, iu[0], iu[1]],
+    ]
+    A = (np.column_stack(parts) * w[:, None]).sum(axis=0)[None] / w.sum()
+    assert A.shape[1] == cols[-1]
+    sol = local_solution(A, cols, d, 1, X[:1], 0.0)
+    design = np.column_stack([np.ones(40), X - X[0]]) * np.sqrt(w)[:, None]
+    coef = np.linalg.lstsq(design, y * np.sqrt(w), rcond=None)[0]
+    np.testing.assert_allclose(sol.estimate[0, 0], coef[0], rtol=1e-10)
