@@ -367,21 +367,38 @@ def local_boxes(monkeypatch):
 
 
 @pytest.mark.parametrize("sigma", [0.002, 0.01, 0.05, 0.5])
-def test_local_expansions_within_their_bound(sigma, local_boxes):
+@pytest.mark.parametrize("dense", [True, False])
+def test_local_expansions_within_their_bound(sigma, dense, local_boxes, monkeypatch):
     # Many sorted queries per unit box: the boxes' Hermite expansions are
-    # translated into one Taylor expansion per query box. Sums of every power
-    # within their bound, against extended precision, and that accurate
-    # where the bound passes.
+    # translated into one Taylor expansion per query box, evaluated by one
+    # product per box (dense queries) or by Horner's rule (a few per box).
+    # Sums of every power within their bound, against extended precision,
+    # and that accurate where the bound passes.
+    from sknw._sums import _fgt
+
+    used = []
+    for name in ("_box_products", "_horner"):
+        original = getattr(_fgt, name)
+
+        def spy(*args, name=name, original=original):
+            used.append(name)
+            return original(*args)
+
+        monkeypatch.setattr(_fgt, name, spy)
     rng = np.random.default_rng(8)
     x = rng.uniform(0.0, 1.0, 1500)
     w = rng.uniform(0.0, 2.0, x.size)
     V = rng.normal(size=(x.size, 1))
     index = GaussIndex(x[:, None], V, w, Head(get_kernel("gaussian"), sigma), None)
-    # Over a thousand queries per box of the smallest bandwidth.
-    q = np.sort(np.r_[rng.uniform(0.45, 0.55, 12000), rng.uniform(-0.1, 1.1, 500)])
+    if dense:  # over a thousand queries per box of the smallest bandwidth
+        q = rng.uniform(0.45, 0.55, 12000)
+        q = np.sort(np.r_[q, rng.uniform(-0.1, 1.1, 500)])
+    else:  # about four per box
+        q = np.sort(rng.uniform(-0.1, 1.1, max(40, int(4.8 / index.width))))
     q = q - index.origin
     got, bound = index.moment_sums(q / index.sigma, powers=2, q=q)
     assert local_boxes
+    assert ("_box_products" if dense else "_horner") in used
     ld = np.longdouble
     t = np.asarray(x - index.origin, dtype=ld) / ld(index.sigma)
     columns = np.column_stack([V[:, 0], np.ones(x.size)]).astype(ld)

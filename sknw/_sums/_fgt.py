@@ -410,9 +410,16 @@ class GaussIndex:
         box_bound = np.lib.stride_tricks.sliding_window_view(weight, 2 * reach + 1)
         box_bound = box_bound @ per_box.T  # (width, powers + 1)
         # Each query's Taylor polynomial in delta, over batches of queries
-        # (sorted by box) within the working memory.
-        step = max(1, tile_elements // ((powers + 1) * N_LOCAL * c))
+        # (sorted by box) within the working memory: by one product per box
+        # where the run's boxes hold PRODUCT_QUERIES queries on average (each
+        # query then holds its powers and sums), else by Horner's rule (each
+        # query its boxes' polynomials).
         by_box = None
+        if box.size >= PRODUCT_QUERIES * width:  # (box, l, (j, c))
+            by_box = L.reshape(N_LOCAL, -1, width).transpose(2, 0, 1).copy()
+            step = max(1, tile_elements // (N_LOCAL + (powers + 1) * c))
+        else:
+            step = max(1, tile_elements // ((powers + 1) * N_LOCAL * c))
         for a in range(0, box.size, step):
             e = min(a + step, box.size)
             first, last = int(box[a]), int(box[e - 1]) + 1
@@ -420,14 +427,11 @@ class GaussIndex:
             into = rows[a:e]
             if into[-1] - into[0] == e - a - 1:
                 into = slice(int(into[0]), int(into[-1]) + 1)
-            if e - a >= PRODUCT_QUERIES * (last - first):
-                if by_box is None:  # (box, l, (j, c)): one matrix per box
-                    by_box = L.reshape(N_LOCAL, -1, width).transpose(2, 0, 1).copy()
-                d = delta[a:e]
+            d = delta[a:e]
+            if by_box is not None:
                 out[into] += _box_products(by_box[first:last], counts, d, L.shape)
             else:
-                acc = _horner(L[..., first:last], counts, delta[a:e])
-                out[into] += acc.transpose(2, 0, 1)
+                out[into] += _horner(L[..., first:last], counts, d).transpose(2, 0, 1)
             bound[into] += box_bound[box[a:e]]
 
     def _translations(self, reach, powers):
@@ -615,7 +619,7 @@ LOCAL_QUERIES = 1
 LOCAL_RUN = 32
 #: ``k + l`` for the ``N_LOCAL`` by ``N_TERMS`` terms of a translation.
 _WINDOW = np.arange(N_LOCAL)[:, None] + np.arange(N_TERMS)[None, :]
-#: Queries per box (on average over a batch) from which each box's Taylor
+#: Queries per box (on average over a run of boxes) from which each box's Taylor
 #: polynomials are evaluated as one matrix product with the powers of its
 #: queries' offsets, rather than by Horner's rule over the queries: the
 #: product's per-box cost is then paid back.
