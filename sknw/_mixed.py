@@ -18,6 +18,7 @@ from sklearn.utils.validation import _check_feature_names
 
 from ._discrete import CATEGORICAL_KERNELS, ORDERED_KERNELS, default_lambda
 from ._features import ORDERED, FeatureEncoder, feature_types, n_levels
+from ._refine import parabolic_steps
 from ._sums._cells import DiscreteFactors, DiscreteHead
 from ._validation import _temporal_types, as_rows, check_bandwidth
 
@@ -232,17 +233,17 @@ SHAPE_FACTORS = (0.5, 2**-0.5, 2**0.5, 2.0)
 
 #: The tolerance of :func:`polish_lambdas`, relative to each smoothing
 #: parameter's range.
-POLISH_TOLERANCE = 1e-3
+POLISH_TOLERANCE = 1e-4
 
 #: :func:`polish_bandwidths` searches each bandwidth within this factor of
 #: its value (one step of the coordinate search's finer factors) ...
 POLISH_FACTOR = 2**0.5
 
-#: ... to this tolerance of its logarithm (0.1 %).
-POLISH_LOG_TOLERANCE = 1e-3
+#: ... to this tolerance of its logarithm (0.01 %).
+POLISH_LOG_TOLERANCE = 1e-4
 
 #: Rounds of :func:`polish`.
-POLISH_ROUNDS = 2
+POLISH_ROUNDS = 3
 
 
 def coordinate_search(evaluate, cand, state, discrete):
@@ -294,13 +295,11 @@ def coordinate_search(evaluate, cand, state, discrete):
 
 def polish_lambdas(evaluate, cand, state, discrete):
     """Each discrete feature's smoothing parameter in turn (the others and the
-    bandwidths fixed) by Brent's bounded search (scipy), within one step of
-    the finer grid of :func:`coordinate_search` on either side of its value,
-    to :data:`POLISH_TOLERANCE` of its range; keeps the current value unless
-    a trial scores strictly better. Updates ``cand`` and ``state`` as
+    bandwidths fixed) by :func:`bracket_search` within one step of the finer
+    grid of :func:`coordinate_search` on either side of its value, to
+    :data:`POLISH_TOLERANCE` of its range; keeps the current value unless a
+    trial scores strictly better. Updates ``cand`` and ``state`` as
     :func:`coordinate_search` does and returns whether anything changed."""
-    from scipy.optimize import minimize_scalar
-
     if discrete is None or state.get("lambdas") is None:
         return False
     search = _Search(evaluate, cand, state, discrete)
@@ -313,22 +312,21 @@ def polish_lambdas(evaluate, cand, state, discrete):
         i = int(np.argmin(np.abs(shares - current / top)))
         lo, hi = shares[max(i - 1, 0)], shares[min(i + 1, shares.size - 1)]
         step = (hi - lo) / 9 * top
-        tried = {}
 
-        def loss(value, j=j, tried=tried):
-            trial = search.lambdas.copy()
-            trial[j] = value
-            (mean, _), _ = evaluate([search._cand(search.bandwidth, trial)])
-            score = -np.inf if np.isnan(mean[0]) else float(mean[0])
-            tried[value] = score
-            return -score
+        def scores(values, j=j):
+            trials = []
+            for value in values:
+                trial = search.lambdas.copy()
+                trial[j] = value
+                trials.append(search._cand(search.bandwidth, trial))
+            return evaluate(trials)[0][0]
 
         bounds = (max(0.0, current - step), min(float(top), current + step))
         if not bounds[1] > bounds[0]:
             continue
-        options = {"xatol": POLISH_TOLERANCE * top}
-        minimize_scalar(loss, bounds=bounds, method="bounded", options=options)
-        value, score = max(tried.items(), key=lambda item: item[1])
+        value, score = bracket_search(
+            scores, current, search.score, bounds, POLISH_TOLERANCE * top
+        )
         if score > search.score:
             search.lambdas[j], search.score, search.changed = value, score, True
     state["lambdas"] = search.lambdas
@@ -357,14 +355,12 @@ def polish_bandwidths(evaluate, cand, state, discrete):
     """With the default grid, where the shape or discrete features' smoothing
     parameters are searched, each continuous feature's bandwidth in turn
     (the size where the shape is not searched; the others and the smoothing
-    parameters fixed) by Brent's bounded search over its logarithm, within
+    parameters fixed) by :func:`bracket_search` over its logarithm, within
     one finer step of the coordinate search on either side (the factors of
     :data:`POLISH_FACTOR`), to :data:`POLISH_LOG_TOLERANCE`; keeps the
     current value unless a trial scores strictly better. Updates ``cand``
     and ``state`` as :func:`coordinate_search` does and returns whether
     anything changed."""
-    from scipy.optimize import minimize_scalar
-
     shape = state.get("shape") is not None
     if not shape and (discrete is None or state.get("lambdas") is None):
         return False  # nothing searched beyond the size of the grid
@@ -375,20 +371,19 @@ def polish_bandwidths(evaluate, cand, state, discrete):
     current = start.copy()
     span = float(np.log(POLISH_FACTOR))
     for j in range(current.size):
-        tried = {}
 
-        def loss(log_factor, j=j, tried=tried):
-            trial = current.copy()
-            trial[j] *= np.exp(log_factor)
-            bw = trial.reshape(np.shape(search.bandwidth))
-            (mean, _), _ = evaluate([search._cand(bw, search.lambdas)])
-            score = -np.inf if np.isnan(mean[0]) else float(mean[0])
-            tried[log_factor] = score
-            return -score
+        def scores(log_factors, j=j):
+            trials = []
+            for log_factor in log_factors:
+                trial = current.copy()
+                trial[j] *= np.exp(log_factor)
+                bw = trial.reshape(np.shape(search.bandwidth))
+                trials.append(search._cand(bw, search.lambdas))
+            return evaluate(trials)[0][0]
 
-        options = {"xatol": POLISH_LOG_TOLERANCE}
-        minimize_scalar(loss, bounds=(-span, span), method="bounded", options=options)
-        log_factor, score = max(tried.items(), key=lambda item: item[1])
+        log_factor, score = bracket_search(
+            scores, 0.0, search.score, (-span, span), POLISH_LOG_TOLERANCE
+        )
         if score > search.score:
             current[j] *= np.exp(log_factor)
             search.score, search.changed = score, True
@@ -402,6 +397,30 @@ def polish_bandwidths(evaluate, cand, state, discrete):
         cand["bandwidth"] = float(current[0]) if scalar else current
     cand["score"] = search.score
     return search.changed
+
+
+#: Parabolic steps of :func:`bracket_search` after its first batch.
+POLISH_STEPS = 3
+
+
+def bracket_search(scores, x0, score0, bounds, tolerance):
+    """The best of one coordinate within ``bounds`` from ``x0`` (scored
+    ``score0``): the bracket's ends and the midpoints between them and
+    ``x0``, scored in one batch (``scores(xs)``, NaN the worst), then at
+    most :data:`POLISH_STEPS` steps of successive parabolic interpolation
+    (:func:`~sknw._refine.parabolic_steps`) to ``tolerance``. Returns the
+    best ``(x, score)`` seen, ``(x0, score0)`` unless strictly better."""
+    lo, hi = bounds
+    xs = sorted({lo, (lo + x0) / 2, (x0 + hi) / 2, hi} - {x0})
+    got = scores(xs)
+    points = [(x0, score0), *zip(xs, got, strict=True)]
+    finite = [(x, -np.inf if np.isnan(f) else float(f)) for x, f in points]
+    best = max(finite, key=lambda p: p[1])  # the first on ties: x0
+
+    def score_of(x):
+        return scores([x])[0]
+
+    return parabolic_steps(score_of, points, best, POLISH_STEPS, tolerance)
 
 
 class _Search:

@@ -90,11 +90,8 @@ def polish_size(score_of, logs, scores, steps=SIZE_POLISH_STEPS):
 
     ``logs`` are three increasing log-sizes whose middle one scores at least
     as well as the others (``scores``); ``score_of(log)`` scores another
-    (NaN counts as the worst). Each step scores the vertex of the parabola
-    through the best point seen and its neighbours on either side, at most
-    ``steps`` times, and stops where the vertex is within
-    :data:`SIZE_POLISH_TOLERANCE` of a point already scored, leaves the
-    bracket or does not exist (a flat score).
+    (NaN counts as the worst). See :func:`parabolic_steps`, to
+    :data:`SIZE_POLISH_TOLERANCE`.
 
     Returns
     -------
@@ -103,19 +100,34 @@ def polish_size(score_of, logs, scores, steps=SIZE_POLISH_STEPS):
         strictly better).
     score : float
     """
-    start = (float(logs[1]), float(scores[1]))
-    points = sorted(zip(map(float, logs), map(float, scores), strict=True))
-    best = start
+    points = list(zip(map(float, logs), map(float, scores), strict=True))
+    return parabolic_steps(score_of, points, points[1], steps, SIZE_POLISH_TOLERANCE)
+
+
+def parabolic_steps(score_of, points, best, steps, tolerance):
+    """Successive parabolic interpolation from scored ``points`` (``(x,
+    score)``, NaN scores the worst) and the best of them, ``best`` (kept on
+    ties). Each step scores (``score_of(x)``) the vertex of the parabola
+    through the best point seen and its neighbours on either side (the
+    three nearest points where it is an end), at most ``steps`` times, and
+    stops where that parabola has no maximum (a flat or convex score), or
+    its vertex is within ``tolerance`` of a point already scored or beyond
+    the three points. Returns the best ``(x, score)`` seen."""
+    points = sorted((float(x), -np.inf if np.isnan(f) else float(f)) for x, f in points)
+    best = next(p for p in points if p[0] == float(best[0]))
     for _ in range(steps):
-        i = points.index(best)
-        if not 0 < i < len(points) - 1:
+        if len(points) < 3:
             break
+        # The best and its neighbours (the three nearest where it is an end).
+        i = min(max(points.index(best), 1), len(points) - 2)
         (a, fa), (b, fb), (c, fc) = points[i - 1 : i + 2]
         den = (b - a) * (fb - fc) - (b - c) * (fb - fa)
-        if not (np.isfinite(den) and den != 0.0):
+        # A parabola open downwards (its vertex a maximum), or no step.
+        curvature = (fc - fb) / (c - b) - (fb - fa) / (b - a)
+        if not (np.isfinite(den) and den != 0.0 and curvature < 0.0):
             break
         t = b - 0.5 * ((b - a) ** 2 * (fb - fc) - (b - c) ** 2 * (fb - fa)) / den
-        near = min(abs(t - a), abs(t - b), abs(t - c)) < SIZE_POLISH_TOLERANCE
+        near = min(abs(t - a), abs(t - b), abs(t - c)) < tolerance
         if not a < t < c or near:
             break
         score = score_of(t)

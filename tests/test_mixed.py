@@ -845,13 +845,15 @@ def test_polish_finds_an_optimum_between_the_grid_values():
     optimum = np.array([0.1234, 0.61])
 
     def evaluate(cands):
-        lam = np.array(cands[0]["lambdas"])
-        return (np.array([-np.sum((lam - optimum) ** 2)]), None), 0
+        lams = [np.array(c["lambdas"]) for c in cands]
+        return (np.array([-np.sum((lam - optimum) ** 2) for lam in lams]), None), 0
 
-    cand = {"kernel": None, "bandwidth": np.array([0.1]), "score": -1.0}
     # The nearest values of the coordinate search's finer grids: shares 0.2
     # then eight between 0.1 and 0.35; 0.7 then eight between 0.5 and 0.85.
-    state = {"lambdas": (0.5 * 0.23889, 0.61667)}
+    start = (0.5 * 0.23889, 0.61667)
+    score = -np.sum((np.array(start) - optimum) ** 2)
+    cand = {"kernel": None, "bandwidth": np.array([0.1]), "score": score}
+    state = {"lambdas": start}
     assert polish_lambdas(evaluate, cand, state, _Levels())
     assert_allclose(state["lambdas"], optimum, atol=2 * POLISH_TOLERANCE)
     assert cand["score"] > -1e-5
@@ -871,7 +873,7 @@ def test_polish_of_the_bandwidths_finds_an_optimum_within_a_step():
         return -float(np.sum(np.log(np.atleast_1d(bw) / optimum[: np.size(bw)]) ** 2))
 
     def evaluate(cands):
-        return (np.array([score(cands[0]["bandwidth"])]), None), 0
+        return (np.array([score(c["bandwidth"]) for c in cands]), None), 0
 
     tol = 3 * POLISH_LOG_TOLERANCE
     # Several continuous features: each bandwidth, and the shape with it.
@@ -917,8 +919,7 @@ def test_polish_alternates_bandwidths_and_lambdas_until_nothing_moves(monkeypatc
 
     def evaluate(cands):
         calls.append(len(cands))
-        c = cands[0]
-        return (np.array([score(c["bandwidth"], c["lambdas"])]), None), 0
+        return (np.array([score(c["bandwidth"], c["lambdas"]) for c in cands]), None), 0
 
     def run(rounds):
         monkeypatch.setattr(_mixed, "POLISH_ROUNDS", rounds)

@@ -456,10 +456,14 @@ def test_n_jobs_runs_the_search_in_parallel_with_the_same_scores(monkeypatch, ma
     parallel = make(bandwidths=6, cv=cv, n_jobs=2).fit(X, y, sample_weight=w)
     assert n_serial > 0
     # Every pass of at least two batches' queries runs in batches (the few
-    # left-out points computed again in frames near them may not).
-    big = sum(c >= 2 * 8 for c in calls[:n_serial])
-    assert big > 0
-    assert len(calls) - n_serial >= n_serial + big
+    # left-out points computed again in frames near them may not). The
+    # number of passes may differ by a step of the polish, whose decisions
+    # follow the scores' last bits.
+    big = [c for c in calls[:n_serial] if c >= 2 * 8]
+    assert big
+    parallel_calls = calls[n_serial:]
+    assert len(parallel_calls) > len(big)
+    assert max(parallel_calls) <= max(big) // 2
     # Batches may take other (equally exact) distance paths: rounding, which
     # the small local linear systems of sparse windows amplify.
     rtol = 1e-6 if make is LocalLinearRegressorCV else 1e-11
