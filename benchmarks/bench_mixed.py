@@ -116,7 +116,8 @@ def main(quick=False):
                 )  # fmt: skip
                 table.append(
                     (f"{name}: LOO MSE sknw{label} / statsmodels", "ratio",
-                     ours / theirs, f"{ours:.6f} / {theirs:.6f} (goal <= 1)")
+                     ours / theirs,
+                     f"{ours / theirs:.8f}: {ours:.9f} / {theirs:.9f} (goal <= 1)")
                 )  # fmt: skip
     print_table(table, "mixed data types")
 
