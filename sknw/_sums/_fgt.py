@@ -607,7 +607,10 @@ N_LOCAL = _fewest_terms(_taylor_truncation)
 #: Rounding of the local expansion, in units of roundoff of its terms'
 #: magnitudes (by Cramér's inequality) times ``|x| + 2``: over 60 times the
 #: largest error measured (1.5 units, over boxes of 500 to 20000 points,
-#: bandwidths 0.003 to 2 of data spans 1 to 1000, powers 0 to 2).
+#: bandwidths 0.003 to 2 of data spans 1 to 1000, powers 0 to 2, by Horner's
+#: rule). The products per box (:func:`_box_products`) err by at most
+#: ``2 N_LOCAL`` units of the same magnitudes: the powers of the offset, each
+#: within ``N_LOCAL`` units, and their sum of ``N_LOCAL`` products.
 LOCAL_ROUNDING = 100.0
 #: Sorted queries per box (on average over a run of boxes) from which the
 #: boxes' local expansions are used: a box's expansion costs about as much as
