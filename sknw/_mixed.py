@@ -412,15 +412,12 @@ def bracket_search(scores, x0, score0, bounds, tolerance):
     best ``(x, score)`` seen, ``(x0, score0)`` unless strictly better."""
     lo, hi = bounds
     xs = sorted({lo, (lo + x0) / 2, (x0 + hi) / 2, hi} - {x0})
-    got = scores(xs)
-    points = [(x0, score0), *zip(xs, got, strict=True)]
-    finite = [(x, -np.inf if np.isnan(f) else float(f)) for x, f in points]
-    best = max(finite, key=lambda p: p[1])  # the first on ties: x0
+    points = [(x0, score0), *zip(xs, scores(xs), strict=True)]
 
     def score_of(x):
         return scores([x])[0]
 
-    return parabolic_steps(score_of, points, best, POLISH_STEPS, tolerance)
+    return parabolic_steps(score_of, points, x0, POLISH_STEPS, tolerance)
 
 
 class _Search:

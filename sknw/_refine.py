@@ -100,21 +100,22 @@ def polish_size(score_of, logs, scores, steps=SIZE_POLISH_STEPS):
         strictly better).
     score : float
     """
-    points = list(zip(map(float, logs), map(float, scores), strict=True))
-    return parabolic_steps(score_of, points, points[1], steps, SIZE_POLISH_TOLERANCE)
+    points = list(zip(logs, scores, strict=True))
+    return parabolic_steps(score_of, points, logs[1], steps, SIZE_POLISH_TOLERANCE)
 
 
-def parabolic_steps(score_of, points, best, steps, tolerance):
+def parabolic_steps(score_of, points, start, steps, tolerance):
     """Successive parabolic interpolation from scored ``points`` (``(x,
-    score)``, NaN scores the worst) and the best of them, ``best`` (kept on
-    ties). Each step scores (``score_of(x)``) the vertex of the parabola
-    through the best point seen and its neighbours on either side (the
-    three nearest points where it is an end), at most ``steps`` times, and
-    stops where that parabola has no maximum (a flat or convex score), or
-    its vertex is within ``tolerance`` of a point already scored or beyond
-    the three points. Returns the best ``(x, score)`` seen."""
+    score)``, NaN scores the worst), from the best of them (the one at
+    ``start`` on ties, else the leftmost). Each step scores
+    (``score_of(x)``) the vertex of the parabola through the best point seen
+    and its neighbours on either side (the three nearest points where it is
+    an end), at most ``steps`` times, and stops where that parabola has no
+    maximum (a flat or convex score), or its vertex is within ``tolerance``
+    of a point already scored or beyond the three points. Returns the best
+    ``(x, score)`` seen."""
     points = sorted((float(x), -np.inf if np.isnan(f) else float(f)) for x, f in points)
-    best = next(p for p in points if p[0] == float(best[0]))
+    best = max(points, key=lambda p: (p[1], p[0] == float(start)))
     for _ in range(steps):
         if len(points) < 3:
             break

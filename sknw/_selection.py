@@ -556,11 +556,7 @@ class CVSelectionMixin:
         log, score = polish_size(score_of, logs, mean[i - 1 : i + 2])
         if score > self.best_score_:
             polished = candidate(log)
-            Xc = self._continuous(X)
-            scaling = scalings([polished["bandwidth"]], self.metric, Xc)[0][1]
-            self._selected_scaling = scaling
-            self.bandwidth_ = self._full_bandwidth(polished)
-            self.best_score_ = float(score)
+            self._store_off_grid(polished, score, self._continuous(X))
             self._searched = (None, polished["multiplier"])
 
     def _smoothest_choice(self, found, best, X, V, y_score, w_n, unit, kind, finish):
@@ -730,10 +726,16 @@ class CVSelectionMixin:
         bandwidth, score = refine_bandwidth(
             score_of, current["bandwidth"], self.best_score_, same_kernel
         )
-        if bandwidth is not current["bandwidth"]:  # scored as a group of one
-            self._selected_scaling = scalings([bandwidth], self.metric, Xc)[0][1]
-        self.bandwidth_ = self._full_bandwidth({**current, "bandwidth": bandwidth})
-        self.best_score_ = score
+        if bandwidth is not current["bandwidth"]:
+            self._store_off_grid({**current, "bandwidth": bandwidth}, score, Xc)
+
+    def _store_off_grid(self, cand, score, Xc):
+        """``bandwidth_`` and ``best_score_`` of a candidate scored beyond the
+        grid (a polish or the refinement), with the feature scaling it was
+        scored with (as a group of one)."""
+        self._selected_scaling = scalings([cand["bandwidth"]], self.metric, Xc)[0][1]
+        self.bandwidth_ = self._full_bandwidth(cand)
+        self.best_score_ = float(score)
 
     #: Whether the leave-one-out estimates drop each point's own weight and
     #: renormalise, so that the self weights give the in-sample criteria
