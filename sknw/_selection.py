@@ -9,6 +9,7 @@ group costs one pass over the pairwise distances, shared by all its kernels and
 bandwidths.
 """
 
+from functools import partial
 from numbers import Integral
 
 import numpy as np
@@ -45,6 +46,7 @@ from ._scoring import check_scoring, make_scorer
 from ._smoothest import per_point_losses, smoothest_near_best
 from ._span import candidate_spans, span_candidates, split_heads
 from ._sums import (
+    PairCache,
     algorithms,
     default_tile_elements,
     empty_window_estimates,
@@ -81,6 +83,7 @@ def cv_predictions(
     algorithm="auto",
     accepted=CV_ALGORITHMS,
     shares=None,
+    pairs=None,
 ):
     """Out-of-sample weighted averages of ``V`` for every candidate.
 
@@ -100,7 +103,9 @@ def cv_predictions(
     approximations' bounds are relative to the spread of the values, not
     their magnitude. With leave-one-out, ``shares`` (an array of shape
     (n_candidates, n_samples), or None) receives each point's removed share
-    (see :mod:`sknw._criteria`).
+    (see :mod:`sknw._criteria`). ``pairs``: the
+    :class:`~sknw._sums.PairCache` of a search whose candidates share these
+    points and folds (product kernels; None: none kept).
     """
     n, k = V.shape
     mid = np.zeros(k)
@@ -121,7 +126,7 @@ def cv_predictions(
     kept = None if w is None else w - np.minimum(w, unit)
     splits = [(None, None)] if folds is None else folds
     for scale, members in groups:
-        for train, test in splits:
+        for split, (train, test) in enumerate(splits):
             if train is None:
                 own = np.arange(n)
                 Xq, Xt, Vt, wt = X[own], X, V, w
@@ -150,6 +155,7 @@ def cv_predictions(
                 sample_weight=wt,
                 self_weight=kept if train is None else None,
                 tile_elements=tile_elements,
+                pairs=None if pairs is None else partial(pairs.sums, split),
                 **loo,
             )
             fallbacks = _Fallbacks(
@@ -454,7 +460,16 @@ class CVSelectionMixin:
         """Score every candidate out of sample, store ``cv_results_`` and the
         best ``kernel_`` and ``bandwidth_`` (refined with ``refine``); the
         splitter takes the ``groups`` of fit. With discrete features the
-        smoothing parameters are searched too (see :mod:`sknw._mixed`)."""
+        smoothing parameters are searched too (see :mod:`sknw._mixed`), the
+        passes sharing the pair tables of the search's splits
+        (:class:`~sknw._sums.PairCache`), dropped at its end."""
+        self._pairs = None if self._discrete is None else PairCache()
+        try:
+            self._search(X, V, y_score, w, kind, classes, finish, groups)
+        finally:
+            self.__dict__.pop("_pairs", None)
+
+    def _search(self, X, V, y_score, w, kind, classes, finish, groups):
         kernels, resolved = self._candidate_kernels()
         discrete = self._discrete
         grid, lambdas = self._bandwidth_grid(X, w)
@@ -774,6 +789,7 @@ class CVSelectionMixin:
             algorithm=algorithm,
             accepted=accepted,
             shares=shares,
+            pairs=getattr(self, "_pairs", None),
         )
         if finish is not None:
             preds = finish(preds, cands, empties)

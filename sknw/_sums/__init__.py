@@ -43,6 +43,9 @@ The layers, after scikit-learn's pairwise-distance reductions::
         |-- _nearest       the limit of a vanishing bandwidth
         |-- _parallel      batches of queries over joblib workers
         |
+    _cells, _pairs         product kernels with discrete features: cell by
+                           cell, or from the pair tables a search keeps
+        |
     _base, _traits         tiles, heads, accumulators, shifted exp, floors,
                            self-exclusion; what a kernel's flags allow
 
@@ -91,6 +94,7 @@ from ._nearest import (
     nearest_scale,
     nearest_sums,
 )
+from ._pairs import PairCache
 from ._parallel import parallel_kernel_sums
 
 __all__ = [
@@ -104,6 +108,7 @@ __all__ = [
     "FitRequest",
     "Head",
     "MomentSums",
+    "PairCache",
     "algorithms",
     "backend_sums",
     "check",

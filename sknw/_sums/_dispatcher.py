@@ -217,15 +217,21 @@ def backend_sums(name, index, Q, X, V, heads, *, n_jobs=None, **params):
         ) from None
 
 
-def grid_sums(algorithm, accepted, Q, X, V, heads, *, n_jobs=None, **params):
+def grid_sums(
+    algorithm, accepted, Q, X, V, heads, *, n_jobs=None, pairs=None, **params
+):
     """The sums of several heads (a grid of kernels and bandwidths), each by
     the backend :func:`choose` picks for it, with an index built for these
     training points and values; the heads left to the dense backend share
     one pass over the distances. ``params`` are those of
     :func:`backend_sums` (with ``exclude_self`` for leave-one-out).
-    Discrete heads: cell by cell, each cell's continuous heads by this
-    function."""
+    Discrete heads: from the pair tables a search keeps (``pairs(Q, X, V,
+    heads, **params)``, see :mod:`sknw._sums._pairs`) where they serve, else
+    cell by cell, each cell's continuous heads by this function."""
     if discrete_of(heads) is not None:
+        got = None if pairs is None else pairs(Q, X, V, heads, **params)
+        if got is not None:
+            return got
 
         def cell(c, Qc, Xc, Vc, hs, p):
             return grid_sums(algorithm, accepted, Qc, Xc, Vc, hs, n_jobs=n_jobs, **p)

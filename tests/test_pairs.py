@@ -1,0 +1,216 @@
+"""The pair tables of a search: sums of product kernels against brute-force
+sums and the cell-by-cell path, and the cache's limits."""
+
+from functools import partial
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose
+from sklearn import config_context
+from sklearn.model_selection import KFold
+from test_cells import _brute, _data, _factors, _own_matrix
+
+from sknw import (
+    LocalLinearRegressorCV,
+    NadarayaWatsonClassifierCV,
+    NadarayaWatsonRegressorCV,
+)
+from sknw._sums import Head, PairCache, grid_sums
+from sknw._sums._cells import DiscreteHead
+from sknw._sums._pairs import GATHERED, PairTables, table_bytes
+from sknw.kernels import get_kernel
+
+PARAMS = {"metric": "euclidean", "metric_params": None, "tile_elements": 1 << 17}
+
+
+def _ratios(got, S_ref, den_ref):
+    S, den, M = got
+    scale = np.exp(M)
+    assert_allclose(den * scale, den_ref, rtol=1e-12, atol=1e-300)
+    assert_allclose(S / den[:, None], S_ref / den_ref[:, None], rtol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "kernel_name", ["gaussian", "epanechnikov", "cosine", "silverman"]
+)
+def test_sums_equal_brute(kernel_name):
+    X, V = _data()
+    kernel = get_kernel(kernel_name)
+    head = DiscreteHead(Head(kernel, 0.2), _factors())
+    Q = X[:50] + np.array([0.01, 0, 0, -0.02])
+    (got,) = PairCache().sums(0, Q, X, V, [head], **PARAMS)
+    _ratios(got, *_brute(Q, X, V, kernel, 0.2, (0.3, 0.4)))
+
+
+def test_scaling_divides_each_continuous_feature():
+    X, V = _data(150)
+    kernel = get_kernel("gaussian")
+    head = DiscreteHead(Head(kernel, 1.0), _factors())
+    scale = np.array([0.2, 0.5])
+    (got,) = PairCache().sums(0, X, X, V, [head], scale=scale, **PARAMS)
+    Xs = X.copy()
+    Xs[:, [0, 3]] /= scale
+    _ratios(got, *_brute(Xs, Xs, V, kernel, 1.0, (0.3, 0.4)))
+
+
+def test_leave_one_out_with_weights():
+    X, V = _data(200)
+    w = np.random.default_rng(1).uniform(0, 2, X.shape[0])
+    w[::7] = 0.0
+    kept = np.maximum(w - 1.0, 0.0)
+    kernel = get_kernel("gaussian")
+    head = DiscreteHead(Head(kernel, 0.1), _factors((0.1, 0.2)))
+    own = np.arange(0, 200, 3)
+    (got,) = PairCache().sums(
+        0, X[own], X, V, [head], sample_weight=w, exclude_self=True,
+        self_index=own, self_weight=kept, **PARAMS,
+    )  # fmt: skip
+    S_ref, den_ref = _brute(X, X, V, kernel, 0.1, (0.1, 0.2), w=w, loo=True)
+    own_term = np.diagonal(_own_matrix(X, kernel, 0.1, (0.1, 0.2))) * kept
+    _ratios(got, S_ref[own] + (own_term[:, None] * V)[own], (den_ref + own_term)[own])
+
+
+def test_many_heads_equal_the_cells_path():
+    """Heads sharing continuous heads and smoothings, more smoothings than a
+    tile keeps, squared and counting factors, zero smoothing, several query
+    tiles: the same sums as cell by cell."""
+    X, V = _data(180)
+    w = np.random.default_rng(2).uniform(0.5, 2, X.shape[0])
+    gauss, epa = get_kernel("gaussian"), get_kernel("epanechnikov")
+    heads = [
+        DiscreteHead(Head(k, h), _factors((lu, 0.3), power=p))
+        for k in (gauss, epa)
+        for h in (0.05, 0.3)
+        for lu, p in [(0.0, 1), (0.1, 1), (0.2, 1), (0.3, 2), (0.4, 0), (2 / 3, 1)]
+    ]
+    assert len({(h.factors.lambdas, h.factors.power) for h in heads}) > GATHERED
+    loo = {"exclude_self": True, "self_index": np.arange(X.shape[0])}
+    params = {**PARAMS, "sample_weight": w, "tile_elements": 7 * X.shape[0], **loo}
+    got = PairCache().sums(0, X, X, V, heads, **params)
+    ref = grid_sums("auto", ("auto", "brute"), X, X, V, heads, **params)
+    seen = 0
+    for (S, den, M), (S_r, den_r, M_r) in zip(got, ref, strict=True):
+        empty = den == 0
+        np.testing.assert_array_equal(empty, den_r == 0)
+        assert np.all(M[empty] == -np.inf)
+        seen += empty.sum()
+        ok = ~empty
+        assert_allclose(den[ok] * np.exp(M[ok] - M_r[ok]), den_r[ok], rtol=1e-12)
+        # Averages: to the values' spread.
+        spread = float(np.ptp(V))
+        assert_allclose(S[ok] / den[ok, None], S_r[ok] / den_r[ok, None],
+                        rtol=1e-12, atol=1e-12 * spread)  # fmt: skip
+    assert seen > 0  # empty windows (Epanechnikov, zero smoothing) among them
+
+
+def test_rows_do_not_depend_on_their_tile():
+    X, V = _data(90)
+    head = DiscreteHead(Head(get_kernel("gaussian"), 0.1), _factors())
+    one = PairCache().sums(0, X, X, V, [head], **PARAMS)[0]
+    for rows in (1, 4, 37):
+        params = {**PARAMS, "tile_elements": rows * X.shape[0]}
+        tiled = PairCache().sums(0, X, X, V, [head], **params)[0]
+        for a, b in zip(one, tiled, strict=True):
+            assert_allclose(a, b, rtol=1e-13)  # the products' rounding
+
+
+def test_grid_sums_takes_the_tables():
+    X, V = _data(100)
+    head = DiscreteHead(Head(get_kernel("gaussian"), 0.2), _factors())
+    cache = PairCache()
+    got = grid_sums("auto", ("auto", "brute"), X, X, V, [head],
+                    pairs=partial(cache.sums, "split"), **PARAMS)  # fmt: skip
+    assert list(cache.tables) == ["split"]
+    tables = cache.tables["split"]
+    assert tables.squares[0].shape == (100, 100)
+    grid_sums("auto", ("auto", "brute"), X, X, V, [head],
+              pairs=partial(cache.sums, "split"), **PARAMS)  # fmt: skip
+    assert cache.tables["split"] is tables  # built once
+    ref = grid_sums("auto", ("auto", "brute"), X, X, V, [head], **PARAMS)
+    S, den, M = ref[0]
+    _ratios(got[0], S * np.exp(M)[:, None], den * np.exp(M))
+
+
+def test_requests_the_tables_cannot_serve():
+    X, V = _data(60)
+    head = DiscreteHead(Head(get_kernel("gaussian"), 0.2), _factors())
+    plain = Head(get_kernel("gaussian"), 0.2)
+    assert PairCache().sums(0, X, X, V, [plain], **PARAMS) is None
+    cityblock = {**PARAMS, "metric": "cityblock"}
+    assert PairCache().sums(0, X, X, V, [head], **cityblock) is None
+    per_query = DiscreteHead(Head(get_kernel("gaussian"), np.full(60, 0.2)), _factors())
+    assert PairCache().sums(0, X, X, V, [per_query], **PARAMS) is None
+    # Beyond the budget: nothing built.
+    need = table_bytes(60, 60, 2)
+    small = PairCache(budget=need - 1)
+    assert small.sums(0, X, X, V, [head], **PARAMS) is None and not small.tables
+    # Other points, or weights, under a key already built: not served.
+    cache = PairCache(budget=need)
+    assert cache.sums(0, X, X, V, [head], **PARAMS) is not None
+    assert cache.sums(0, X[:30], X, V, [head], **PARAMS) is None
+    moved = X.copy()
+    moved[0, 0] += 1e-9
+    assert cache.sums(0, X, moved, V, [head], **PARAMS) is None
+    w = np.ones(60)
+    assert cache.sums(0, X, X, V, [head], sample_weight=w, **PARAMS) is None
+    # An overflowing inverse square of the scaling: left to the other paths.
+    tiny = np.array([1e-200, 1.0])
+    assert cache.sums(0, X, X, V, [head], scale=tiny, **PARAMS) is None
+
+
+def test_tables_keep_copies():
+    X, _ = _data(40)
+    tables = PairTables(X, X, _factors())
+    X[0, 0] += 1.0
+    assert not tables.matches(X, X, _factors(), None)
+
+
+def _mixed(n=300, seed=0):
+    rng = np.random.default_rng(seed)
+    X = np.column_stack(
+        [rng.uniform(0, 1, n), rng.integers(0, 5, n), rng.integers(0, 4, n),
+         rng.uniform(0, 1, n)]
+    ).astype(float)  # fmt: skip
+    X[:3, 1] = 7.0  # a rare level: absent from some training folds
+    y = np.sin(6 * X[:, 0]) + 0.3 * X[:, 1] + 0.5 * X[:, 3]
+    return X, y + 0.2 * rng.normal(size=n)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: NadarayaWatsonRegressorCV(categorical_features=[1],
+                                          ordered_features=[2]),
+        lambda: NadarayaWatsonRegressorCV(categorical_features=[1],
+                                          ordered_features=[2],
+                                          cv=KFold(4, shuffle=True, random_state=0)),
+        lambda: LocalLinearRegressorCV(categorical_features=[1, 2],
+                                       categorical_kernel="li_racine"),
+    ],
+)  # fmt: skip
+def test_search_equals_the_search_without_tables(make):
+    """The tables change no choice: a working memory too small for them
+    gives the same search (up to rounding)."""
+    X, y = _mixed()
+    w = np.random.default_rng(3).uniform(0.5, 2.0, X.shape[0])
+    fast = make().fit(X, y, sample_weight=w)
+    with config_context(working_memory=0.5):
+        assert table_bytes(300, 300, 2) > 0.5 * 2**20 / 2
+        slow = make().fit(X, y, sample_weight=w)
+    assert_allclose(fast.bandwidth_, slow.bandwidth_, rtol=1e-9)
+    assert_allclose(fast.best_score_, slow.best_score_, rtol=1e-10)
+    assert_allclose(
+        fast.cv_results_["mean_test_score"], slow.cv_results_["mean_test_score"],
+        rtol=1e-10,
+    )  # fmt: skip
+    assert not hasattr(fast, "_pairs")
+
+
+def test_classifier_search_equals_the_search_without_tables():
+    X, y = _mixed(240, seed=1)
+    labels = (y > np.median(y)).astype(int)
+    fast = NadarayaWatsonClassifierCV(categorical_features=[1, 2]).fit(X, labels)
+    with config_context(working_memory=0.5):
+        slow = NadarayaWatsonClassifierCV(categorical_features=[1, 2]).fit(X, labels)
+    assert_allclose(fast.bandwidth_, slow.bandwidth_, rtol=1e-9)
+    assert_allclose(fast.best_score_, slow.best_score_, rtol=1e-10)
