@@ -232,18 +232,27 @@ LAMBDA_SHARES = (0.0, 0.01, 0.03, 0.1, 0.2, 0.35, 0.5, 0.7, 0.85, 1.0)
 SHAPE_FACTORS = (0.5, 2**-0.5, 2**0.5, 2.0)
 
 #: The tolerance of :func:`polish_lambdas`, relative to each smoothing
-#: parameter's range.
-POLISH_TOLERANCE = 1e-4
+#: parameter's range (0.001 %).
+POLISH_TOLERANCE = 1e-5
 
 #: :func:`polish_bandwidths` searches each bandwidth within this factor of
 #: its value (one step of the coordinate search's finer factors) ...
 POLISH_FACTOR = 2**0.5
 
-#: ... to this tolerance of its logarithm (0.01 %).
+#: ... to this tolerance of its logarithm (0.01 %; with smoothing parameters
+#: searched, :data:`MIXED_LOG_TOLERANCE`).
 POLISH_LOG_TOLERANCE = 1e-4
 
-#: Rounds of :func:`polish`.
+#: The tolerance of each bandwidth's logarithm where smoothing parameters
+#: are searched too (0.001 %): they interact with the bandwidths, and the
+#: polish reaches their joint optimum in more, finer rounds.
+MIXED_LOG_TOLERANCE = 1e-5
+
+#: Rounds of :func:`polish` ...
 POLISH_ROUNDS = 3
+
+#: ... and where smoothing parameters are searched.
+MIXED_ROUNDS = 5
 
 
 def coordinate_search(evaluate, cand, state, discrete):
@@ -335,14 +344,15 @@ def polish_lambdas(evaluate, cand, state, discrete):
 
 
 def polish(evaluate, cand, state, discrete):
-    """Up to :data:`POLISH_ROUNDS` rounds of :func:`polish_bandwidths` then
+    """Up to :data:`POLISH_ROUNDS` (:data:`MIXED_ROUNDS` with smoothing
+    parameters searched) rounds of :func:`polish_bandwidths` then
     :func:`polish_lambdas` (parameters that interact converge in turns),
     while the round's last polish moves something (the smoothing parameters
     where they are searched: bandwidths just polished for unchanged ones
     need no second round); returns whether anything changed."""
     changed = False
     lambdas = discrete is not None and state.get("lambdas") is not None
-    for _ in range(POLISH_ROUNDS):
+    for _ in range(MIXED_ROUNDS if lambdas else POLISH_ROUNDS):
         moved_bandwidths = polish_bandwidths(evaluate, cand, state, discrete)
         moved_lambdas = polish_lambdas(evaluate, cand, state, discrete)
         changed |= moved_bandwidths or moved_lambdas
@@ -357,7 +367,8 @@ def polish_bandwidths(evaluate, cand, state, discrete):
     (the size where the shape is not searched; the others and the smoothing
     parameters fixed) by :func:`bracket_search` over its logarithm, within
     one finer step of the coordinate search on either side (the factors of
-    :data:`POLISH_FACTOR`), to :data:`POLISH_LOG_TOLERANCE`; keeps the
+    :data:`POLISH_FACTOR`), to :data:`POLISH_LOG_TOLERANCE`
+    (:data:`MIXED_LOG_TOLERANCE` with smoothing parameters searched); keeps the
     current value unless a trial scores strictly better. Updates ``cand``
     and ``state`` as :func:`coordinate_search` does and returns whether
     anything changed."""
@@ -370,6 +381,8 @@ def polish_bandwidths(evaluate, cand, state, discrete):
     start = np.atleast_1d(search.bandwidth).astype(np.float64)
     current = start.copy()
     span = float(np.log(POLISH_FACTOR))
+    mixed = discrete is not None and state.get("lambdas") is not None
+    tolerance = MIXED_LOG_TOLERANCE if mixed else POLISH_LOG_TOLERANCE
     for j in range(current.size):
 
         def scores(log_factors, j=j):
@@ -382,7 +395,7 @@ def polish_bandwidths(evaluate, cand, state, discrete):
             return evaluate(trials)[0][0]
 
         log_factor, score = bracket_search(
-            scores, 0.0, search.score, (-span, span), POLISH_LOG_TOLERANCE
+            scores, 0.0, search.score, (-span, span), tolerance
         )
         if score > search.score:
             current[j] *= np.exp(log_factor)

@@ -16,8 +16,8 @@ from sknw import (
     NadarayaWatsonRegressorCV,
 )
 from sknw._sums import Head, PairCache, grid_sums
-from sknw._sums._cells import DiscreteHead
-from sknw._sums._pairs import GATHERED, PairTables, table_bytes
+from sknw._sums._cells import DiscreteFactors, DiscreteHead
+from sknw._sums._pairs import GATHERED, UNSHIFTED, PairTables, table_bytes
 from sknw.kernels import get_kernel
 
 PARAMS = {"metric": "euclidean", "metric_params": None, "tile_elements": 1 << 17}
@@ -101,6 +101,50 @@ def test_many_heads_equal_the_cells_path():
         assert_allclose(S[ok] / den[ok, None], S_r[ok] / den_r[ok, None],
                         rtol=1e-12, atol=1e-12 * spread)  # fmt: skip
     assert seen > 0  # empty windows (Epanechnikov, zero smoothing) among them
+
+
+@pytest.mark.parametrize("continuous", [(0,), (0, 3)])
+@pytest.mark.parametrize("h", [0.2, 1e-3])
+def test_one_or_two_features_shifted_or_not(continuous, h):
+    """One continuous feature (the log weights straight from the squared
+    differences) or two; bandwidths at which each row's largest log weight
+    is near 0 (summed unshifted) or far below it (shifted): the cells'
+    sums, leave-one-out."""
+    X, V = _data(150)
+    X[:, 0] = np.round(X[:, 0], 1)  # ties, and gaps of many bandwidths
+    base = _factors((0.0, 0.3))
+    if continuous == (0,):
+        X = X[:, :3]
+        base = DiscreteFactors(base.columns, continuous, base.kernels, base.levels,
+                               base.lambdas, base.coded)  # fmt: skip
+    heads = [DiscreteHead(Head(get_kernel("gaussian"), h), base)]
+    loo = {"exclude_self": True, "self_index": np.arange(X.shape[0])}
+    S, den, M = PairCache().sums(0, X, X, V, heads, **PARAMS, **loo)[0]
+    # Brute force in the log domain, each row shifted by its largest.
+    D = sum((X[:, None, k] - X[None, :, k]) ** 2 for k in continuous)
+    lu, lo = base.lambdas
+    with np.errstate(divide="ignore"):  # lu = 0: log 0
+        same = X[:, None, 1] == X[None, :, 1]
+        logF = np.where(same, np.log(1 - lu), np.log(lu / 2))
+        t = np.abs(X[:, None, 2] - X[None, :, 2])
+        logF += np.where(t == 0, np.log(1 - lo), np.log(0.5 * (1 - lo) * lo**t))
+        L = -D / (2 * h * h) + logF
+    np.fill_diagonal(L, -np.inf)
+    top = L.max(axis=1)
+    E = np.exp(L - top[:, None])
+    ok = np.isfinite(top)
+    assert np.all(den[~ok] == 0) and ok.any()
+    # The log weights (and the shifts) round to a unit of their magnitude.
+    rtol = 1e-12 + 4 * np.finfo(float).eps * np.abs(top[ok])
+    got = den[ok] * np.exp(M[ok] - top[ok])
+    assert np.all(np.abs(got - E.sum(axis=1)[ok]) <= rtol * E.sum(axis=1)[ok])
+    assert_allclose(S[ok] / den[ok, None], (E @ V)[ok] / E.sum(axis=1)[ok, None],
+                    rtol=1e-12, atol=1e-12 * float(np.ptp(V)))  # fmt: skip
+    # Unshifted (M = 0) at the larger bandwidth; shifted at the smaller.
+    if h == 0.2:
+        assert np.all(M[ok] == 0.0)
+    else:
+        assert np.any(M[ok] < -UNSHIFTED)
 
 
 def test_rows_do_not_depend_on_their_tile():

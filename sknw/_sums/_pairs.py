@@ -97,18 +97,6 @@ class PairTables:
             and np.array_equal(self.X, X)
         )
 
-    def _scaled_squares(self, q0, q1, inverse, out):
-        """The squared distances of queries ``q0:q1`` on the continuous
-        features divided by their scalings (``inverse``: ``1 / s_k**2``)."""
-        if not self.squares:
-            out[:] = 0.0
-            return
-        np.multiply(self.squares[0][q0:q1], inverse[0], out=out)
-        if len(self.squares) > 1:
-            term = np.empty_like(out)
-            for Dk, inv in zip(self.squares[1:], inverse[1:], strict=True):
-                out += np.multiply(Dk[q0:q1], inv, out=term)
-
     def sums(self, V, heads, squared, *, scale=None, sample_weight=None,
              self_weight=None, tile_elements, **loo):  # fmt: skip
         """``(S, den, M)`` of every discrete head (as the other paths of the
@@ -134,18 +122,14 @@ class PairTables:
             if _key(h) not in tables:
                 table = h.factors.table(self.combos, self.partition.levels)
                 tables[_key(h)] = np.ravel(table.matrix(cells))
-        pass_ = _Pass(heads, tables, _weighted_values(V, w, slice(None)), w, own,
-                      ratio, squared)  # fmt: skip
         out = [(np.empty((m, V.shape[1])), np.empty(m), np.empty(m)) for _ in heads]
         rows = max(1, min(m, tile_elements // max(n, 1)))
-        D, L = np.empty((rows, n)), np.empty((rows, n))
+        pass_ = _Pass(heads, tables, _weighted_values(V, w, slice(None)), w, own,
+                      ratio, squared, (rows, n))  # fmt: skip
         for q0 in range(0, m, rows):
             q1 = min(q0 + rows, m)
-            Dt = D[: q1 - q0]
-            self._scaled_squares(q0, q1, inverse, Dt)
-            if not squared:
-                np.sqrt(Dt, out=Dt)
-            pass_.tile(q0, Dt, L[: q1 - q0], self.pair_cell[q0:q1], out)
+            squares = [Dk[q0:q1] for Dk in self.squares]
+            pass_.tile(q0, q1, squares, inverse, self.pair_cell[q0:q1], out)
         return out
 
 
@@ -160,18 +144,38 @@ class _Pass:
     (``tables``) gathered once for the heads that share them (at most
     :data:`GATHERED` kept), then each head's shifted sums of ``Vx``."""
 
-    def __init__(self, heads, tables, Vx, w, own, ratio, squared):
+    def __init__(self, heads, tables, Vx, w, own, ratio, squared, shape):
         self.heads, self.tables, self.Vx = heads, tables, Vx
         self.w, self.own, self.ratio, self.squared = w, own, ratio, squared
         self.unique, self.slot = _continuous_heads(heads)
+        self.log_linear = squared and all(
+            u.kernel.nonnegative and log_linear_coef(u, True) is not None
+            for u in self.unique
+        )
+        # The tiles' buffers (``shape``: the largest tile), made once.
+        self.D, self.L, self.logs = (np.empty(shape) for _ in range(3))
+        self.spare = [np.empty(shape) for _ in range(GATHERED)]
 
-    def tile(self, q0, D, L, pair_cell, out):
-        """The sums of the queries ``q0:`` (the rows of the distances ``D``)
-        into ``out``; ``L``: a buffer of ``D``'s shape."""
-        gathered, spare = {}, []
-        q1 = q0 + D.shape[0]
+    def tile(self, q0, q1, squares, inverse, pair_cell, out):
+        """The sums of the queries ``q0:q1`` into ``out``, from their squared
+        differences on each continuous feature (``squares``) and the inverse
+        squares of the features' scalings (``inverse``)."""
+        rows = q1 - q0
+        D, L = self.D[:rows], self.L[:rows]
+        # One feature and Gaussian heads: each head's log weights straight
+        # from the squared differences (no distances needed).
+        direct = len(squares) == 1 and self.log_linear
+        if not direct:
+            _scaled_squares(squares, inverse, D, L)
+            if not self.squared:
+                np.sqrt(D, out=D)
+        gathered, spare = {}, [G[:rows] for G in self.spare]
         for u, head_u in enumerate(self.unique):
-            logs = _continuous_logs(D, head_u, self.squared)
+            if direct:
+                c = log_linear_coef(head_u, True) * inverse[0]
+                logs = np.multiply(squares[0], c, out=self.logs[:rows])
+            else:
+                logs = _continuous_logs(D, head_u, self.squared, self.logs[:rows])
             for h, head in enumerate(self.heads):
                 if self.slot[h] != u:
                     continue
@@ -180,7 +184,7 @@ class _Pass:
                     if len(gathered) >= GATHERED:
                         spare.extend(gathered.values())
                         gathered.clear()
-                    G = spare.pop() if spare else np.empty_like(L)
+                    G = spare.pop()
                     gathered[key] = np.take(self.tables[key], pair_cell, out=G,
                                             mode="clip")  # fmt: skip
                 np.add(logs, gathered[key], out=L)
@@ -192,6 +196,18 @@ class _Pass:
 #: The log factors of at most this many smoothings are kept per tile (each
 #: a tile of memory) for the heads that share them.
 GATHERED = 2
+
+
+def _scaled_squares(squares, inverse, out, scratch):
+    """The squared distances on the continuous features divided by their
+    scalings (``inverse``: ``1 / s_k**2``) of the squared differences
+    ``squares``, into ``out`` (``scratch``: a buffer of its shape)."""
+    if not squares:
+        out[:] = 0.0
+        return
+    np.multiply(squares[0], inverse[0], out=out)
+    for Dk, inv in zip(squares[1:], inverse[1:], strict=True):
+        out += np.multiply(Dk, inv, out=scratch)
 
 
 def _structure(factors):
@@ -210,11 +226,12 @@ def _inverse_squares(scale, n_continuous):
     return inverse if np.all(np.isfinite(inverse)) else None
 
 
-def _continuous_logs(D, head, squared):
-    """The continuous head's log weights of the scaled (squared) distances."""
+def _continuous_logs(D, head, squared, out):
+    """The continuous head's log weights of the scaled (squared) distances
+    (in ``out`` where the kernel's are log-linear)."""
     c = log_linear_coef(head, squared)
     if c is not None:
-        return c * D
+        return np.multiply(D, c, out=out)
     L = _log_weights(D, head, squared)
     if is_user(head.kernel):
         _check_user_kernel(L, head)
@@ -233,14 +250,25 @@ def _leave_out(L, q0, w, own, ratio):
             L[r, own[q0 : q0 + r.size]] += np.log(ratio[q0 : q0 + r.size])
 
 
+#: Where every row of a tile has its largest log weight within this of 0,
+#: its terms are summed unshifted (``M = 0``): the largest is a normal float
+#: far from overflow, and so is any term that can change the sums.
+UNSHIFTED = 600.0
+
+
 def _shifted_sums(L, D, head, squared, Vx, out):
     """Each row's sums of ``Vx`` under the weights ``exp(L)`` shifted by the
-    row's largest log weight, into ``out = (S, den, M)``."""
+    row's largest log weight (none where :data:`UNSHIFTED` allows), into
+    ``out = (S, den, M)``."""
     S, den, M = out
     with np.errstate(invalid="ignore"):
         top = L.max(axis=1, initial=-np.inf)
     finite = np.isfinite(top)
-    L -= np.where(finite, top, 0.0)[:, None]
+    shift = np.where(finite, top, 0.0)
+    if np.all(np.abs(shift) <= UNSHIFTED):
+        shift[:] = 0.0
+    else:
+        L -= shift[:, None]
     E = np.exp(L, out=L)
     if not head.kernel.nonnegative:
         E *= _signs(D, head, squared)
@@ -248,7 +276,7 @@ def _shifted_sums(L, D, head, squared, Vx, out):
     den[:] = P[:, -1]
     S[:] = P[:, :-1]
     empty = ~finite | (den == 0)
-    M[:] = np.where(empty, -np.inf, top)
+    M[:] = np.where(empty, -np.inf, shift)
     S[empty] = 0.0
     den[empty] = 0.0
 
