@@ -865,7 +865,7 @@ def test_polish_finds_an_optimum_between_the_grid_values():
 
 
 def test_polish_of_the_bandwidths_finds_an_optimum_within_a_step():
-    from sknw._mixed import POLISH_FACTOR, POLISH_LOG_TOLERANCE, polish_bandwidths
+    from sknw._mixed import MIXED_LOG_TOLERANCE, POLISH_FACTOR, polish_bandwidths
 
     optimum = np.array([0.3, 1.7])
 
@@ -875,7 +875,7 @@ def test_polish_of_the_bandwidths_finds_an_optimum_within_a_step():
     def evaluate(cands):
         return (np.array([score(c["bandwidth"]) for c in cands]), None), 0
 
-    tol = 3 * POLISH_LOG_TOLERANCE
+    tol = 3 * MIXED_LOG_TOLERANCE  # smoothing parameters searched too
     # Several continuous features: each bandwidth, and the shape with it.
     start = optimum * np.array([1.25, 0.85])
     cand = {"kernel": None, "bandwidth": start.copy(), "score": score(start),
@@ -922,7 +922,7 @@ def test_polish_alternates_bandwidths_and_lambdas_until_nothing_moves(monkeypatc
         return (np.array([score(c["bandwidth"], c["lambdas"]) for c in cands]), None), 0
 
     def run(rounds):
-        monkeypatch.setattr(_mixed, "POLISH_ROUNDS", rounds)
+        monkeypatch.setattr(_mixed, "MIXED_ROUNDS", rounds)
         start = (0.36, (0.25, 0.5))
         cand = {"kernel": None, "bandwidth": start[0], "multiplier": 1.0,
                 "score": score(*start)}  # fmt: skip
@@ -938,7 +938,7 @@ def test_polish_alternates_bandwidths_and_lambdas_until_nothing_moves(monkeypatc
     cand = {"kernel": None, "bandwidth": 0.3, "multiplier": 1.0, "score": 0.0}
     state = {"lambdas": (0.2, 0.5), "step": 2**0.25, "shape": None}
     assert not _mixed.polish(evaluate, cand, state, _Levels())
-    monkeypatch.setattr(_mixed, "POLISH_ROUNDS", 2)
+    monkeypatch.setattr(_mixed, "MIXED_ROUNDS", 2)
     n_one_round = len(calls)
     calls.clear()
     assert not _mixed.polish(evaluate, cand, state, _Levels())

@@ -42,6 +42,22 @@ def test_sums_equal_brute(kernel_name):
     _ratios(got, *_brute(Q, X, V, kernel, 0.2, (0.3, 0.4)))
 
 
+def test_many_combinations_take_their_factors_per_tile():
+    """Every point its own cell and combination (an ordered feature of many
+    values): the tables of all the smoothings would exceed a tile, so each
+    tile takes its own."""
+    X, V = _data(160)
+    X[:, 2] = np.arange(160) % 80
+    kernel = get_kernel("gaussian")
+    heads = [DiscreteHead(Head(kernel, 0.3), _factors((lu, 0.9))) for lu in (0.1, 0.5)]
+    params = {**PARAMS, "tile_elements": 3 * 160}
+    tables = PairTables(X, X, _factors())
+    assert len(tables.combos) * len(tables.partition.levels) * 2 > 3 * 160
+    got = PairCache().sums(0, X, X, V, heads, **params)
+    for head, sums in zip(heads, got, strict=True):
+        _ratios(sums, *_brute(X, X, V, kernel, 0.3, head.factors.lambdas))
+
+
 def test_scaling_divides_each_continuous_feature():
     X, V = _data(150)
     kernel = get_kernel("gaussian")

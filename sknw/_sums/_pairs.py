@@ -116,21 +116,44 @@ class PairTables:
             ratio = np.zeros(m) if self_weight is None else keep_ratios(
                 self_weight, w, n
             )[own]  # fmt: skip
-        cells = np.arange(self.partition.levels.shape[0])
-        tables = {}  # per smoothing: the log factors (combinations x cells)
-        for h in heads:
-            if _key(h) not in tables:
-                table = h.factors.table(self.combos, self.partition.levels)
-                tables[_key(h)] = np.ravel(table.matrix(cells))
         out = [(np.empty((m, V.shape[1])), np.empty(m), np.empty(m)) for _ in heads]
         rows = max(1, min(m, tile_elements // max(n, 1)))
-        pass_ = _Pass(heads, tables, _weighted_values(V, w, slice(None)), w, own,
+        factors = self._log_factors(heads, tile_elements)
+        pass_ = _Pass(heads, factors, _weighted_values(V, w, slice(None)), w, own,
                       ratio, squared, (rows, n))  # fmt: skip
         for q0 in range(0, m, rows):
             q1 = min(q0 + rows, m)
             squares = [Dk[q0:q1] for Dk in self.squares]
-            pass_.tile(q0, q1, squares, inverse, self.pair_cell[q0:q1], out)
+            pass_.tile(q0, q1, squares, inverse, out)
         return out
+
+    def _log_factors(self, heads, tile_elements):
+        """``log_factors(key, q0, q1, out)``: the log factors of the heads of
+        smoothing ``key`` of the pairs of queries ``q0:q1``, into ``out``.
+        Gathered from one table (query combinations x cells) per smoothing,
+        made here where they all hold at most ``tile_elements``; else from
+        one per tile (its queries x cells), within a tile."""
+        levels = self.partition.levels
+        cells = np.arange(levels.shape[0])
+        by_key = {_key(h): h.factors for h in heads}
+        if len(self.combos) * cells.size * len(by_key) <= tile_elements:
+            tables = {
+                key: np.ravel(f.table(self.combos, levels).matrix(cells))
+                for key, f in by_key.items()
+            }
+
+            def from_tables(key, q0, q1, out):
+                index = self.pair_cell[q0:q1]
+                return np.take(tables[key], index, out=out, mode="clip")
+
+            return from_tables
+
+        def per_tile(key, q0, q1, out):
+            table = by_key[key].table(self.Q[q0:q1], levels).matrix(cells)
+            index = self.partition.cell_of
+            return np.take(table, index, axis=1, out=out, mode="clip")
+
+        return per_tile
 
 
 def _key(head):
@@ -141,11 +164,12 @@ def _key(head):
 class _Pass:
     """The sums of the discrete ``heads`` tile by tile: each continuous
     head's log weights once per tile, the log factors of a smoothing
-    (``tables``) gathered once for the heads that share them (at most
-    :data:`GATHERED` kept), then each head's shifted sums of ``Vx``."""
+    (``log_factors``, see :meth:`PairTables._log_factors`) once for the
+    heads that share them (at most :data:`GATHERED` kept), then each head's
+    shifted sums of ``Vx``."""
 
-    def __init__(self, heads, tables, Vx, w, own, ratio, squared, shape):
-        self.heads, self.tables, self.Vx = heads, tables, Vx
+    def __init__(self, heads, log_factors, Vx, w, own, ratio, squared, shape):
+        self.heads, self.log_factors, self.Vx = heads, log_factors, Vx
         self.w, self.own, self.ratio, self.squared = w, own, ratio, squared
         self.unique, self.slot = _continuous_heads(heads)
         self.log_linear = squared and all(
@@ -156,7 +180,7 @@ class _Pass:
         self.D, self.L, self.logs = (np.empty(shape) for _ in range(3))
         self.spare = [np.empty(shape) for _ in range(GATHERED)]
 
-    def tile(self, q0, q1, squares, inverse, pair_cell, out):
+    def tile(self, q0, q1, squares, inverse, out):
         """The sums of the queries ``q0:q1`` into ``out``, from their squared
         differences on each continuous feature (``squares``) and the inverse
         squares of the features' scalings (``inverse``)."""
@@ -184,9 +208,7 @@ class _Pass:
                     if len(gathered) >= GATHERED:
                         spare.extend(gathered.values())
                         gathered.clear()
-                    G = spare.pop()
-                    gathered[key] = np.take(self.tables[key], pair_cell, out=G,
-                                            mode="clip")  # fmt: skip
+                    gathered[key] = self.log_factors(key, q0, q1, spare.pop())
                 np.add(logs, gathered[key], out=L)
                 _leave_out(L, q0, self.w, self.own, self.ratio)
                 _shifted_sums(L, D, head_u, self.squared, self.Vx,
