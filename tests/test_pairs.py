@@ -274,3 +274,29 @@ def test_classifier_search_equals_the_search_without_tables():
         slow = NadarayaWatsonClassifierCV(categorical_features=[1, 2]).fit(X, labels)
     assert_allclose(fast.bandwidth_, slow.bandwidth_, rtol=1e-9)
     assert_allclose(fast.best_score_, slow.best_score_, rtol=1e-10)
+
+
+def test_the_pair_sums_run_blas_on_one_thread(monkeypatch):
+    from test_core_parallel import _RecordingKernel
+    from threadpoolctl import threadpool_limits
+
+    from sknw._sums import _pairs
+
+    served = []
+    sums = _pairs.PairTables.sums
+
+    def counted(self, *args, **kwargs):
+        served.append(1)
+        return sums(self, *args, **kwargs)
+
+    monkeypatch.setattr(_pairs.PairTables, "sums", counted)
+    X, y = _mixed(120)
+    _RecordingKernel.seen = []
+    search = NadarayaWatsonRegressorCV(
+        kernels=[_RecordingKernel()], bandwidths=[0.2, 0.4],
+        categorical_features=[1], ordered_features=[2],
+    )  # fmt: skip
+    with threadpool_limits(limits=2, user_api="blas"):
+        search.fit(X, y)
+    assert served and _RecordingKernel.seen
+    assert set(_RecordingKernel.seen) == {1}

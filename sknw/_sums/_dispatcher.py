@@ -229,9 +229,11 @@ def grid_sums(
     heads, **params)``, see :mod:`sknw._sums._pairs`) where they serve, else
     cell by cell, each cell's continuous heads by this function."""
     if discrete_of(heads) is not None:
-        got = None if pairs is None else pairs(Q, X, V, heads, **params)
-        if got is not None:
-            return got
+        if pairs is not None:
+            with one_blas_thread():  # as the backends (backend_sums)
+                got = pairs(Q, X, V, heads, **params)
+            if got is not None:
+                return got
 
         def cell(c, Qc, Xc, Vc, hs, p):
             return grid_sums(algorithm, accepted, Qc, Xc, Vc, hs, n_jobs=n_jobs, **p)
