@@ -24,6 +24,7 @@ def path(request, monkeypatch):
 
     if request.param == "cells":
         monkeypatch.setattr(_cells, "FEW_CELLS", 10**9)
+        monkeypatch.setattr(_cells, "DIRECT_PAIRS", 0)
     else:
         monkeypatch.setattr(_cells, "FEW_CELLS", 0)
         monkeypatch.setattr(_cells, "CELL_ROWS", 10**9)
@@ -87,7 +88,10 @@ def test_backend_sums_equal_brute(kernel_name, path):
     assert_allclose(den * scale, den_ref, rtol=1e-12, atol=1e-300)
 
 
-def test_leave_one_out_and_weights(path):
+def leave_one_out_case():
+    """Leave-one-out sums of some points that keep part of their weight,
+    with weights of 0 among the others: ``(X, V, head, params, own, S_ref,
+    den_ref)``, the brute-force sums of the queries ``X[own]``."""
     X, V = _data(200)
     w = np.random.default_rng(1).uniform(0, 2, X.shape[0])
     w[::7] = 0.0
@@ -95,25 +99,22 @@ def test_leave_one_out_and_weights(path):
     kernel = get_kernel("gaussian")
     head = DiscreteHead(Head(kernel, 0.1), _factors((0.1, 0.2)))
     own = np.arange(0, 200, 3)
-    params = {"metric": "euclidean", "metric_params": None, "sample_weight": w}
-    ((S, den, M),) = backend_sums(
-        "brute", None, X[own], X, V, [head], exclude_self=True, self_index=own,
-        self_weight=kept, **params,
-    )  # fmt: skip
+    params = {"metric": "euclidean", "metric_params": None, "sample_weight": w,
+              "exclude_self": True, "self_index": own, "self_weight": kept}  # fmt: skip
     S_ref, den_ref = _brute(X, X, V, kernel, 0.1, (0.1, 0.2), w=w, loo=True)
-    own_term = [np.diagonal(_own_matrix(X, kernel, 0.1, (0.1, 0.2))) * kept]
-    S_ref = S_ref + own_term[0][:, None] * V
-    den_ref = den_ref + own_term[0]
+    # The share of its own term each point keeps (every level matched).
+    own_term = float(kernel(np.zeros(1))[0]) * (1 - 0.1) * (1 - 0.2) * kept
+    S_ref = S_ref + own_term[:, None] * V
+    den_ref = den_ref + own_term
+    return X, V, head, params, own, S_ref[own], den_ref[own]
+
+
+def test_leave_one_out_and_weights(path):
+    X, V, head, params, own, S_ref, den_ref = leave_one_out_case()
+    ((S, den, M),) = backend_sums("brute", None, X[own], X, V, [head], **params)
     scale = np.exp(M)
-    assert_allclose(den * scale, den_ref[own], rtol=1e-12)
-    assert_allclose(S / den[:, None], S_ref[own] / den_ref[own, None], rtol=1e-12)
-
-
-def _own_matrix(X, kernel, h, lambdas):
-    """The kernel of each point with itself (every level matched)."""
-    k0 = float(kernel(np.zeros(1))[0])
-    lu, lo = lambdas
-    return np.diag(np.full(X.shape[0], k0 * (1 - lu) * (1 - lo)))
+    assert_allclose(den * scale, den_ref, rtol=1e-12)
+    assert_allclose(S / den[:, None], S_ref / den_ref[:, None], rtol=1e-12)
 
 
 def test_heads_share_cells_and_squared_power(path):
@@ -216,3 +217,30 @@ def test_pair_by_pair_shift_is_decided_per_query(monkeypatch):
     for i in range(Q.shape[0]):
         ((s, d, m),) = backend_sums("brute", None, Q[i : i + 1], X, V, [head], **params)
         np.testing.assert_array_equal(S[i] / den[i], s[0] / d[0])
+
+
+def test_few_queries_are_summed_pair_by_pair(monkeypatch):
+    """A few queries (points to recompute, say) take one direct pass rather
+    than a request per cell, with the same sums."""
+    from sknw._sums import _cells
+
+    X, V = _data(300)
+    head = DiscreteHead(Head(get_kernel("gaussian"), 0.2), _factors())
+    params = {"metric": "euclidean", "metric_params": None}
+    direct = []
+    original = _cells.direct_sums
+
+    def recorded(*args, **kwargs):
+        direct.append(args[0].shape[0])
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(_cells, "direct_sums", recorded)
+    assert not _cells.many_cells(_cells.CellPartition(X, _factors()))
+    few = backend_sums("brute", None, X[:5], X, V, [head], **params)[0]
+    assert direct == [5]
+    monkeypatch.setattr(_cells, "DIRECT_PAIRS", 0)
+    cells = backend_sums("brute", None, X[:5], X, V, [head], **params)[0]
+    assert direct == [5]  # cell by cell
+    assert_allclose(few[1] * np.exp(few[2] - cells[2]), cells[1], rtol=1e-12)
+    assert_allclose(few[0] / few[1][:, None], cells[0] / cells[1][:, None],
+                    rtol=1e-12)  # fmt: skip

@@ -8,7 +8,7 @@ import pytest
 from numpy.testing import assert_allclose
 from sklearn import config_context
 from sklearn.model_selection import KFold
-from test_cells import _brute, _data, _factors, _own_matrix
+from test_cells import _brute, _data, _factors, leave_one_out_case
 
 from sknw import (
     LocalLinearRegressorCV,
@@ -70,20 +70,10 @@ def test_scaling_divides_each_continuous_feature():
 
 
 def test_leave_one_out_with_weights():
-    X, V = _data(200)
-    w = np.random.default_rng(1).uniform(0, 2, X.shape[0])
-    w[::7] = 0.0
-    kept = np.maximum(w - 1.0, 0.0)
-    kernel = get_kernel("gaussian")
-    head = DiscreteHead(Head(kernel, 0.1), _factors((0.1, 0.2)))
-    own = np.arange(0, 200, 3)
-    (got,) = PairCache().sums(
-        0, X[own], X, V, [head], sample_weight=w, exclude_self=True,
-        self_index=own, self_weight=kept, **PARAMS,
-    )  # fmt: skip
-    S_ref, den_ref = _brute(X, X, V, kernel, 0.1, (0.1, 0.2), w=w, loo=True)
-    own_term = np.diagonal(_own_matrix(X, kernel, 0.1, (0.1, 0.2))) * kept
-    _ratios(got, S_ref[own] + (own_term[:, None] * V)[own], (den_ref + own_term)[own])
+    X, V, head, params, own, S_ref, den_ref = leave_one_out_case()
+    params = {**params, "tile_elements": PARAMS["tile_elements"]}
+    (got,) = PairCache().sums(0, X[own], X, V, [head], **params)
+    _ratios(got, S_ref, den_ref)
 
 
 def test_many_heads_equal_the_cells_path():
@@ -226,14 +216,10 @@ def test_tables_keep_copies():
 
 
 def _mixed(n=300, seed=0):
-    rng = np.random.default_rng(seed)
-    X = np.column_stack(
-        [rng.uniform(0, 1, n), rng.integers(0, 5, n), rng.integers(0, 4, n),
-         rng.uniform(0, 1, n)]
-    ).astype(float)  # fmt: skip
+    X, _ = _data(n, seed)
     X[:3, 1] = 7.0  # a rare level: absent from some training folds
     y = np.sin(6 * X[:, 0]) + 0.3 * X[:, 1] + 0.5 * X[:, 3]
-    return X, y + 0.2 * rng.normal(size=n)
+    return X, y + 0.2 * np.random.default_rng(seed).normal(size=n)
 
 
 @pytest.mark.parametrize(
@@ -254,14 +240,18 @@ def test_search_equals_the_search_without_tables(make):
     X, y = _mixed()
     w = np.random.default_rng(3).uniform(0.5, 2.0, X.shape[0])
     fast = make().fit(X, y, sample_weight=w)
-    with config_context(working_memory=0.5):
-        assert table_bytes(300, 300, 2) > 0.5 * 2**20 / 2
+    with config_context(working_memory=2):
+        assert table_bytes(300, 300, 2) > 2 * 2**20 / 2
         slow = make().fit(X, y, sample_weight=w)
-    assert_allclose(fast.bandwidth_, slow.bandwidth_, rtol=1e-9)
+    # The sums agree to rounding; the polish's parabolic steps move the
+    # choice by as much as the square root of that (where the score is flat),
+    # well within its tolerance, and the last grid (at the polished shape)
+    # with it.
+    assert_allclose(fast.bandwidth_, slow.bandwidth_, rtol=1e-6)
     assert_allclose(fast.best_score_, slow.best_score_, rtol=1e-10)
     assert_allclose(
         fast.cv_results_["mean_test_score"], slow.cv_results_["mean_test_score"],
-        rtol=1e-10,
+        rtol=1e-7,
     )  # fmt: skip
     assert not hasattr(fast, "_pairs")
 
@@ -270,9 +260,9 @@ def test_classifier_search_equals_the_search_without_tables():
     X, y = _mixed(240, seed=1)
     labels = (y > np.median(y)).astype(int)
     fast = NadarayaWatsonClassifierCV(categorical_features=[1, 2]).fit(X, labels)
-    with config_context(working_memory=0.5):
+    with config_context(working_memory=1):
         slow = NadarayaWatsonClassifierCV(categorical_features=[1, 2]).fit(X, labels)
-    assert_allclose(fast.bandwidth_, slow.bandwidth_, rtol=1e-9)
+    assert_allclose(fast.bandwidth_, slow.bandwidth_, rtol=1e-6)
     assert_allclose(fast.best_score_, slow.best_score_, rtol=1e-10)
 
 

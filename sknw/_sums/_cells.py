@@ -287,10 +287,19 @@ FEW_CELLS = 16
 CELL_ROWS = 64
 
 
-def many_cells(partition):
-    """Whether the cells are too many and too small for a request each."""
+#: A request per cell costs about as much as summing this many pairs
+#: directly: queries that make fewer pairs than this per cell with the
+#: training points (a few points to recompute, say) are summed directly.
+DIRECT_PAIRS = 10_000
+
+
+def many_cells(partition, m=None):
+    """Whether the cells are too many and too small for a request each, or
+    (with ``m`` queries) the queries too few."""
     C = len(partition.rows)
-    return C > FEW_CELLS and partition.cell_of.size < CELL_ROWS * C
+    n = partition.cell_of.size
+    few_queries = m is not None and m * n <= DIRECT_PAIRS * C
+    return few_queries or (C > FEW_CELLS and n < CELL_ROWS * C)
 
 
 def direct_sums(Q, X, V, heads, partition, *, metric, metric_params, scale=None,
@@ -436,7 +445,7 @@ def cell_sums(compute, Q, X, V, heads, partition=None, **params):
         heads = recounted(heads, X, params.get("sample_weight"))
         partition = CellPartition(X, discrete_of(heads))
     factors = discrete_of(heads)
-    if many_cells(partition):
+    if many_cells(partition, Q.shape[0]):
         return direct_sums(Q, X, V, heads, partition, **params)
     m, k = Q.shape[0], V.shape[1]
     Qc = np.asarray(Q[:, list(factors.continuous)])
