@@ -1,6 +1,7 @@
 """The pair tables of a search: sums of product kernels against brute-force
 sums and the cell-by-cell path, and the cache's limits."""
 
+import warnings
 from functools import partial
 
 import numpy as np
@@ -151,6 +152,29 @@ def test_one_or_two_features_shifted_or_not(continuous, h):
         assert np.all(M[ok] == 0.0)
     else:
         assert np.any(M[ok] < -UNSHIFTED)
+
+
+@pytest.mark.parametrize("continuous", [(0,), (0, 3)])
+def test_extreme_bandwidth_and_scaling(continuous):
+    """Log weights that overflow to -inf (a tiny bandwidth and scaling):
+    the nearest points' average, as cell by cell, without warnings."""
+    X, V = _data(60)
+    X[:, [0, 3]] = np.round(X[:, [0, 3]], 1)  # ties: some terms at distance 0
+    base = _factors()
+    factors = DiscreteFactors(base.columns, continuous, base.kernels,
+                              base.levels, base.lambdas, base.coded)  # fmt: skip
+    head = DiscreteHead(Head(get_kernel("gaussian"), 1e-150), factors)
+    params = {**PARAMS, "scale": np.full(len(continuous), 1e-10),
+              "exclude_self": True, "self_index": np.arange(60)}  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        S, den, M = PairCache().sums(0, X, X, V, [head], **params)[0]
+    ref = grid_sums("auto", ("auto", "brute"), X, X, V, [head], **params)[0]
+    np.testing.assert_array_equal(den > 0, ref[1] > 0)
+    ok = den > 0
+    assert ok.any() and np.all(np.isfinite(S[ok]))
+    assert_allclose(S[ok] / den[ok, None], ref[0][ok] / ref[1][ok, None],
+                    rtol=1e-12, atol=1e-12 * float(np.ptp(V)))  # fmt: skip
 
 
 def test_rows_do_not_depend_on_their_tile():

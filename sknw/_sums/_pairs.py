@@ -187,8 +187,13 @@ class _Pass:
         rows = q1 - q0
         D, L = self.D[:rows], self.L[:rows]
         # One feature and Gaussian heads: each head's log weights straight
-        # from the squared differences (no distances needed).
+        # from the squared differences (no distances needed), where their
+        # coefficients stay finite.
         direct = len(squares) == 1 and self.log_linear
+        if direct:
+            with np.errstate(over="ignore"):
+                coefs = [log_linear_coef(u, True) * inverse[0] for u in self.unique]
+            direct = bool(np.all(np.isfinite(coefs)))
         if not direct:
             _scaled_squares(squares, inverse, D, L)
             if not self.squared:
@@ -196,8 +201,7 @@ class _Pass:
         gathered, spare = {}, [G[:rows] for G in self.spare]
         for u, head_u in enumerate(self.unique):
             if direct:
-                c = log_linear_coef(head_u, True) * inverse[0]
-                logs = np.multiply(squares[0], c, out=self.logs[:rows])
+                logs = np.multiply(squares[0], coefs[u], out=self.logs[:rows])
             else:
                 logs = _continuous_logs(D, head_u, self.squared, self.logs[:rows])
             for h, head in enumerate(self.heads):
@@ -227,9 +231,10 @@ def _scaled_squares(squares, inverse, out, scratch):
     if not squares:
         out[:] = 0.0
         return
-    np.multiply(squares[0], inverse[0], out=out)
-    for Dk, inv in zip(squares[1:], inverse[1:], strict=True):
-        out += np.multiply(Dk, inv, out=scratch)
+    with np.errstate(over="ignore"):  # inf: beyond every window
+        np.multiply(squares[0], inverse[0], out=out)
+        for Dk, inv in zip(squares[1:], inverse[1:], strict=True):
+            out += np.multiply(Dk, inv, out=scratch)
 
 
 def _structure(factors):
@@ -253,7 +258,8 @@ def _continuous_logs(D, head, squared, out):
     (in ``out`` where the kernel's are log-linear)."""
     c = log_linear_coef(head, squared)
     if c is not None:
-        return np.multiply(D, c, out=out)
+        with np.errstate(over="ignore"):  # -inf: the limit
+            return np.multiply(D, c, out=out)
     L = _log_weights(D, head, squared)
     if is_user(head.kernel):
         _check_user_kernel(L, head)
