@@ -246,6 +246,22 @@ def _mixed(n=300, seed=0):
     return X, y + 0.2 * np.random.default_rng(seed).normal(size=n)
 
 
+@pytest.fixture
+def served(monkeypatch):
+    """The calls the pair tables serve, recorded."""
+    from sknw._sums import _pairs
+
+    calls = []
+    sums = _pairs.PairTables.sums
+
+    def counted(self, *args, **kwargs):
+        calls.append(1)
+        return sums(self, *args, **kwargs)
+
+    monkeypatch.setattr(_pairs.PairTables, "sums", counted)
+    return calls
+
+
 @pytest.mark.parametrize(
     "make",
     [
@@ -258,15 +274,18 @@ def _mixed(n=300, seed=0):
                                        categorical_kernel="li_racine"),
     ],
 )  # fmt: skip
-def test_search_equals_the_search_without_tables(make):
+def test_search_equals_the_search_without_tables(make, served):
     """The tables change no choice: a working memory too small for them
     gives the same search (up to rounding)."""
     X, y = _mixed()
     w = np.random.default_rng(3).uniform(0.5, 2.0, X.shape[0])
     fast = make().fit(X, y, sample_weight=w)
-    with config_context(working_memory=2):
-        assert table_bytes(300, 300, 2) > 2 * 2**20 / 2
+    n_served = len(served)
+    assert n_served > 0
+    with config_context(working_memory=0.5):  # not even one fold's tables
+        assert table_bytes(75, 225, 2) > 0.5 * 2**20 / 2
         slow = make().fit(X, y, sample_weight=w)
+    assert len(served) == n_served  # none built
     # The sums agree to rounding; the polish's parabolic steps move the
     # choice by as much as the square root of that (where the score is flat),
     # well within its tolerance, and the last grid (at the polished shape)
@@ -280,30 +299,23 @@ def test_search_equals_the_search_without_tables(make):
     assert not hasattr(fast, "_pairs")
 
 
-def test_classifier_search_equals_the_search_without_tables():
+def test_classifier_search_equals_the_search_without_tables(served):
     X, y = _mixed(240, seed=1)
     labels = (y > np.median(y)).astype(int)
     fast = NadarayaWatsonClassifierCV(categorical_features=[1, 2]).fit(X, labels)
+    n_served = len(served)
+    assert n_served > 0
     with config_context(working_memory=1):
         slow = NadarayaWatsonClassifierCV(categorical_features=[1, 2]).fit(X, labels)
+    assert len(served) == n_served
     assert_allclose(fast.bandwidth_, slow.bandwidth_, rtol=1e-6)
     assert_allclose(fast.best_score_, slow.best_score_, rtol=1e-10)
 
 
-def test_the_pair_sums_run_blas_on_one_thread(monkeypatch):
+def test_the_pair_sums_run_blas_on_one_thread(served):
     from test_core_parallel import _RecordingKernel
     from threadpoolctl import threadpool_limits
 
-    from sknw._sums import _pairs
-
-    served = []
-    sums = _pairs.PairTables.sums
-
-    def counted(self, *args, **kwargs):
-        served.append(1)
-        return sums(self, *args, **kwargs)
-
-    monkeypatch.setattr(_pairs.PairTables, "sums", counted)
     X, y = _mixed(120)
     _RecordingKernel.seen = []
     search = NadarayaWatsonRegressorCV(
