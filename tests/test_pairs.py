@@ -147,11 +147,13 @@ def test_one_or_two_features_shifted_or_not(continuous, h):
     assert np.all(np.abs(got - E.sum(axis=1)[ok]) <= rtol * E.sum(axis=1)[ok])
     assert_allclose(S[ok] / den[ok, None], (E @ V)[ok] / E.sum(axis=1)[ok, None],
                     rtol=1e-12, atol=1e-12 * float(np.ptp(V)))  # fmt: skip
-    # Unshifted (M = 0) at the larger bandwidth; shifted at the smaller.
+    # Unshifted (M = 0) at the larger bandwidth; at the smaller, the rows
+    # far from every other point shifted, the others not.
     if h == 0.2:
         assert np.all(M[ok] == 0.0)
     else:
-        assert np.any(M[ok] < -UNSHIFTED)
+        assert np.any(M[ok] < -UNSHIFTED) and np.any(M[ok] == 0.0)
+        assert np.all((M[ok] == 0.0) | (M[ok] < -UNSHIFTED))
 
 
 @pytest.mark.parametrize("continuous", [(0,), (0, 3)])
@@ -186,6 +188,19 @@ def test_rows_do_not_depend_on_their_tile():
         tiled = PairCache().sums(0, X, X, V, [head], **params)[0]
         for a, b in zip(one, tiled, strict=True):
             assert_allclose(a, b, rtol=1e-13)  # the products' rounding
+    # Each row shifted or not on its own: rows far from every other point
+    # (shifted) and near ones (not) give the same shifts in any tiling.
+    X[:3, 0] += [50.0, 100.0, 150.0]  # each far from every other point
+    head = DiscreteHead(Head(get_kernel("gaussian"), 0.05), _factors())
+    loo = {"exclude_self": True, "self_index": np.arange(X.shape[0])}
+    one = PairCache().sums(0, X, X, V, [head], **PARAMS, **loo)[0]
+    assert np.any(one[2] < -UNSHIFTED) and np.any(one[2] == 0.0)
+    for rows in (1, 4):
+        params = {**PARAMS, "tile_elements": rows * X.shape[0], **loo}
+        tiled = PairCache().sums(0, X, X, V, [head], **params)[0]
+        np.testing.assert_array_equal(tiled[2], one[2])
+        for a, b in zip(one[:2], tiled[:2], strict=True):
+            assert_allclose(a, b, rtol=1e-13)
 
 
 def test_grid_sums_takes_the_tables():

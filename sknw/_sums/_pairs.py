@@ -278,9 +278,10 @@ def _leave_out(L, q0, w, own, ratio):
             L[r, own[q0 : q0 + r.size]] += np.log(ratio[q0 : q0 + r.size])
 
 
-#: Where every row of a tile has its largest log weight within this of 0,
-#: its terms are summed unshifted (``M = 0``): the largest is a normal float
-#: far from overflow, and so is any term that can change the sums.
+#: A row whose largest log weight is within this of 0 is summed unshifted
+#: (``M = 0``): its largest term is a normal float far from overflow, and so
+#: is any term that can change its sums. (Decided per row: a query's sums
+#: do not depend on its tile.)
 UNSHIFTED = 600.0
 
 
@@ -292,10 +293,8 @@ def _shifted_sums(L, D, head, squared, Vx, out):
     with np.errstate(invalid="ignore"):
         top = L.max(axis=1, initial=-np.inf)
     finite = np.isfinite(top)
-    shift = np.where(finite, top, 0.0)
-    if np.all(np.abs(shift) <= UNSHIFTED):
-        shift[:] = 0.0
-    else:
+    shift = np.where(finite & (np.abs(top) > UNSHIFTED), top, 0.0)
+    if np.any(shift != 0.0):  # rows of shift 0 are left as they are
         L -= shift[:, None]
     E = np.exp(L, out=L)
     if not head.kernel.nonnegative:
