@@ -73,7 +73,7 @@ class PairTables:
             D = np.subtract.outer(self.Q[:, k], self.X[:, k])
             self.squares.append(np.multiply(D, D, out=D))
         self.partition = CellPartition(self.X, factors)
-        combos, first, inverse = np.unique(
+        _, first, inverse = np.unique(
             self.Q[:, cols], axis=0, return_index=True, return_inverse=True
         )
         self.combos = self.Q[first]  # one query row per combination
