@@ -68,6 +68,7 @@ import functools
 import math
 
 import numpy as np
+from scipy.special import eval_hermitenorm
 
 from ._base import (
     _EPS64,
@@ -352,7 +353,9 @@ class GaussIndex:
             return None
         reach = self._reach()
         c = out.shape[2]
-        per_box = c * (N_TERMS * (2 * reach + 1) + (powers + 1) * N_LOCAL + 1)
+        # Per box: its windows' moments, the sums G and the Taylor
+        # coefficients L of _local_boxes.
+        per_box = c * (N_TERMS * (2 * reach + 1) + (powers + 2) * N_LOCAL + powers + 1)
         span = max(1, tile_elements // per_box)
         served = np.zeros(s.size, dtype=bool)
         cells = cell[inside]
@@ -405,8 +408,11 @@ class GaussIndex:
         # windows[i, k, c, t] = dense[k, t + i, c]
         windows = np.lib.stride_tricks.sliding_window_view(dense, width, axis=1)
         windows = windows.transpose(1, 0, 2, 3).reshape(-1, c * width)
-        # L[l, j, c, t]: the Taylor coefficients of each target box.
-        L = (tables @ windows).reshape(N_LOCAL, powers + 1, c, width)
+        # G[m, c, t]: the sums of the Hermite functions of order k + m over
+        # the windows, shared by the powers (_power_terms); L[l, j, c, t]: the
+        # Taylor coefficients of each target box.
+        G = (tables @ windows).reshape(N_LOCAL + powers, c, width)
+        L = _taylor_coefficients(G, powers)
         box_bound = np.lib.stride_tricks.sliding_window_view(weight, 2 * reach + 1)
         box_bound = box_bound @ per_box.T  # (width, powers + 1)
         # Each query's Taylor polynomial in delta, over batches of queries
@@ -436,38 +442,34 @@ class GaussIndex:
 
     def _translations(self, reach, powers):
         """The translations of the source boxes' Hermite expansions into
-        Taylor expansions about target boxes ``reach - i`` boxes after them:
-        ``(powers + 1) N_LOCAL`` by ``(2 reach + 1) N_TERMS`` coefficients,
-        ``(-1)**l / l!`` times the Hermite functions of order ``k + l`` (of
-        the power ``j``: module docstring) at the offset ``x`` of the boxes'
-        centres, in rows ``(l, j)``, and the bound of each window per unit of
-        its weight: ``(powers + 1, 2 reach + 1)``."""
+        Taylor expansions about target boxes ``reach - i`` boxes after them,
+        before the powers' combinations and signs (:func:`_taylor_coefficients`):
+        ``N_LOCAL + powers`` by ``(2 reach + 1) N_TERMS`` coefficients, the
+        Hermite functions of order ``k + m`` at the offset ``x`` of the boxes'
+        centres, in rows ``m``; and the bound of each window per unit of its
+        weight: ``(powers + 1, 2 reach + 1)``."""
         x = (reach - np.arange(2 * reach + 1)) * self.width / self.sigma
         n_h = N_TERMS + N_LOCAL + powers
-        H = np.empty((n_h, x.size))
-        H[0] = np.exp(-0.5 * x * x)
-        H[1] = x * H[0]
-        for k in range(1, n_h - 1):
-            H[k + 1] = x * H[k] - k * H[k - 1]
+        # The Hermite polynomials by their recurrence (scipy's, measured within
+        # 8 units of roundoff of their envelope, as the recurrence of the
+        # Hermite functions in _block), times the Gaussian.
+        H = eval_hermitenorm(np.arange(n_h)[:, None], x[None, :])
+        H *= np.exp(-0.5 * x * x)
+        # tables[m, i, k] = H[k + m, i]
+        window = np.arange(N_LOCAL + powers)[:, None] + np.arange(N_TERMS)[None, :]
+        tables = H[window].transpose(0, 2, 1).reshape(N_LOCAL + powers, -1)
         quarter = np.exp(-0.25 * x * x)
         near = np.exp(-0.25 * np.maximum(np.abs(x) - RADIUS, 0.0) ** 2)
         units = LOCAL_ROUNDING * _EPS64 * (np.abs(x) + 2.0)
-        tables = np.empty((N_LOCAL, powers + 1, x.size, N_TERMS))
         per_box = np.empty((powers + 1, x.size))
         for j in range(powers + 1):
-            Hj = np.zeros((N_TERMS + N_LOCAL - 1, x.size))
-            for r, coef in _power_terms(j):
-                Hj += coef * H[r : r + N_TERMS + N_LOCAL - 1]
-            # tables[l, j, i, k] = Hj[k + l, i] (-1)**l / l!
-            np.multiply(Hj[_WINDOW].transpose(0, 2, 1), _TAYLOR_SIGNS[:, None, None],
-                        out=tables[:, j])  # fmt: skip
             trunc = TRUNCATION if j == 0 else _power_bounds(j)[0]
             taylor, size = _local_bounds(j)
             # Hermite terms beyond N_TERMS (at the nearest query), Taylor
             # terms beyond N_LOCAL, and the rounding of both expansions, of
             # the offsets x and delta, and of the Hermite recurrence.
             per_box[j] = trunc * near + (taylor + units * size) * quarter
-        return tables.reshape(N_LOCAL * (powers + 1), -1), per_box
+        return tables, per_box
 
     def _block(self, s, q, b0, b1, out, bound, powers=0):
         # From the offsets: exact to a few units of roundoff of d itself.
@@ -508,6 +510,24 @@ class GaussIndex:
             slope = reach ** (j + 1) + j * reach ** (j - 1)
             per_weight = (trunc + ROUNDING * rounding) * quarter + moved * slope
             bound[:, j] += per_weight @ self.box_weight[b0:b1]
+
+
+def _taylor_coefficients(G, powers):
+    """The Taylor coefficients ``L[l, j]`` (``(N_LOCAL, powers + 1, c,
+    boxes)``) of the powers ``j`` from the sums ``G[m]`` of the Hermite
+    functions of order ``k + m`` over the windows: ``(-1)**l / l!`` times
+    the combination of ``G[l + r]`` of each power's terms
+    (:func:`_power_terms`). Their rounding adds a unit of roundoff of the
+    terms' magnitudes to that of the sums, which
+    :data:`LOCAL_ROUNDING` covers."""
+    L = np.empty((N_LOCAL, powers + 1) + G.shape[1:])
+    for j in range(powers + 1):
+        (r, coef), *rest = _power_terms(j)
+        np.multiply(G[r : r + N_LOCAL], coef, out=L[:, j])
+        for r, coef in rest:
+            L[:, j] += coef * G[r : r + N_LOCAL]
+    L *= _TAYLOR_SIGNS.reshape((N_LOCAL,) + (1,) * (L.ndim - 1))
+    return L
 
 
 def _horner(L, counts, d):
@@ -620,8 +640,6 @@ LOCAL_QUERIES = 1
 #: run's fixed cost is about that of this many queries' sums by the
 #: per-query expansions.
 LOCAL_RUN = 32
-#: ``k + l`` for the ``N_LOCAL`` by ``N_TERMS`` terms of a translation.
-_WINDOW = np.arange(N_LOCAL)[:, None] + np.arange(N_TERMS)[None, :]
 #: Queries per box (on average over a run of boxes) from which each box's Taylor
 #: polynomials are evaluated as one matrix product with the powers of its
 #: queries' offsets, rather than by Horner's rule over the queries: the
