@@ -65,25 +65,15 @@ def query_centred_cv(est, X, Y, w, unit, cands, folds):
     )
     if est.algorithm not in ("auto", *accepted):
         return {}
-    V, mid, y_scale, spread = moment_targets(Y, w)
-    kept = None if w is None else w - np.minimum(w, unit)
-    splits = [(None, None)] if folds is None else folds
-    order = None
-    if folds is None:
-        # Leave-one-out on the points sorted once: each candidate's backend
-        # then finds its queries and training points in order, and its
-        # results need no permutation.
-        order = np.argsort(X[:, 0], kind="stable")
-        X, V = X[order], V[order]
-        w, kept = (None, None) if w is None else (w[order], kept[order])
+    X, V, w, kept, mid, y_scale, spread, order, splits, shared = _prepared(
+        est, X, Y, w, unit, folds
+    )
     params = {
         "metric": est.metric,
         "metric_params": est.metric_params_,
         "tile_elements": default_tile_elements(),
     }
     out = {}
-    # What the indexes of one split's training points share across candidates.
-    shared = [{} for _ in splits]
     for i, cand in enumerate(cands):
         ((scale, ((_, head),)),) = group_candidates([cand], est.metric, X)
         pred = np.full(Y.shape, np.nan)
@@ -105,6 +95,35 @@ def query_centred_cv(est, X, Y, w, unit, cands, folds):
                 missing = [(train, order[rows]) for train, rows in missing]
             out[i] = (pred, missing)
     return out
+
+
+def _prepared(est, X, Y, w, unit, folds):
+    """What every pass of a search over the same data shares: the targets
+    of :func:`moment_targets` and the weights kept by left-out points, for
+    leave-one-out sorted once (each candidate's backend then finds its
+    queries and training points in order, and its results need no
+    permutation) with that ``order`` (None for K-fold), the splits, and per
+    split the dict of what its indexes share across candidates.
+
+    Kept in ``est._local_passes`` for the passes that follow on the same
+    arrays (the estimator's fit drops it at its end)."""
+    key = (X, Y, w, folds)
+    kept_passes = getattr(est, "_local_passes", None)
+    if kept_passes is not None and kept_passes[1] == unit:
+        if all(a is b for a, b in zip(kept_passes[0], key, strict=True)):
+            return kept_passes[2]
+    V, mid, y_scale, spread = moment_targets(Y, w)
+    kept = None if w is None else w - np.minimum(w, unit)
+    splits = [(None, None)] if folds is None else folds
+    order = None
+    if folds is None:
+        order = np.argsort(X[:, 0], kind="stable")
+        X, V = X[order], V[order]
+        w, kept = (None, None) if w is None else (w[order], kept[order])
+    shared = [{} for _ in splits]
+    prepared = (X, V, w, kept, mid, y_scale, spread, order, splits, shared)
+    est._local_passes = (key, unit, prepared)
+    return prepared
 
 
 def _split_estimates(est, accepted, X, V, w, kept, head, scale, split, params, spread):

@@ -125,7 +125,14 @@ def moment_columns(Z, yc, squares=False, degree=1):
     ]
     if squares:
         blocks.append(yc * yc)
-    return np.hstack(blocks), np.cumsum([0] + [b.shape[1] for b in blocks])
+    return np.hstack(blocks), column_bounds(d, k, squares)
+
+
+def column_bounds(d, k, squares=False):
+    """The column bounds of the blocks of :func:`moment_columns` for ``d``
+    coordinates (monomials) and ``k`` outputs."""
+    widths = [k, d, d * k, d * (d + 1) // 2] + ([k] if squares else [])
+    return np.cumsum([0] + widths)
 
 
 #: Rounding in the local covariance (differences of kernel-weighted moments)
@@ -624,7 +631,7 @@ def query_centred_fit(
         few = counts < 2
     elif n_positive is not None:  # a number, or one per query
         few[:] = np.asarray(n_positive) < 2
-    cols = moment_columns(np.zeros((1, 1)), np.zeros((1, k)))[1]
+    cols = column_bounds(1, k)
     sol = local_solution(
         A, cols, 1, k, np.zeros((m, 1)), min_eigenvalue, few=few,
         max_leverage=max_leverage,

@@ -119,6 +119,7 @@ class LocalPolynomialCVFit(CVSelectionMixin, LocalPolynomialFit):
             return self._fit_regression(X, y, sample_weight, groups)
         finally:
             self.__dict__.pop("_cv_targets", None)
+            self.__dict__.pop("_local_passes", None)
 
     @property
     def _pass_algorithms(self):

@@ -4,7 +4,7 @@ import warnings
 
 import numpy as np
 import pytest
-from numpy.testing import assert_allclose
+from numpy.testing import assert_allclose, assert_array_equal
 from scipy.spatial.distance import cdist
 from sklearn.model_selection import GridSearchCV, KFold, LeaveOneOut
 
@@ -739,7 +739,7 @@ def test_the_ridge_leaves_well_posed_designs_alone():
     Q = rng.uniform(0.05, 0.95, (100, 2))
     ridged = LocalLinearRegressor(bandwidth=0.15).fit(X, y).predict(Q)
     plain = LocalLinearRegressor(bandwidth=0.15, max_leverage=None).fit(X, y)
-    np.testing.assert_array_equal(ridged, plain.predict(Q))
+    assert_array_equal(ridged, plain.predict(Q))
 
 
 @pytest.mark.parametrize("max_leverage", [4.0, 100.0])
@@ -815,3 +815,44 @@ def test_leave_one_out_at_small_bandwidths_in_two_features_equals_refits():
                 ref = LocalLinearRegressor(bandwidth=h).fit(X[keep], y[keep])
                 pred[i] = ref.predict(X[i : i + 1])[0]
         np.testing.assert_allclose(score, -np.mean((y - pred) ** 2), rtol=1e-8)
+
+
+def test_cv_passes_share_their_prepared_data_within_a_fit():
+    # The grid and the polish are passes over the same data: the targets are
+    # prepared and the points sorted once per fit, the kept state is dropped
+    # at its end, and the search equals one that prepares them every pass.
+    from sknw import _local_cv
+
+    X, y, _ = _fast_data(n=700, seed=3)
+    prepared, passes = [], []
+    original_targets = _local_cv.moment_targets
+    original_cv = _local_cv.query_centred_cv
+
+    def count_targets(*args):
+        prepared.append(1)
+        return original_targets(*args)
+
+    def count_passes(*args):
+        passes.append(1)
+        return original_cv(*args)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_local_cv, "moment_targets", count_targets)
+        patch.setattr("sknw._local_linear_cv.query_centred_cv", count_passes)
+        shared = LocalLinearRegressorCV().fit(X, y)
+    assert len(passes) >= 2 and len(prepared) == 1
+    assert not hasattr(shared, "_local_passes")
+    original_prepared = _local_cv._prepared
+
+    def every_pass(est, *args):
+        est.__dict__.pop("_local_passes", None)
+        return original_prepared(est, *args)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_local_cv, "_prepared", every_pass)
+        alone = LocalLinearRegressorCV().fit(X, y)
+    assert_array_equal(shared.bandwidth_, alone.bandwidth_)
+    assert_array_equal(
+        shared.cv_results_["mean_test_score"], alone.cv_results_["mean_test_score"]
+    )
+    assert shared.best_score_ == alone.best_score_
