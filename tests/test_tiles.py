@@ -318,3 +318,33 @@ def test_a_lone_head_of_a_grid_takes_the_single_heads_threshold(monkeypatch):
     ref = reference(Q, X, V, None, h)
     assert_within_tolerance(alone[0], ref, V)
     assert_within_tolerance(pair[0], ref, V)
+
+
+def test_queries_inside_the_data_are_served_whatever_the_signs_of_the_values(
+    monkeypatch,
+):
+    # Columns that change sign and one that does not, at queries where the
+    # sums of the first cancel (points mirrored about x0 = 1/2, queries on
+    # that line): the bound of each query holds against its weight sum times
+    # the spread of the values, so that none takes the exact sums.
+    from sknw._sums import _tiles
+
+    exact = []
+    original = _tiles.exact_rows
+
+    def spy(sums, rows, *args, **kwargs):
+        exact.append(int(np.sum(rows)))
+        return original(sums, rows, *args, **kwargs)
+
+    monkeypatch.setattr(_tiles, "exact_rows", spy)
+    half = np.random.default_rng(6).uniform(0.0, 1.0, size=(1500, 2))
+    X = np.vstack([half, np.column_stack([1.0 - half[:, 0], half[:, 1]])])
+    V = np.column_stack([X[:, 0] - 0.5, 0.5 - X[:, 0], 2.0 + X[:, 0]])
+    Q = np.column_stack([np.full(200, 0.5), np.linspace(0.1, 0.9, 200)])
+    h = 0.02
+    index = TileIndex(X, None, None)
+    got = tiles_kernel_sums(Q, X, V, [Head(Gaussian(), h)], index=index)[0]
+    assert exact == [0]
+    ref = reference(Q, X, V, None, h)
+    assert np.all(np.abs(ref[0][:, :2]) < 1e-6 * ref[1][:, None])  # cancelled
+    assert_within_tolerance(got, ref, V)

@@ -30,7 +30,9 @@ served where its weight sum is within
 :data:`TOLERANCE` (relative) of the exact one and each other sum within
 :data:`TOLERANCE` times the larger of its sum of ``w K |v|`` and its weight
 sum times the spread of the column's values (so that weighted averages are
-within ``2 TOLERANCE`` of the spread of the values). The other queries, and
+within ``2 TOLERANCE`` of the spread of the values; the sum of ``w K |v|``
+is ``|S|`` where a column keeps one sign, and below the other where it
+changes sign, so that no sum of ``|v|`` is needed). The other queries, and
 those whose coordinates are not finite, are summed exactly by the dense
 backend.
 
@@ -164,15 +166,13 @@ class TileIndex:
 
     def value_stats(self, V, w):
         """Per call: the tiles' sums of ``w |v|`` (n_tiles, k), the spread
-        of each column over the points, which columns change sign, and the
-        tiles' weights (for the weights of this call)."""
+        of each column over the points and the tiles' weights (for the
+        weights of this call)."""
         k = V.shape[1]
         A = np.zeros((self.starts.size, k))
         wl = np.ones(self.rows.size) if w is None else np.asarray(w, float)[self.rows]
         W = np.add.reduceat(wl, self.starts)
         lo, hi = np.full(k, np.inf), np.full(k, -np.inf)
-        pos = np.zeros(k, dtype=bool)
-        neg = np.zeros(k, dtype=bool)
         step = max(1, self.tile_elements // max(k, 1) // TILE_ROWS) * TILE_ROWS
         for a in range(0, self.rows.size, step):
             rows = self.rows[a : a + step]
@@ -182,9 +182,7 @@ class TileIndex:
                 np.abs(Vb) * wb, self.starts[: -(-rows.size // TILE_ROWS)], axis=0
             )
             lo, hi = np.minimum(lo, Vb.min(axis=0)), np.maximum(hi, Vb.max(axis=0))
-            pos |= (Vb > 0).any(axis=0)
-            neg |= (Vb < 0).any(axis=0)
-        return A, hi - lo, pos & neg, W
+        return A, hi - lo, W
 
     def exceeds(self, coef, limit):
         """Whether a query tile meets more than ``limit`` of the points at
@@ -261,20 +259,18 @@ def _candidates(index, Qt, s, coef):
 
 
 class _Sums:
-    """The sums of sorted queries (``acc``: ``[S, den]``; ``abs``: ``w K
-    |v|`` of the columns that change sign) and the bounds of their skipped
-    terms (``bound_den``, ``bound_S``)."""
+    """The sums of sorted queries (``acc``: ``[S, den]``) and the bounds of
+    their skipped terms (``bound_den``, ``bound_S``)."""
 
-    def __init__(self, m, k, n_mixed):
+    def __init__(self, m, k):
         self.acc = np.zeros((m, k + 1))
-        self.abs = np.zeros((m, n_mixed))
         self.bound_den = np.zeros(m)
         self.bound_S = np.zeros((m, k))
 
     def view(self, rows):
         """The same sums of the queries ``rows`` (a slice: views)."""
         out = _Sums.__new__(_Sums)
-        out.acc, out.abs = self.acc[rows], self.abs[rows]
+        out.acc = self.acc[rows]
         out.bound_den, out.bound_S = self.bound_den[rows], self.bound_S[rows]
         return out
 
@@ -283,9 +279,9 @@ def _sorted_sums(index, stats, Qo, so, coef, V, w, own, keep, tile_elements):
     """:class:`_Sums` of queries ``Qo`` sorted in the tiles' order, with
     shifts ``so`` (and training indices ``own`` for leave-one-out), a query
     tile of :data:`QUERY_ROWS` at a time."""
-    A, _, mixed, W = stats
+    A, _, W = stats
     m, k = Qo.shape[0], V.shape[1]
-    out = _Sums(m, k, int(mixed.sum()))
+    out = _Sums(m, k)
     starts = np.arange(0, m, QUERY_ROWS)
     qlo = np.minimum.reduceat(Qo, starts, axis=0)
     qhi = np.maximum.reduceat(Qo, starts, axis=0)
@@ -308,7 +304,7 @@ def _sorted_sums(index, stats, Qo, so, coef, V, w, own, keep, tile_elements):
                 )
             mine = None if own is None else own[rows]
             tiles = np.flatnonzero(near[t - b0])
-            _tile_sums(index, (A, W, mixed), Qo[rows], so[rows], coef, V, w,
+            _tile_sums(index, (A, W), Qo[rows], so[rows], coef, V, w,
                        mine, keep, tiles, view, tile_elements)  # fmt: skip
     return out
 
@@ -335,7 +331,7 @@ def _tile_sums(index, tiles_stats, Qt, s, coef, V, w, own, keep, near, out,
                tile_elements):  # fmt: skip
     """Add the terms of one query tile from the tiles ``near`` it to
     ``out``, and the bounds of those it skips query by query."""
-    A, W, mixed = tiles_stats
+    A, W = tiles_stats
     m = Qt.shape[0]
     own_pos = None if own is None else index.leaf_of(own)
     per_chunk = max(1, tile_elements // (m * TILE_ROWS))
@@ -350,10 +346,10 @@ def _tile_sums(index, tiles_stats, Qt, s, coef, V, w, own, keep, near, out,
         met = use.any(axis=0)
         if met.any():
             _add_terms(index, out, Qt, s, coef, V, w, tiles[met], use[:, met],
-                       mixed, own_pos, own, keep)  # fmt: skip
+                       own_pos, own, keep)  # fmt: skip
 
 
-def _add_terms(index, out, Qt, s, coef, V, w, tiles, use, mixed, own_pos, own, keep):
+def _add_terms(index, out, Qt, s, coef, V, w, tiles, use, own_pos, own, keep):
     """Add the terms of the training ``tiles`` that the queries ``use``."""
     sizes = index.sizes[tiles]
     ends = np.cumsum(sizes)
@@ -377,11 +373,6 @@ def _add_terms(index, out, Qt, s, coef, V, w, tiles, use, mixed, own_pos, own, k
             E[hit, at[hit]] *= 0.0 if keep is None else keep[own[hit]]
     rows = index.rows[pos]
     out.acc += E @ _weighted_values(V, w, rows)
-    if out.abs.shape[1]:
-        Va = np.abs(np.asarray(V[rows][:, mixed], dtype=np.float64))
-        if w is not None:
-            Va *= w[rows][:, None]
-        out.abs += E @ Va
 
 
 def _log_terms(Qt, Xt, s, coef):
@@ -469,7 +460,7 @@ def _chunk_sums(index, stats, Q, q0, q1, coef, V, w, own, keep, scale,
                 tile_elements, sums, exact):  # fmt: skip
     """The sums of the queries ``q0:q1`` that the bound accepts."""
     S, den, M = sums
-    _, spread, mixed, _ = stats
+    _, spread, _ = stats
     Qs = _scaled_rows(Q, q0, q1, scale)
     finite = np.flatnonzero(np.isfinite(Qs).all(axis=1))
     if not finite.size:
@@ -489,9 +480,9 @@ def _chunk_sums(index, stats, Q, q0, q1, coef, V, w, own, keep, scale,
     got = _sorted_sums(index, stats, Qs[order], so, coef, V, w, mine, keep,
                        tile_elements)  # fmt: skip
     d = got.acc[:, -1]
-    absS = np.abs(got.acc[:, :-1])
-    absS[:, mixed] = got.abs
-    slack = np.maximum(absS, d[:, None] * spread[None, :])
+    # |S| is the sum of w K |v| where a column keeps one sign; where it
+    # changes sign, that sum is below d times its spread, which holds it.
+    slack = np.maximum(np.abs(got.acc[:, :-1]), d[:, None] * spread[None, :])
     accept = (
         (d > 0)
         & (got.bound_den <= SKIPPED * d)
