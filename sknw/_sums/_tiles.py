@@ -30,11 +30,11 @@ served where its weight sum is within
 :data:`TOLERANCE` (relative) of the exact one and each other sum within
 :data:`TOLERANCE` times the larger of its sum of ``w K |v|`` and its weight
 sum times the spread of the column's values (so that weighted averages are
-within ``2 TOLERANCE`` of the spread of the values; the sum of ``w K |v|``
-is ``|S|`` where a column keeps one sign, and below the other where it
-changes sign, so that no sum of ``|v|`` is needed). The other queries, and
-those whose coordinates are not finite, are summed exactly by the dense
-backend.
+within ``2 TOLERANCE`` of the spread of the values). The sum of ``w K |v|``
+is ``|S|`` where a column keeps one sign, and at most the weight sum times
+the spread where it changes sign, so that no sum of ``|v|`` is needed. The
+other queries, and those whose coordinates are not finite, are summed
+exactly by the dense backend.
 
 Queries are taken in tiles of :data:`QUERY_ROWS`, in the order of their
 nearest training point, so that a query tile is small: the tiles within
