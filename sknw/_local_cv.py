@@ -106,7 +106,7 @@ def _prepared(est, X, Y, w, unit, folds):
     split the dict of what its indexes share across candidates.
 
     Kept in ``est._local_passes`` for the passes that follow on the same
-    arrays (the estimator's fit drops it at its end)."""
+    arrays (the estimator drops it at the end of its search)."""
     key = (X, Y, w, folds)
     kept_passes = getattr(est, "_local_passes", None)
     if kept_passes is not None and kept_passes[1] == unit:

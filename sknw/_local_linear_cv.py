@@ -119,6 +119,15 @@ class LocalPolynomialCVFit(CVSelectionMixin, LocalPolynomialFit):
             return self._fit_regression(X, y, sample_weight, groups)
         finally:
             self.__dict__.pop("_cv_targets", None)
+
+    def _select(self, *args, **kwargs):
+        # The passes of one search share their prepared data
+        # (:func:`~sknw._local_cv.query_centred_cv`), dropped at its end:
+        # after fit, and after the search of a plain estimator's
+        # ``bandwidth="cv"``.
+        try:
+            return super()._select(*args, **kwargs)
+        finally:
             self.__dict__.pop("_local_passes", None)
 
     @property

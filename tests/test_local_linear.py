@@ -842,7 +842,18 @@ def test_cv_passes_share_their_prepared_data_within_a_fit():
         shared = LocalLinearRegressorCV().fit(X, y)
     assert len(passes) >= 2 and len(prepared) == 1
     assert not hasattr(shared, "_local_passes")
+    # The search of a plain estimator's bandwidth="cv" drops them too.
+    searches = []
     original_prepared = _local_cv._prepared
+
+    def record(est, *args):
+        searches.append(est)
+        return original_prepared(est, *args)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_local_cv, "_prepared", record)
+        LocalLinearRegressor(bandwidth="cv").fit(X, y)
+    assert searches and not any(hasattr(e, "_local_passes") for e in searches)
 
     def every_pass(est, *args):
         est.__dict__.pop("_local_passes", None)
