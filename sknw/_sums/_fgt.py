@@ -353,9 +353,9 @@ class GaussIndex:
             return None
         reach = self._reach()
         c = out.shape[2]
-        # Per box: its windows' moments, the sums G and the Taylor
-        # coefficients L of _local_boxes.
-        per_box = c * (N_TERMS * (2 * reach + 1) + (powers + 2) * N_LOCAL + powers + 1)
+        # Per box: its windows' moments, the sums G, the Taylor coefficients
+        # L of _local_boxes and a term of their combination.
+        per_box = c * (N_TERMS * (2 * reach + 1) + (powers + 3) * N_LOCAL + powers + 1)
         span = max(1, tile_elements // per_box)
         served = np.zeros(s.size, dtype=bool)
         cells = cell[inside]
@@ -450,9 +450,10 @@ class GaussIndex:
         weight: ``(powers + 1, 2 reach + 1)``."""
         x = (reach - np.arange(2 * reach + 1)) * self.width / self.sigma
         n_h = N_TERMS + N_LOCAL + powers
-        # The Hermite polynomials by their recurrence (scipy's, measured within
-        # 8 units of roundoff of their envelope, as the recurrence of the
-        # Hermite functions in _block), times the Gaussian.
+        # The Hermite polynomials by scipy's recurrence, times the Gaussian:
+        # within about 20 units of roundoff of Cramér's envelope for |x| up
+        # to the reach and orders up to n_h (measured against extended
+        # precision), as the recurrence of the Hermite functions it replaced.
         H = eval_hermitenorm(np.arange(n_h)[:, None], x[None, :])
         H *= np.exp(-0.5 * x * x)
         # tables[m, i, k] = H[k + m, i]
