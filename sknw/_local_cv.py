@@ -65,7 +65,7 @@ def query_centred_cv(est, X, Y, w, unit, cands, folds):
     )
     if est.algorithm not in ("auto", *accepted):
         return {}
-    X, V, w, kept, mid, y_scale, spread, order, splits, shared = _prepared(
+    X, V, w, kept, mid, y_scale, spread, orders, splits, shared = _prepared(
         est, X, Y, w, unit, folds
     )
     params = {
@@ -86,12 +86,16 @@ def query_centred_cv(est, X, Y, w, unit, cands, folds):
             if got is None:
                 break
             estimate, served, rows = got
+            if train is None and served.all():  # every point, in order
+                pred = (estimate + mid) * y_scale
+                continue
             pred[rows[served]] = (estimate[served] + mid) * y_scale
             if not served.all():
                 missing.append((train, rows[~served]))
         else:
-            if order is not None:  # back to the points' order
-                pred[order] = pred.copy()
+            if orders is not None:  # back to the points' order
+                order, inverse = orders
+                pred = pred[inverse]
                 missing = [(train, order[rows]) for train, rows in missing]
             out[i] = (pred, missing)
     return out
@@ -102,8 +106,9 @@ def _prepared(est, X, Y, w, unit, folds):
     of :func:`moment_targets` and the weights kept by left-out points, for
     leave-one-out sorted once (each candidate's backend then finds its
     queries and training points in order, and its results need no
-    permutation) with that ``order`` (None for K-fold), the splits, and per
-    split the dict of what its indexes share across candidates.
+    permutation) with that order and its inverse (``orders``, None for
+    K-fold), the splits, and per split the dict of what its indexes share
+    across candidates.
 
     Kept in ``est._local_passes`` for the passes that follow on the same
     arrays (the estimator drops it at the end of its search)."""
@@ -115,13 +120,16 @@ def _prepared(est, X, Y, w, unit, folds):
     V, mid, y_scale, spread = moment_targets(Y, w)
     kept = None if w is None else w - np.minimum(w, unit)
     splits = [(None, None)] if folds is None else folds
-    order = None
+    orders = None
     if folds is None:
         order = np.argsort(X[:, 0], kind="stable")
         X, V = X[order], V[order]
         w, kept = (None, None) if w is None else (w[order], kept[order])
+        inverse = np.empty_like(order)
+        inverse[order] = np.arange(order.size)
+        orders = (order, inverse)
     shared = [{} for _ in splits]
-    prepared = (X, V, w, kept, mid, y_scale, spread, order, splits, shared)
+    prepared = (X, V, w, kept, mid, y_scale, spread, orders, splits, shared)
     est._local_passes = (key, unit, prepared)
     return prepared
 
