@@ -759,3 +759,40 @@ def test_local_moments_need_an_index_of_the_same_values():
     index = BACKENDS["fgt"].fit(replace(fit_request("fgt", X, V, w, head), powers=2))
     assert local_moments("fgt", index, Q, X, V + 1.0, head, 2, **sum_params(w)) is None
     assert local_moments(DENSE, None, Q, X, V, head, 2, **sum_params(w)) is None
+
+
+@pytest.mark.parametrize(
+    ("name", "kernel_name"),
+    [(n, k) for n, k in ONE_FEATURE if BACKENDS[n].fixed_values],
+)
+def test_a_search_index_knows_its_own_arrays_without_a_digest(
+    name, kernel_name, monkeypatch
+):
+    # Within a search (request.shared), an index serves the very arrays it
+    # was built from without hashing them again, and still serves equal
+    # copies and refuses other values by their digest; an estimator's index
+    # keeps no reference to its values.
+    from sknw._sums import _base
+
+    X, _, V, w = make_data(1, "weighted", seed=71)
+    head = Head(get_kernel(kernel_name), BANDWIDTH[1])
+    backend = BACKENDS[name]
+    request = fit_request(name, X, V, w, head)
+    assert not hasattr(backend.fit(request), "source")
+    shared = {}
+    index = backend.fit(replace(request, shared=shared))
+    assert "values_key" in shared
+    digests = []
+    original = _base.values_key
+
+    def spy(*args):
+        digests.append(1)
+        return original(*args)
+
+    monkeypatch.setattr(_base, "values_key", spy)
+    assert backend.serves(index, V, [head], w)
+    assert not digests
+    assert backend.serves(index, V.copy(), [head], w.copy())
+    assert not backend.serves(index, V + 1.0, [head], w)
+    assert not backend.serves(index, V, [head], w * 2.0)
+    assert len(digests) == 3

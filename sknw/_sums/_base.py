@@ -604,6 +604,32 @@ def values_key(V, w):
     return digest.digest()
 
 
+def fitted_values(index, request, V, w):
+    """The digest of the values ``V`` and weights ``w`` that ``index`` is
+    built from (:func:`values_key`), computed once per grid or search
+    (``request.shared``). Within a grid or search, whose arrays do not
+    change while its indexes live, the index also keeps the arrays
+    themselves, so that :func:`holds_values` knows them without a digest;
+    an estimator's fitted index (``request.shared`` None) keeps no reference
+    to them."""
+    if request.shared is None:
+        return values_key(V, w)
+    if "values_key" not in request.shared:
+        request.shared["values_key"] = values_key(V, w)
+    index.source = (V, w)
+    return request.shared["values_key"]
+
+
+def holds_values(index, key, V, w):
+    """Whether ``V`` and ``w`` are the values and weights of digest ``key``
+    that ``index`` holds: the very arrays it was built from within a search
+    (:func:`fitted_values`), or arrays of the same digest."""
+    source = getattr(index, "source", None)
+    if source is not None and source[0] is V and source[1] is w:
+        return True
+    return key == values_key(V, w)
+
+
 @dataclass
 class MomentSums:
     """Kernel-weighted moments about each query (the local polynomial fits'

@@ -76,12 +76,13 @@ from ._base import (
     Backend,
     MomentSums,
     _weighted_values,
+    fitted_values,
+    holds_values,
     leave_own_term_out,
     line_offsets,
     line_origin,
     own_rows,
     placed_rows,
-    values_key,
 )
 from ._dense import exact_rows
 from ._parallel import parallel_kernel_sums
@@ -798,15 +799,15 @@ class FGTBackend(Backend):
         )
         if request.auto and not index.built:
             return None
-        index.key = (_shared(request, "values_key", lambda: values_key(V, w)),
-                     request.head)  # fmt: skip
+        index.key = (fitted_values(index, request, V, w), request.head)
         return index
 
     def serves(self, index, V, heads, sample_weight):
         return (
             len(heads) == 1
             and V.shape[1] == index.n_values
-            and index.key == (values_key(V, sample_weight), heads[0])
+            and index.key[1] == heads[0]
+            and holds_values(index, index.key[0], V, sample_weight)
         )
 
     def sums(self, index, Q, X, V, heads, *, n_jobs=None, **params):

@@ -12,6 +12,8 @@ from ._base import (
     _scaled_rows,
     _tile_shape,
     _weighted_values,
+    fitted_values,
+    holds_values,
     keep_ratios,
     leave_own_term_out,
     line_offsets,
@@ -20,7 +22,6 @@ from ._base import (
     per_query,
     removed_entirely,
     unit_blocks,
-    values_key,
     within,
 )
 from ._dense import kernel_sums
@@ -625,7 +626,7 @@ class SortedBackend(Backend):
         index = SortedIndex(
             request.X, V, w, head.kernel, head.divisor, request.scale, request.powers
         )
-        index.key = (values_key(V, w), head)
+        index.key = (fitted_values(index, request, V, w), head)
         return index
 
     def _fit_ladder(self, request):
@@ -646,7 +647,7 @@ class SortedBackend(Backend):
             request.X, V, w, kernel, request.head.divisor, request.scale,
             request.powers,
         )  # fmt: skip
-        ladder.key = (values_key(V, w), kernel)
+        ladder.key = (fitted_values(ladder, request, V, w), kernel)
         return ladder
 
     def serves(self, index, V, heads, sample_weight):
@@ -654,9 +655,10 @@ class SortedBackend(Backend):
             return False
         (head,) = heads
         if isinstance(index, SortedLadder):
-            key = (values_key(V, sample_weight), head.kernel)
-            return per_query(head) and index.key == key
-        return not per_query(head) and index.key == (values_key(V, sample_weight), head)
+            same = per_query(head) and index.key[1] == head.kernel
+        else:
+            same = not per_query(head) and index.key[1] == head
+        return same and holds_values(index, index.key[0], V, sample_weight)
 
     def sums(self, index, Q, X, V, heads, *, n_jobs=None, **params):
         self.check_params(params)
