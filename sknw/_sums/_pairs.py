@@ -120,11 +120,11 @@ class PairTables:
         rows = max(1, min(m, tile_elements // max(n, 1)))
         factors = self._log_factors(heads, tile_elements)
         pass_ = _Pass(heads, factors, _weighted_values(V, w, slice(None)), w, own,
-                      ratio, squared, (rows, n))  # fmt: skip
+                      ratio, squared, inverse, (rows, n))  # fmt: skip
         for q0 in range(0, m, rows):
             q1 = min(q0 + rows, m)
             squares = [Dk[q0:q1] for Dk in self.squares]
-            pass_.tile(q0, q1, squares, inverse, out)
+            pass_.tile(q0, q1, squares, out)
         return out
 
     def _log_factors(self, heads, tile_elements):
@@ -166,42 +166,45 @@ class _Pass:
     head's log weights once per tile, the log factors of a smoothing
     (``log_factors``, see :meth:`PairTables._log_factors`) once for the
     heads that share them (at most :data:`GATHERED` kept), then each head's
-    shifted sums of ``Vx``."""
+    shifted sums of ``Vx``; ``inverse``: the inverse squares of the
+    continuous features' scalings."""
 
-    def __init__(self, heads, log_factors, Vx, w, own, ratio, squared, shape):
+    def __init__(self, heads, log_factors, Vx, w, own, ratio, squared, inverse,
+                 shape):  # fmt: skip
         self.heads, self.log_factors, self.Vx = heads, log_factors, Vx
         self.w, self.own, self.ratio, self.squared = w, own, ratio, squared
+        self.inverse = inverse
         self.unique, self.slot = _continuous_heads(heads)
-        self.log_linear = squared and all(
+        # One feature and Gaussian heads: each head's log weights straight
+        # from the squared differences (no distances needed), where their
+        # coefficients stay finite (None: from the distances).
+        self.coefs = None
+        log_linear = squared and all(
             u.kernel.nonnegative and log_linear_coef(u, True) is not None
             for u in self.unique
         )
+        if len(inverse) == 1 and log_linear:
+            with np.errstate(over="ignore"):
+                coefs = [log_linear_coef(u, True) * inverse[0] for u in self.unique]
+            if np.all(np.isfinite(coefs)):
+                self.coefs = coefs
         # The tiles' buffers (``shape``: the largest tile), made once.
         self.D, self.L, self.logs = (np.empty(shape) for _ in range(3))
         self.spare = [np.empty(shape) for _ in range(GATHERED)]
 
-    def tile(self, q0, q1, squares, inverse, out):
+    def tile(self, q0, q1, squares, out):
         """The sums of the queries ``q0:q1`` into ``out``, from their squared
-        differences on each continuous feature (``squares``) and the inverse
-        squares of the features' scalings (``inverse``)."""
+        differences on each continuous feature (``squares``)."""
         rows = q1 - q0
         D, L = self.D[:rows], self.L[:rows]
-        # One feature and Gaussian heads: each head's log weights straight
-        # from the squared differences (no distances needed), where their
-        # coefficients stay finite.
-        direct = len(squares) == 1 and self.log_linear
-        if direct:
-            with np.errstate(over="ignore"):
-                coefs = [log_linear_coef(u, True) * inverse[0] for u in self.unique]
-            direct = bool(np.all(np.isfinite(coefs)))
-        if not direct:
-            _scaled_squares(squares, inverse, D, L)
+        if self.coefs is None:
+            _scaled_squares(squares, self.inverse, D, L)
             if not self.squared:
                 np.sqrt(D, out=D)
         gathered, spare = {}, [G[:rows] for G in self.spare]
         for u, head_u in enumerate(self.unique):
-            if direct:
-                logs = np.multiply(squares[0], coefs[u], out=self.logs[:rows])
+            if self.coefs is not None:
+                logs = np.multiply(squares[0], self.coefs[u], out=self.logs[:rows])
             else:
                 logs = _continuous_logs(D, head_u, self.squared, self.logs[:rows])
             for h, head in enumerate(self.heads):
