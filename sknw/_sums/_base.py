@@ -604,6 +604,17 @@ def values_key(V, w):
     return digest.digest()
 
 
+def shared_value(request, name, compute):
+    """``compute()``, once per grid or search where the request's heads
+    share what depends on the training points and values alone
+    (``request.shared``)."""
+    if request.shared is None:
+        return compute()
+    if name not in request.shared:
+        request.shared[name] = compute()
+    return request.shared[name]
+
+
 def fitted_values(index, request, V, w):
     """The digest of the values ``V`` and weights ``w`` that ``index`` is
     built from (:func:`values_key`), computed once per grid or search
@@ -612,12 +623,9 @@ def fitted_values(index, request, V, w):
     themselves, so that :func:`holds_values` knows them without a digest;
     an estimator's fitted index (``request.shared`` None) keeps no reference
     to them."""
-    if request.shared is None:
-        return values_key(V, w)
-    if "values_key" not in request.shared:
-        request.shared["values_key"] = values_key(V, w)
-    index.source = (V, w)
-    return request.shared["values_key"]
+    if request.shared is not None:
+        index.source = (V, w)
+    return shared_value(request, "values_key", lambda: values_key(V, w))
 
 
 def holds_values(index, key, V, w):

@@ -83,6 +83,7 @@ from ._base import (
     line_origin,
     own_rows,
     placed_rows,
+    shared_value,
 )
 from ._dense import exact_rows
 from ._parallel import parallel_kernel_sums
@@ -742,20 +743,10 @@ def gaussian_why_not(name, kernel, metric, metric_params, n_features):
     )
 
 
-def _shared(request, name, compute):
-    """``compute()``, once per grid where the request's heads share what
-    depends on the training points and values alone (``request.shared``)."""
-    if request.shared is None:
-        return compute()
-    if name not in request.shared:
-        request.shared[name] = compute()
-    return request.shared[name]
-
-
 def line_order(request):
     """The order that sorts the one feature of the training points, shared by
     the heads of a grid: scaling and centring keep it."""
-    return _shared(
+    return shared_value(
         request,
         "line_order",
         lambda: np.argsort(np.asarray(request.X[:, 0], np.float64), kind="stable"),
@@ -789,7 +780,7 @@ class FGTBackend(Backend):
             request.scale,
             request.tile_elements,
             order=line_order(request),
-            origin=_shared(request, "line_origin", lambda: line_origin(request.X)),
+            origin=shared_value(request, "line_origin", lambda: line_origin(request.X)),
             # "auto" computes the moments only where they pay: against the
             # pruned line path of a single head, from a few points per box;
             # against a pass over every pair (a grid), always.
