@@ -53,6 +53,7 @@ from ._sums import (
     grid_sums,
     power_of_two_scale,
 )
+from ._sums._parallel import one_blas_thread
 from ._validation import (
     NotBoolInterval,
     check_bandwidth,
@@ -462,10 +463,13 @@ class CVSelectionMixin:
         splitter takes the ``groups`` of fit. With discrete features the
         smoothing parameters are searched too (see :mod:`sknw._mixed`), the
         passes sharing the pair tables of the search's splits
-        (:class:`~sknw._sums.PairCache`), dropped at its end."""
+        (:class:`~sknw._sums.PairCache`), dropped at its end. The whole
+        search runs BLAS on one thread, as the core's sums do (entered once,
+        rather than once per pass)."""
         self._pairs = None if self._discrete is None else PairCache()
         try:
-            self._search(X, V, y_score, w, kind, classes, finish, groups)
+            with one_blas_thread():
+                self._search(X, V, y_score, w, kind, classes, finish, groups)
         finally:
             self.__dict__.pop("_pairs", None)
 

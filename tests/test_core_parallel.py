@@ -58,3 +58,32 @@ def test_the_sums_run_blas_on_one_thread(n_jobs):
     assert _RecordingKernel.seen and set(_RecordingKernel.seen) == {1}
     # The threads in force outside the sums are left as they were.
     assert set(outside) <= {2} or not outside
+
+
+def test_nested_one_blas_thread_contexts_enter_the_limit_once(monkeypatch):
+    entered = []
+    real = _parallel._controller()
+
+    class Counting:
+        def limit(self, **kwargs):
+            entered.append(kwargs)
+            return real.limit(**kwargs)
+
+    monkeypatch.setattr(_parallel, "_controller", lambda: Counting())
+
+    def blas_threads():
+        return {i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"}
+
+    with threadpool_limits(limits=2, user_api="blas"):
+        before = blas_threads()
+        with _parallel.one_blas_thread():
+            with pytest.raises(RuntimeError):
+                with _parallel.one_blas_thread():
+                    assert blas_threads() <= {1}
+                    raise RuntimeError
+            with _parallel.one_blas_thread():  # still nested after the error
+                assert blas_threads() <= {1}
+        assert blas_threads() == before
+        with _parallel.one_blas_thread():  # a new outermost context
+            assert blas_threads() <= {1}
+    assert entered == [{"limits": 1, "user_api": "blas"}] * 2

@@ -1,6 +1,8 @@
 """Any backend's sums over batches of queries, in parallel."""
 
+import contextlib
 import functools
+import threading
 
 import numpy as np
 from joblib import effective_n_jobs
@@ -81,6 +83,11 @@ def _controller():
     return ThreadpoolController()
 
 
+#: How deep each thread is in :func:`one_blas_thread` contexts.
+_DEPTH = threading.local()
+
+
+@contextlib.contextmanager
 def one_blas_thread():
     """A context in which BLAS runs on one thread.
 
@@ -89,9 +96,24 @@ def one_blas_thread():
     wait for each other on busy cores): as scikit-learn's pairwise-distance
     reductions do, the core computes on one BLAS thread and takes several
     cores through ``n_jobs``. (The controller is made once: making one scans
-    the loaded libraries.)
+    the loaded libraries.) Within such a context of the same thread, another
+    one changes nothing and costs nothing (entering the controller's limit
+    takes tens of microseconds).
     """
-    return _controller().limit(limits=1, user_api="blas")
+    depth = getattr(_DEPTH, "n", 0)
+    if depth:
+        _DEPTH.n = depth + 1
+        try:
+            yield
+        finally:
+            _DEPTH.n = depth
+        return
+    with _controller().limit(limits=1, user_api="blas"):
+        _DEPTH.n = 1
+        try:
+            yield
+        finally:
+            _DEPTH.n = 0
 
 
 def _batch_call(fn, Q, params, first=0):
