@@ -39,8 +39,13 @@ def default_tile_elements():
 
     ``working_memory`` (MiB) bounds the few tile-sized buffers alive at once.
     """
-    budget = int(get_config()["working_memory"] * 2**20 / 8 / 4)
-    return max(1, min(TILE_ELEMENTS, budget))
+    return max(1, min(TILE_ELEMENTS, working_elements()))
+
+
+def working_elements():
+    """The largest tile within scikit-learn's ``working_memory``: float64
+    elements of a quarter of it (the few tile-sized buffers alive at once)."""
+    return int(get_config()["working_memory"] * 2**20 / 8 / 4)
 
 
 @dataclass(frozen=True)
