@@ -650,8 +650,8 @@ LOCAL_RUN = 32
 #: ``working_memory``, :func:`~sknw._sums._base.working_elements`): its fixed cost,
 #: about 40 array operations, is then paid about once per 400 boxes of a
 #: local linear fit rather than once per 100 (measured on the 9 smallest
-#: bandwidths of a search at 2000 points: 26 % faster; 16 tiles were no
-#: faster than 4).
+#: bandwidths of the default search, at 2000 and 20000 points: about 8 %
+#: faster, best of 25 runs taken in turn with one tile).
 LOCAL_RUN_TILES = 4
 #: Queries per box (on average over a run of boxes) from which each box's Taylor
 #: polynomials are evaluated as one matrix product with the powers of its
