@@ -74,8 +74,13 @@ def query_centred_cv(est, X, Y, w, unit, cands, folds):
         "tile_elements": default_tile_elements(),
     }
     out = {}
-    for i, cand in enumerate(cands):
-        ((scale, ((_, head),)),) = group_candidates([cand], est.metric, X)
+    scaled = {  # each candidate's scale and head, the scalings found once
+        i: (scale, head)
+        for scale, members in group_candidates(cands, est.metric, X)
+        for i, head in members
+    }
+    for i in range(len(cands)):
+        scale, head = scaled[i]
         pred = np.full(Y.shape, np.nan)
         missing = []
         for (train, test), share in zip(splits, shared, strict=True):

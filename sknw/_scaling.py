@@ -78,13 +78,15 @@ def scalings(bandwidths, metric, X=None):
     top = None if X is None else np.max(np.abs(X), axis=0, initial=0.0)
     median = _median(X) if degree is not None else None
     scales, out = {}, []
+    # The power of two of scalar bandwidths, common to all of them.
+    e = None if top is None else coordinate_exponent(np.max(top, initial=0.0), 1.0)
     for bw in bandwidths:
         if np.ndim(bw) and degree == 1 and np.all(bw == np.ravel(bw)[0]):
             # Equal per-feature bandwidths divide the distances as a scalar
             # does (and so decide edges of windows the same way).
             bw = float(np.ravel(bw)[0])
         if np.ndim(bw) == 0 and degree is not None and top is not None:
-            key, divisor = _scalar(bw, degree, top, scales)
+            key, divisor = _scalar(bw, degree, top, e, scales)
         elif np.ndim(bw) == 0 or degree is None:
             key = None if np.ndim(bw) == 0 else ("array", *map(float, bw))
             scales.setdefault(key, None if key is None else np.asarray(bw))
@@ -95,16 +97,17 @@ def scalings(bandwidths, metric, X=None):
     return out
 
 
-def _scalar(bw, degree, top, scales):
+def _scalar(bw, degree, top, e, scales):
     """Key and divisor of a scalar bandwidth: a power of two common to every
-    feature brings the coordinates near one (exact: distances and their ties
-    unchanged)."""
-    e = coordinate_exponent(np.max(top, initial=0.0), 1.0)
+    feature (``2**e``, ``e`` the :func:`coordinate_exponent` of the largest
+    coordinate ``top``) brings the coordinates near one (exact: distances and
+    their ties unchanged)."""
     divisor = float(np.ldexp(float(bw), -e * degree))
     if not _normal(divisor):  # the scaled bandwidth would leave the normal range
         scales.setdefault(None, None)
         return None, float(bw)
-    scales.setdefault("scalar", np.full(top.shape, np.ldexp(1.0, e)))
+    if "scalar" not in scales:
+        scales["scalar"] = np.full(top.shape, np.ldexp(1.0, e))
     return "scalar", divisor
 
 
