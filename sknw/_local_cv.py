@@ -17,6 +17,7 @@ from ._scaling import group_candidates
 from ._sums import (
     BACKENDS,
     FitRequest,
+    MomentSums,
     choose,
     default_tile_elements,
     local_moments,
@@ -32,6 +33,14 @@ from ._sums._base import removed_entirely
 #: training point stretches the one frame (a window whose variance is 0.01
 #: bandwidths squared keeps eight digits of it at the threshold).
 FRAME_ROUNDING = 1e-10
+
+#: The local fits of a search's candidates are solved together, as many
+#: candidates at once as make this many rows (one at a time from this many
+#: points on): each fit's fixed cost, about 60 array operations, is then paid
+#: once for several candidates where the points are few. Measured at 2000
+#: points (best of 12 runs taken in turn): 8 % faster than one at a time with
+#: 8192 or 16384 rows, 10 % slower with 65536 (arrays beyond the caches).
+FIT_ROWS = 1 << 13
 
 
 def moment_targets(Y, w):
@@ -56,7 +65,8 @@ def query_centred_cv(est, X, Y, w, unit, cands, folds):
     (estimates (n, k), missing)}`` for the candidates ``i`` served, with
     ``missing`` a list of ``(train, rows)`` whose estimates the exact path
     must give (``train`` None for leave-one-out, see
-    :func:`exact_estimates`).
+    :func:`exact_estimates`). The candidates are taken in batches of
+    :data:`FIT_ROWS` rows, whose local fits are solved together.
     """
     if X.shape[1] != 1 or est._discrete is not None:
         return {}
@@ -73,36 +83,42 @@ def query_centred_cv(est, X, Y, w, unit, cands, folds):
         "metric_params": est.metric_params_,
         "tile_elements": default_tile_elements(),
     }
-    out = {}
     scaled = {  # each candidate's scale and head, the scalings found once
         i: (scale, head)
         for scale, members in group_candidates(cands, est.metric, X)
         for i, head in members
     }
-    for i in range(len(cands)):
-        scale, head = scaled[i]
-        pred = np.full(Y.shape, np.nan)
-        missing = []
+    out = {}
+    per_batch = max(1, FIT_ROWS // max(1, X.shape[0]))
+    for b0 in range(0, len(cands), per_batch):
+        batch = range(b0, min(b0 + per_batch, len(cands)))
+        preds = {i: np.full(Y.shape, np.nan) for i in batch}
+        missing = {i: [] for i in batch}
         for (train, test), share in zip(splits, shared, strict=True):
-            got = _split_estimates(
-                est, accepted, X, V, w, kept, head, scale, (train, test, share),
-                params, spread,
-            )  # fmt: skip
-            if got is None:
-                break
-            estimate, served, rows = got
-            if train is None and served.all():  # every point, in order
-                pred = (estimate + mid) * y_scale
-                continue
-            pred[rows[served]] = (estimate[served] + mid) * y_scale
-            if not served.all():
-                missing.append((train, rows[~served]))
-        else:
+            got = {}
+            for i in preds:
+                scale, head = scaled[i]
+                got[i] = _split_moments(
+                    est, accepted, X, V, w, kept, head, scale, (train, test, share),
+                    params,
+                )  # fmt: skip
+            # A candidate the choice does not serve on a split: none of it.
+            preds = {i: p for i, p in preds.items() if got[i] is not None}
+            fits = _joint_fits([got[i] for i in preds], est, spread)
+            for i, (estimate, served) in zip(list(preds), fits, strict=True):
+                rows = got[i][1]
+                if train is None and served.all():  # every point, in order
+                    preds[i] = (estimate + mid) * y_scale
+                    continue
+                preds[i][rows[served]] = (estimate[served] + mid) * y_scale
+                if not served.all():
+                    missing[i].append((train, rows[~served]))
+        for i, pred in preds.items():
             if orders is not None:  # back to the points' order
                 order, inverse = orders
                 pred = pred[inverse]
-                missing = [(train, order[rows]) for train, rows in missing]
-            out[i] = (pred, missing)
+                missing[i] = [(train, order[rows]) for train, rows in missing[i]]
+            out[i] = (pred, missing[i])
     return out
 
 
@@ -139,12 +155,13 @@ def _prepared(est, X, Y, w, unit, folds):
     return prepared
 
 
-def _split_estimates(est, accepted, X, V, w, kept, head, scale, split, params, spread):
-    """``(estimates, served, rows)`` of one split (``split``: ``(train, test,
-    shared)``, ``train`` None for leave-one-out of every point, ``shared`` the
-    dict of what the split's indexes share across candidates) by a backend
-    summing local moments (of the ``accepted`` names), or None where the
-    choice gives none."""
+def _split_moments(est, accepted, X, V, w, kept, head, scale, split, params):
+    """``(moments, rows, n_positive)`` of one split (``split``: ``(train,
+    test, shared)``, ``train`` None for leave-one-out of every point,
+    ``shared`` the dict of what the split's indexes share across candidates)
+    by a backend summing local moments (of the ``accepted`` names), with the
+    number of training points of positive weight of each query's fit; None
+    where the choice gives none."""
     train, test, shared = split
     if train is None:
         Xq, Xt, Vt, wt = X, X, V, w
@@ -179,11 +196,37 @@ def _split_estimates(est, accepted, X, V, w, kept, head, scale, split, params, s
     n_positive = Xt.shape[0] if wt is None else int(np.sum(wt > 0))
     if train is None:
         n_positive = n_positive - removed_entirely(rows, wt, kept)
+    return moments, rows, n_positive
+
+
+def _joint_fits(got, est, spread):
+    """``[(estimates, served), ...]`` of the moments ``got`` (of
+    :func:`_split_moments`) of several candidates, by one
+    :func:`~sknw._local_frame.query_centred_fit` over all their rows (each
+    row's fit depends on its own moments only). A window's count of points,
+    where the backend gives one, is its number of training points of
+    positive weight."""
+    if not got:
+        return []
+    sizes = [moments.sums.shape[0] for moments, _, _ in got]
+    positive = np.concatenate([
+        np.broadcast_to(n if moments.counts is None else moments.counts, (size,))
+        for (moments, _, n), size in zip(got, sizes, strict=True)
+    ])  # fmt: skip
+    joint = MomentSums(
+        np.concatenate([moments.sums for moments, _, _ in got]),
+        np.concatenate([moments.bound for moments, _, _ in got]),
+        None,
+        1.0,
+    )
     fit = query_centred_fit(
-        moments, spread / 2, spread, est.min_eigenvalue, n_positive,
+        joint, spread / 2, spread, est.min_eigenvalue, positive,
         max_leverage=est.max_leverage,
     )  # fmt: skip
-    return fit.estimate, fit.served, rows
+    cuts = np.cumsum(sizes)[:-1]
+    return list(
+        zip(np.split(fit.estimate, cuts), np.split(fit.served, cuts), strict=True)
+    )
 
 
 def exact_estimates(est, cand, X, w, unit, train, rows):

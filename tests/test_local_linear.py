@@ -867,3 +867,63 @@ def test_cv_passes_share_their_prepared_data_within_a_fit():
         shared.cv_results_["mean_test_score"], alone.cv_results_["mean_test_score"]
     )
     assert shared.best_score_ == alone.best_score_
+
+
+@pytest.mark.parametrize("cv", [None, 4])
+def test_cv_fits_of_several_candidates_solved_together_equal_one_at_a_time(cv):
+    # The local fits of a batch of candidates (one query_centred_fit over all
+    # their rows) equal each candidate's own fit, bit for bit, with
+    # weights, a kernel on each 1-D fast path (fgt, sorted: windows with
+    # counts) and bandwidths small enough for windows of fewer than 2 points.
+    from sknw import _local_cv, _local_linear_cv
+
+    X, y, w = _fast_data(n=800, seed=5)
+    w[::7] = 0.0
+    fits, exact = [], []
+    original = _local_cv.query_centred_fit
+    original_exact = _local_linear_cv.exact_estimates
+
+    def count(*args, **kwargs):
+        fits.append(args[0].sums.shape[0])
+        return original(*args, **kwargs)
+
+    def one_at_a_time(got, est, spread):  # each candidate's own fit
+        out = []
+        for moments, _, n_positive in got:
+            fit = _local_cv.query_centred_fit(
+                moments, spread / 2, spread, est.min_eigenvalue, n_positive,
+                max_leverage=est.max_leverage,
+            )  # fmt: skip
+            out.append((fit.estimate, fit.served))
+        return out
+
+    def record_exact(est, cand, X, w, unit, train, rows):
+        exact.append((cand["kernel"], float(cand["bandwidth"]), tuple(rows)))
+        return original_exact(est, cand, X, w, unit, train, rows)
+
+    def search():
+        return LocalLinearRegressorCV(
+            kernels=["gaussian", "epanechnikov"],
+            bandwidths=list(np.geomspace(0.0005, 0.3, 12)),
+            cv=cv,
+        ).fit(X, y, sample_weight=w)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_local_cv, "query_centred_fit", count)
+        patch.setattr(_local_linear_cv, "exact_estimates", record_exact)
+        together = search()
+        assert max(fits) > X.shape[0]  # several candidates in one fit
+        left_together = sorted(exact, key=repr)
+        fits.clear()
+        exact.clear()
+        patch.setattr(_local_cv, "_joint_fits", one_at_a_time)
+        alone = search()
+        assert max(fits) <= X.shape[0]
+    # The same points left to the exact path (windows of fewer than 2
+    # points among them: the sorted path counts them).
+    assert left_together and left_together == sorted(exact, key=repr)
+    for key in ("mean_test_score", "n_empty_windows"):
+        if key in together.cv_results_:
+            assert_array_equal(together.cv_results_[key], alone.cv_results_[key])
+    assert together.best_score_ == alone.best_score_
+    assert np.isfinite(together.cv_results_["mean_test_score"]).any()
