@@ -174,11 +174,13 @@ def grid_boxes(x, sigma, order=None):
         cell = np.floor(xs / width) if width > 0.0 else xs + np.inf
     if not np.max(np.abs(cell), initial=0.0) < 2.0**31:
         return None
-    starts = np.flatnonzero(np.r_[True, cell[1:] != cell[:-1]]) if xs.size else []
-    starts = np.asarray(starts, dtype=np.intp)
+    starts = np.zeros(min(xs.size, 1), dtype=np.intp)
+    if xs.size > 1:
+        starts = np.append(starts, np.flatnonzero(cell[1:] != cell[:-1]) + 1)
     cells = cell[starts]
     centre_x = (cells + 0.5) * width
-    offsets = (xs - np.repeat(centre_x, np.diff(np.r_[starts, xs.size]))) / sigma
+    # Each point's box centre, (cell + 1/2) w, as centre_x holds it.
+    offsets = (xs - (cell + 0.5) * width) / sigma
     if not np.max(np.abs(offsets), initial=0.0) <= RADIUS:
         return None
     return order, cells, starts, centre_x, offsets
