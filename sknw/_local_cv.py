@@ -11,6 +11,7 @@ the cross-validation (:meth:`CVSelectionMixin._cv_estimates`).
 import warnings
 
 import numpy as np
+from joblib import effective_n_jobs
 
 from ._local_frame import query_centred_fit
 from ._scaling import group_candidates
@@ -82,6 +83,8 @@ def query_centred_cv(est, X, Y, w, unit, cands, folds):
         "metric": est.metric,
         "metric_params": est.metric_params_,
         "tile_elements": default_tile_elements(),
+        # Resolved once (joblib's context) rather than by every pass.
+        "n_jobs": effective_n_jobs(est.n_jobs),
     }
     scaled = {  # each candidate's scale and head, the scalings found once
         i: (scale, head)
@@ -189,7 +192,7 @@ def _split_moments(est, accepted, X, V, w, kept, head, scale, split, params):
         return None
     moments = local_moments(
         name, index, Xq, Xt, Vt, head, 2, scale=scale, sample_weight=wt,
-        n_jobs=est.n_jobs, **params, **loo,
+        **params, **loo,
     )  # fmt: skip
     if moments is None:
         return None
