@@ -311,9 +311,19 @@ def _sorted_sums(index, stats, Qo, so, coef, V, w, own, keep, tile_elements):
 
 def _block_gaps(qlo, qhi, tlo, thi):
     """Squared smallest distances between query boxes ``[qlo, qhi]`` and
-    tile boxes, (n_boxes, n_tiles); a query point is the box ``[q, q]``."""
-    g = np.maximum(np.maximum(tlo[None] - qhi[:, None], qlo[:, None] - thi[None]), 0.0)
-    return np.einsum("ijk,ijk->ij", g, g)
+    tile boxes, (n_boxes, n_tiles); a query point is the box ``[q, q]``.
+
+    Feature by feature on (n_boxes, n_tiles) arrays (the same arithmetic
+    for boxes and points, so that a box's gap is at most its points'): two
+    to five times faster than over (n_boxes, n_tiles, d) arrays, from the
+    query tiles' blocks to the passes' blocks of query tiles."""
+    out = np.zeros((qlo.shape[0], tlo.shape[0]))
+    for k in range(qlo.shape[1]):
+        g = np.maximum(tlo[:, k] - qhi[:, k, None], qlo[:, k, None] - thi[:, k])
+        np.maximum(g, 0.0, out=g)
+        g *= g
+        out += g
+    return out
 
 
 def _far_sums(logs, near, W, A):
