@@ -305,7 +305,8 @@ def _sorted_sums(index, stats, Qo, so, coef, V, w, own, keep, tile_elements):
             mine = None if own is None else own[rows]
             tiles = np.flatnonzero(near[t - b0])
             _tile_sums(index, (A, W), Qo[rows], so[rows], coef, V, w,
-                       mine, keep, tiles, view, tile_elements)  # fmt: skip
+                       mine, keep, tiles, view, tile_elements,
+                       (qlo[t], qhi[t]))  # fmt: skip
     return out
 
 
@@ -338,9 +339,10 @@ def _far_sums(logs, near, W, A):
 
 
 def _tile_sums(index, tiles_stats, Qt, s, coef, V, w, own, keep, near, out,
-               tile_elements):  # fmt: skip
-    """Add the terms of one query tile from the tiles ``near`` it to
-    ``out``, and the bounds of those it skips query by query."""
+               tile_elements, box):  # fmt: skip
+    """Add the terms of one query tile (of bounding box ``box``, ``(lo,
+    hi)``) from the tiles ``near`` it to ``out``, and the bounds of those it
+    skips query by query."""
     A, W = tiles_stats
     m = Qt.shape[0]
     own_pos = None if own is None else index.leaf_of(own)
@@ -356,18 +358,19 @@ def _tile_sums(index, tiles_stats, Qt, s, coef, V, w, own, keep, near, out,
         met = use.any(axis=0)
         if met.any():
             _add_terms(index, out, Qt, s, coef, V, w, tiles[met], use[:, met],
-                       own_pos, own, keep)  # fmt: skip
+                       own_pos, own, keep, box)  # fmt: skip
 
 
-def _add_terms(index, out, Qt, s, coef, V, w, tiles, use, own_pos, own, keep):
-    """Add the terms of the training ``tiles`` that the queries ``use``."""
+def _add_terms(index, out, Qt, s, coef, V, w, tiles, use, own_pos, own, keep, box):
+    """Add the terms of the training ``tiles`` that the queries ``use``
+    (their bounding box ``box``)."""
     sizes = index.sizes[tiles]
     ends = np.cumsum(sizes)
     pos = np.repeat(index.starts[tiles] - ends + sizes, sizes) + np.arange(ends[-1])
-    L = _log_terms(Qt, index.X[pos], s, coef)
+    L = _log_terms(Qt, index.X[pos], s, coef, box)
     # The floor (see _exp) only where a term may fall below it; the terms
     # left out are set to 0 after exp (exp is slow on -inf).
-    far = _far_gaps(Qt.min(axis=0), Qt.max(axis=0), index.lo[tiles], index.hi[tiles])
+    far = _far_gaps(box[0], box[1], index.lo[tiles], index.hi[tiles])
     E = _exp(L, bool(coef * np.max(far) - np.max(s) < EXP_FLOOR))
     if not use.all():
         # Whole tiles of TILE_ROWS columns, as a (queries, tiles, rows) view.
@@ -385,9 +388,10 @@ def _add_terms(index, out, Qt, s, coef, V, w, tiles, use, own_pos, own, keep):
     out.acc += E @ _weighted_values(V, w, rows)
 
 
-def _log_terms(Qt, Xt, s, coef):
+def _log_terms(Qt, Xt, s, coef, box=None):
     """The shifted log terms ``coef |q - x|**2 - s``: one GEMM of the
-    coordinates centred on the queries' middle where its rounding error is
+    coordinates centred on the queries' middle (of their bounding box
+    ``box``, ``(lo, hi)``, by default computed) where its rounding error is
     within :data:`GEMM_ROUNDING`, else from :func:`cdist`.
 
     The GEMM sums ``d + 2`` products whose absolute values add up to at most
@@ -395,7 +399,8 @@ def _log_terms(Qt, Xt, s, coef):
     by at most ``(d + 4) u`` times that (``u`` the unit roundoff), a relative
     error of each term.
     """
-    c = (Qt.max(axis=0) + Qt.min(axis=0)) / 2
+    lo, hi = (Qt.min(axis=0), Qt.max(axis=0)) if box is None else box
+    c = (hi + lo) / 2
     Qc, Xc = Qt - c, Xt - c
     qn = np.einsum("ij,ij->i", Qc, Qc)
     xn = np.einsum("ij,ij->i", Xc, Xc)
