@@ -463,9 +463,8 @@ class CVSelectionMixin:
         splitter takes the ``groups`` of fit. With discrete features the
         smoothing parameters are searched too (see :mod:`sknw._mixed`), the
         passes sharing the pair tables of the search's splits
-        (:class:`~sknw._sums.PairCache`), dropped at its end. The whole
-        search runs BLAS on one thread, as the core's sums do (entered once,
-        rather than once per pass)."""
+        (:class:`~sknw._sums.PairCache`), dropped at its end; on one BLAS
+        thread, as the core's sums (entered once, not once per pass)."""
         self._pairs = None if self._discrete is None else PairCache()
         try:
             with one_blas_thread():
