@@ -179,21 +179,74 @@ def warn_at_edge(cands, mean, n_bw, owner):
 WINDOW_STEPS = 5
 
 
-def grid_window(cands, around, steps=WINDOW_STEPS):
+def grid_window(cands, around, steps=WINDOW_STEPS, centre=None):
     """Candidates of the default grid's kernels and spacing at the
     multipliers within ``steps`` steps of ``around`` (which may lie in an
-    extension beyond the grid)."""
+    extension beyond the grid).
+
+    ``centre``: a candidate already scored at the multiplier ``around`` (the
+    best of a coordinate search, whose shape the grid's rule bandwidths
+    carry): the window's candidate of its kernel there takes its bandwidth
+    bit for bit, so that a :class:`ScoreMemo` gives its score again."""
     step = grid_step(cands)
     if step is None or not np.isfinite(around):
         return cands
     mults = around * step ** np.arange(-steps, steps + 1)
     kernels = {id(c["kernel"]): c for c in cands}.values()  # one per kernel
-    return [
+    window = [
         {"kernel": c["kernel"], "bandwidth": m * c["rule"], "multiplier": float(m),
          "rule": c["rule"]}
         for c in kernels
         for m in mults
     ]  # fmt: skip
+    if centre is not None:
+        for cand in window:
+            if cand["kernel"] is centre["kernel"] and cand["multiplier"] == around:
+                cand["bandwidth"] = np.copy(centre["bandwidth"])
+    return window
+
+
+class ScoreMemo:
+    """The scores of the candidates a search has scored, by kernel,
+    bandwidth (bit for bit), smoothing parameters and span: a candidate met
+    again (the centre of a window about a coordinate search's best, the same
+    trial of two rounds) is not scored twice. Holds the kernels of its keys,
+    so that their identities stay theirs."""
+
+    def __init__(self, score):
+        self._score = score
+        self._known = {}
+
+    @staticmethod
+    def _key(cand):
+        bandwidth = np.asarray(cand["bandwidth"], dtype=np.float64)
+        lambdas = cand.get("lambdas")
+        return (
+            id(cand["kernel"]),
+            bandwidth.shape,
+            bandwidth.tobytes(),
+            None if lambdas is None else tuple(map(float, lambdas)),
+            cand.get("span"),
+        )
+
+    def __call__(self, cands):
+        """``((mean, splits), n_empty)`` of ``cands`` as ``score`` gives them
+        (``splits`` None or one row per candidate), each new candidate scored
+        once, in one call."""
+        keys = [self._key(c) for c in cands]
+        new = {}
+        for i, key in enumerate(keys):
+            if key not in self._known:
+                new.setdefault(key, i)
+        if new:
+            (mean, splits), n_empty = self._score([cands[i] for i in new.values()])
+            for j, (key, i) in enumerate(new.items()):
+                row = None if splits is None else splits[j]
+                self._known[key] = (mean[j], row, n_empty[j], cands[i]["kernel"])
+        rows = [self._known[key] for key in keys]
+        splits = None if rows[0][1] is None else np.array([r[1] for r in rows])
+        mean = np.array([r[0] for r in rows], dtype=np.float64)
+        return (mean, splits), np.array([r[2] for r in rows])
 
 
 def grid_step(cands):

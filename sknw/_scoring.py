@@ -1,6 +1,7 @@
 """Scorers of the out-of-sample predictions of the CV estimators: any
 scikit-learn scorer (or callable) applied to the predictions through a
-stand-in estimator, checked once before the search."""
+stand-in estimator, checked once before the search; and the table of the
+scores, ``cv_results_``."""
 
 import copy
 import inspect
@@ -219,3 +220,46 @@ def _trial_score(score, pred, y_true, sample_weight, name, where, owner):
         f"scoring={name} cannot score the out-of-sample predictions of "
         f"{owner}{where}: {type(error).__name__}: {error}"
     ) from error
+
+
+def ranks(mean_scores):
+    """Ranks as in GridSearchCV: 1 is best, ties share the lower rank, NaN last."""
+    filled = np.where(np.isnan(mean_scores), -np.inf, mean_scores)
+    order = np.argsort(-filled, kind="stable")
+    rank = np.empty(len(filled), dtype=np.int32)
+    sorted_scores = filled[order]
+    current = 1
+    for pos, idx in enumerate(order):
+        if pos > 0 and sorted_scores[pos] != sorted_scores[pos - 1]:
+            current = pos + 1
+        rank[idx] = current
+    return rank
+
+
+def cv_results(kernels, n_bw, cands, mean, splits, n_empty):
+    """``cv_results_``: GridSearchCV's keys, with the bandwidth multipliers
+    and the empty windows of each candidate."""
+    params = [
+        {"kernel": kernels[i // n_bw], "bandwidth": cand["bandwidth"]}
+        for i, cand in enumerate(cands)
+    ]
+    results = {
+        "param_kernel": object_array([p["kernel"] for p in params]),
+        "param_bandwidth": object_array([p["bandwidth"] for p in params]),
+        "bandwidth_multiplier": np.array([c["multiplier"] for c in cands]),
+        "params": params,
+        "mean_test_score": mean,
+        "rank_test_score": ranks(mean),
+        "n_empty_windows": n_empty,
+    }
+    if splits is not None:
+        results["std_test_score"] = np.nanstd(splits, axis=1)
+        for f in range(splits.shape[1]):
+            results[f"split{f}_test_score"] = splits[:, f]
+    return results
+
+
+def object_array(values):
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    return out

@@ -26,6 +26,7 @@ from ._grid import (  # noqa: F401 - the grid's names, here too
     DEFAULT_GRID_RANGE,
     WINDOW_STEPS,
     GridEdgeWarning,
+    ScoreMemo,
     candidate_grid,
     extend_at_edges,
     grid_multipliers,
@@ -42,7 +43,7 @@ from ._mixed import (
 )
 from ._refine import polish_size, refine_bandwidth
 from ._scaling import group_candidates, scalings
-from ._scoring import check_scoring, make_scorer
+from ._scoring import check_scoring, cv_results, make_scorer, object_array
 from ._smoothest import per_point_losses, smoothest_near_best
 from ._span import candidate_spans, span_candidates, split_heads
 from ._sums import (
@@ -303,20 +304,6 @@ def select(mean_scores):
     return int(np.nanargmax(mean_scores))
 
 
-def ranks(mean_scores):
-    """Ranks as in GridSearchCV: 1 is best, ties share the lower rank, NaN last."""
-    filled = np.where(np.isnan(mean_scores), -np.inf, mean_scores)
-    order = np.argsort(-filled, kind="stable")
-    rank = np.empty(len(filled), dtype=np.int32)
-    sorted_scores = filled[order]
-    current = 1
-    for pos, idx in enumerate(order):
-        if pos > 0 and sorted_scores[pos] != sorted_scores[pos - 1]:
-            current = pos + 1
-        rank[idx] = current
-    return rank
-
-
 def _check_bandwidth_grid(bandwidths, n_features):
     """Validate a user bandwidth grid: positive floats or per-feature arrays."""
     grid = [check_bandwidth(bw, n_features) for bw in bandwidths]
@@ -491,11 +478,15 @@ class CVSelectionMixin:
 
         def evaluate(cands):
             """Out-of-sample scores and empty-window counts of candidates
-            (those without smoothing parameters take the current ones)."""
+            (those without smoothing parameters take the current ones), each
+            scored once per search."""
             if discrete is not None:
                 for cand in cands:
                     if "lambdas" not in cand:
                         cand["lambdas"] = tuple(state["lambdas"])
+            return memo(cands)
+
+        def scored(cands):
             if criterion is not None:
                 shares = np.full((len(cands), X.shape[0]), np.nan)
                 preds, n_empty = self._cv_estimates(
@@ -506,6 +497,7 @@ class CVSelectionMixin:
             preds, n_empty = self._cv_estimates(X, V, w_n, unit, cands, folds, finish)
             return score_candidates(preds, y_score, w_n, folds, scorer), n_empty
 
+        memo = ScoreMemo(scored)
         spans = candidate_spans(self)
         if spans is not None:
             cands = span_candidates(self, X, w, resolved, spans)
@@ -536,6 +528,7 @@ class CVSelectionMixin:
                 changed |= polish(evaluate, best, state, discrete)
             if changed:  # the grid again, at the new shape and parameters
                 state["around"] = best["multiplier"] if default else None
+                state["centre"] = best  # scored: its score is known
                 state["steps"] = (
                     WINDOW_STEPS if searched is None else SUBSAMPLE_WINDOW_STEPS
                 )
@@ -669,7 +662,9 @@ class CVSelectionMixin:
                     cand["bandwidth"] = cand["bandwidth"] * shape
                     cand["rule"] = cand["rule"] * shape
             if state.get("around") is not None:
-                cands = grid_window(cands, state["around"], state["steps"])
+                cands = grid_window(
+                    cands, state["around"], state["steps"], state.get("centre")
+                )
         else:
             cands = [
                 {"kernel": kernel, "multiplier": np.nan, **entry}
@@ -701,7 +696,7 @@ class CVSelectionMixin:
         ``best``)."""
         cands, mean, splits, n_empty, n_bw = found
         best = select(mean) if best is None else best
-        self.cv_results_ = _cv_results(kernels, n_bw, cands, mean, splits, n_empty)
+        self.cv_results_ = cv_results(kernels, n_bw, cands, mean, splits, n_empty)
         self.best_index_ = best
         self.best_score_ = float(mean[best])
         self.kernel_ = cands[best]["kernel"]
@@ -713,7 +708,7 @@ class CVSelectionMixin:
                 params["span"] = c["span"]
         if self._discrete is not None:
             full = [self._full_bandwidth(c) for c in cands]
-            self.cv_results_["param_bandwidth"] = _object_array(full)
+            self.cv_results_["param_bandwidth"] = object_array(full)
             for params, bw in zip(self.cv_results_["params"], full, strict=True):
                 params["bandwidth"] = bw
         # The fitted estimator divides the data as its candidate was scored.
@@ -869,32 +864,3 @@ SUBSAMPLE_FACTORS = (2**-0.5, 2**0.5)
 #: ... then the grid is scored this many steps on either side of the size
 #: (extended where its best is at an edge).
 SUBSAMPLE_WINDOW_STEPS = 2
-
-
-def _cv_results(kernels, n_bw, cands, mean, splits, n_empty):
-    """``cv_results_``: GridSearchCV's keys, with the bandwidth multipliers
-    and the empty windows of each candidate."""
-    params = [
-        {"kernel": kernels[i // n_bw], "bandwidth": cand["bandwidth"]}
-        for i, cand in enumerate(cands)
-    ]
-    results = {
-        "param_kernel": _object_array([p["kernel"] for p in params]),
-        "param_bandwidth": _object_array([p["bandwidth"] for p in params]),
-        "bandwidth_multiplier": np.array([c["multiplier"] for c in cands]),
-        "params": params,
-        "mean_test_score": mean,
-        "rank_test_score": ranks(mean),
-        "n_empty_windows": n_empty,
-    }
-    if splits is not None:
-        results["std_test_score"] = np.nanstd(splits, axis=1)
-        for f in range(splits.shape[1]):
-            results[f"split{f}_test_score"] = splits[:, f]
-    return results
-
-
-def _object_array(values):
-    out = np.empty(len(values), dtype=object)
-    out[:] = values
-    return out

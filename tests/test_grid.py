@@ -121,3 +121,87 @@ def test_a_plateau_at_an_edge_is_not_extended():
     labels = np.repeat([0, 1], 50)
     cv = NadarayaWatsonClassifierCV().fit(X, labels)
     assert len(cv.cv_results_["mean_test_score"]) == 30
+
+
+def _memo_scores(calls):
+    """A stand-in scorer: each candidate's score from its bandwidth, its
+    splits and empty windows from its position; records every call."""
+
+    def score(cands):
+        calls.append([float(np.sum(c["bandwidth"])) for c in cands])
+        mean = np.array([-float(np.sum(c["bandwidth"])) for c in cands])
+        splits = np.column_stack([mean, 2.0 * mean])
+        return (mean, splits), np.arange(len(cands)) + 10 * len(calls)
+
+    return score
+
+
+def test_the_memo_scores_each_candidate_once_and_keeps_the_order():
+    from sknw._grid import ScoreMemo
+    from sknw.kernels import get_kernel
+
+    calls = []
+    memo = ScoreMemo(_memo_scores(calls))
+    gauss, epan = get_kernel("gaussian"), get_kernel("epanechnikov")
+    a = {"kernel": gauss, "bandwidth": np.array([0.1, 0.2])}
+    b = {"kernel": gauss, "bandwidth": np.array([0.3, 0.2])}
+    (mean, splits), empty = memo([a, b, dict(a)])  # a twice: scored once
+    assert calls == [[0.1 + 0.2, 0.3 + 0.2]]
+    assert_allclose(mean, [-0.3, -0.5, -0.3])
+    assert_allclose(splits[:, 1], 2.0 * mean)
+    assert empty.tolist() == [10, 11, 10]
+    # Met again: the same kernel and bandwidth bit for bit only.
+    c = {"kernel": epan, "bandwidth": np.array([0.1, 0.2])}  # another kernel
+    d = {"kernel": gauss, "bandwidth": np.array([0.1, np.nextafter(0.2, 1.0)])}
+    e = {"kernel": gauss, "bandwidth": np.array([0.1, 0.2]), "lambdas": (0.5,)}
+    (mean, splits), empty = memo([b, c, d, e, a])
+    assert len(calls) == 2 and len(calls[1]) == 3  # c, d and e are new
+    assert_allclose(mean, [-0.5, -0.3, -0.3, -0.3, -0.3])
+    assert empty.tolist() == [11, 20, 21, 22, 10]
+
+
+def test_the_memo_keeps_no_splits_where_the_scorer_gives_none():
+    from sknw._grid import ScoreMemo
+    from sknw.kernels import get_kernel
+
+    def score(cands):
+        return (np.full(len(cands), -1.0), None), np.zeros(len(cands), int)
+
+    memo = ScoreMemo(score)
+    cand = {"kernel": get_kernel("gaussian"), "bandwidth": 0.5}
+    memo([cand])
+    (mean, splits), empty = memo([cand, {**cand, "bandwidth": 0.25}])
+    assert splits is None and mean.tolist() == [-1.0, -1.0]
+
+
+def test_a_shape_search_scores_no_candidate_twice(monkeypatch):
+    """The coordinate search's best is the centre of the window after it: its
+    score is taken again, not computed again, and equals a fresh one."""
+    rng = np.random.default_rng(3)
+    X = rng.uniform(-2.0, 2.0, size=(400, 2))
+    y = np.sin(2.0 * X[:, 0]) + 0.3 * rng.normal(size=400)
+    calls = []
+    scored = NadarayaWatsonRegressorCV._cv_estimates
+
+    def recording(self, X, V, w, unit, cands, *args, **kwargs):
+        calls.append([np.asarray(c["bandwidth"], float).tobytes() for c in cands])
+        return scored(self, X, V, w, unit, cands, *args, **kwargs)
+
+    monkeypatch.setattr(NadarayaWatsonRegressorCV, "_cv_estimates", recording)
+    search = NadarayaWatsonRegressorCV().fit(X, y)
+    seen = [key for call in calls for key in call]
+    assert len(seen) == len(set(seen))
+    # The final grid (the window) was scored in its own call, but for the
+    # candidate met before it: the coordinate search's best.
+    grid = [np.asarray(p["bandwidth"], float) for p in search.cv_results_["params"]]
+    first_call = {key: i for i, call in enumerate(calls) for key in call}
+    at = [first_call[bw.tobytes()] for bw in grid]
+    window_call = max(at)
+    earlier = [i for i, c in enumerate(at) if c < window_call]
+    assert len(earlier) == 1
+    (centre,) = earlier
+    monkeypatch.undo()
+    fresh = NadarayaWatsonRegressorCV(bandwidths=[grid[centre]]).fit(X, y)
+    assert_allclose(
+        search.cv_results_["mean_test_score"][centre], fresh.best_score_, rtol=1e-12
+    )
