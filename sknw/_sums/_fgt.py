@@ -172,7 +172,8 @@ def grid_boxes(x, sigma, order=None):
     xs = x[order]
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         cell = np.floor(xs / width) if width > 0.0 else xs + np.inf
-    if not np.max(np.abs(cell), initial=0.0) < 2.0**31:
+    # Sorted: the cells are too, and the largest in magnitude is at an end.
+    if xs.size and not max(abs(cell[0]), abs(cell[-1])) < 2.0**31:
         return None
     starts = np.zeros(min(xs.size, 1), dtype=np.intp)
     if xs.size > 1:
@@ -313,7 +314,8 @@ class GaussIndex:
         m, c = s.size, self.moments.shape[2]
         out = np.zeros((m, powers + 1, c))
         skipped = SKIPPED * (REACH - RADIUS) ** np.arange(powers + 1)
-        bound = np.tile(skipped * self.total_weight, (m, 1))
+        bound = np.empty((m, powers + 1))
+        bound[:] = skipped * self.total_weight
         # Runs of boxes holding enough sorted queries take the boxes' local
         # expansions; the other queries the expansions per query.
         rest = (
@@ -413,15 +415,14 @@ class GaussIndex:
             self._tables[powers] = self._translations(reach, powers)
         tables, per_box = self._tables[powers]
         # windows[i, k, c, t] = dense[k, t + i, c]
-        windows = np.lib.stride_tricks.sliding_window_view(dense, width, axis=1)
-        windows = windows.transpose(1, 0, 2, 3).reshape(-1, c * width)
+        windows = _windows(dense, width, axis=1).transpose(1, 0, 2, 3)
+        windows = windows.reshape(-1, c * width)
         # G[m, c, t]: the sums of the Hermite functions of order k + m over
         # the windows, shared by the powers (_power_terms); L[l, j, c, t]: the
         # Taylor coefficients of each target box.
         G = (tables @ windows).reshape(N_LOCAL + powers, c, width)
         L = _taylor_coefficients(G, powers)
-        box_bound = np.lib.stride_tricks.sliding_window_view(weight, 2 * reach + 1)
-        box_bound = box_bound @ per_box.T  # (width, powers + 1)
+        box_bound = _windows(weight, 2 * reach + 1, axis=0) @ per_box.T
         # Each query's Taylor polynomial in delta, over batches of queries
         # (sorted by box) within the working memory: by one product per box
         # where the run's boxes hold PRODUCT_QUERIES queries on average (each
@@ -518,6 +519,18 @@ class GaussIndex:
             slope = reach ** (j + 1) + j * reach ** (j - 1)
             per_weight = (trunc + ROUNDING * rounding) * quarter + moved * slope
             bound[:, j] += per_weight @ self.box_weight[b0:b1]
+
+
+def _windows(a, size, axis):
+    """The windows of ``size`` along ``axis`` of ``a``, as the last axis of
+    a read-only view (numpy's ``sliding_window_view`` without its checks,
+    which cost several times the view itself for a search's small arrays)."""
+    shape = list(a.shape)
+    shape[axis] -= size - 1
+    strides = a.strides + (a.strides[axis],)
+    return np.lib.stride_tricks.as_strided(
+        a, tuple(shape) + (size,), strides, writeable=False
+    )
 
 
 def _taylor_coefficients(G, powers):
