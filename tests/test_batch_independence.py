@@ -28,6 +28,7 @@ SETUPS = [
     (NadarayaWatsonRegressor, "boxcar", "sorted", 1),
     (NadarayaWatsonRegressor, "gaussian", "fgt", 1),
     (NadarayaWatsonRegressor, "gaussian", "binned", 1),
+    (NadarayaWatsonRegressor, "gaussian", "tiles", 3),
     (NadarayaWatsonClassifier, "gaussian", "brute", 2),
     (NadarayaWatsonClassifier, "epanechnikov", "sorted", 1),
     (NadarayaWatsonClassifier, "gaussian", "fgt", 1),
@@ -35,6 +36,7 @@ SETUPS = [
     (LocalLinearRegressor, "epanechnikov", "tree", 1),
     (LocalLinearRegressor, "epanechnikov", "sorted", 1),
     (LocalLinearRegressor, "gaussian", "fgt", 1),
+    (LocalLinearRegressor, "gaussian", "tiles", 2),
     (NadarayaWatsonRegressorCV, "gaussian", "auto", 1),
     (partial(LocalPolynomialRegressor, degree=2), "tricube", "sorted", 1),
     (partial(LocalPolynomialRegressor, degree=3), "gaussian", "fgt", 1),
@@ -69,7 +71,7 @@ def batches(draw):
 def test_answers_do_not_depend_on_the_batch(problem):
     (make, kernel, algorithm, d), seed, m, per_feature, picks, cuts, f32 = problem
     rng = np.random.default_rng(seed)
-    n = 700 if algorithm in ("sorted", "fgt", "tree") else 150
+    n = 700 if algorithm in ("sorted", "fgt", "tree", "tiles") else 150
     X = rng.uniform(-2, 2, size=(n, d))
     y = np.sin(2 * X[:, 0]) + 0.1 * rng.normal(size=n)
     Q = rng.uniform(-2.5, 2.5, size=(m, d))

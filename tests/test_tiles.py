@@ -1,5 +1,5 @@
 """The tiles backend: the Gaussian in several features over tiles of a
-KD-tree order, skipping tiles beyond each query's reach, against the dense
+KD-tree order, skipping tiles beyond reach of each query tile, against the dense
 sums and brute-force definitions (the generic checks of every backend are in
 ``test_backends.py``)."""
 

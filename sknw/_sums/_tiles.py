@@ -11,17 +11,22 @@ per call, the sum of ``w |v|`` of each column of the values. A query's shift
 (for leave-one-out, its nearest other point, or itself where it keeps part
 of its weight): its largest log weight.
 
-The smallest distance ``g`` from a query to a tile's box bounds every term of
-the tile by ``exp(c g**2 - s)`` relative to the query's largest. A tile is
-skipped for a query where ``c g**2 - s`` is below ``-reach``, with ``reach =
-log(W / (TOLERANCE w_min)) + log 4`` (``W`` the training points' total
-weight, ``w_min`` their smallest positive weight), so that the skipped terms
-weigh at most a quarter of :data:`TOLERANCE` of the query's weight sum
-(weights spread over so many orders of magnitude that ``reach`` exceeds
-:data:`MAX_REACH`, beyond the floor of ``exp``, take the exact sums). The
-terms of the other tiles are computed exactly (squared distances by
-:func:`~scipy.spatial.distance.cdist`). Whether a tile is skipped depends
-on the query and the fitted tiles alone, not on the other queries.
+Queries are taken in tiles of :data:`QUERY_ROWS`, in the order of their
+nearest training point, so that a query tile is small. The smallest
+distance ``g`` from a query tile's box to a training tile's box bounds every
+term of the tile by ``exp(c g**2 - s)`` relative to a query's largest. A
+tile is skipped for the query tile where ``c g**2 - s`` is below ``-reach``
+for its smallest shift ``s``, with ``reach = log(W / (TOLERANCE w_min)) +
+log 4`` (``W`` the training points' total weight, ``w_min`` their smallest
+positive weight), so that the skipped terms weigh at most a quarter of
+:data:`TOLERANCE` of each query's weight sum (weights spread over so many
+orders of magnitude that ``reach`` exceeds :data:`MAX_REACH`, beyond the
+floor of ``exp``, take the exact sums). Every term of the other tiles is
+computed exactly, for every query of the tile (squared distances by a GEMM
+of centred coordinates, within :data:`GEMM_ROUNDING`, else by
+:func:`~scipy.spatial.distance.cdist`): a query's sums hold at least the
+terms within its own reach, whichever queries share its tile, and differ
+from one batch to another only in terms below its bound.
 
 The skipped terms are bounded per query, from the tiles' boxes and their
 sums of ``w`` and ``w |v|`` (of the weights and values of the call: the
@@ -35,10 +40,6 @@ is ``|S|`` where a column keeps one sign, and at most the weight sum times
 the spread where it changes sign, so that no sum of ``|v|`` is needed. The
 other queries, and those whose coordinates are not finite, are summed
 exactly by the dense backend.
-
-Queries are taken in tiles of :data:`QUERY_ROWS`, in the order of their
-nearest training point, so that a query tile is small: the tiles within
-reach of none of its queries are skipped without looking at each query.
 """
 
 import math
@@ -209,15 +210,8 @@ class TileIndex:
             finite = np.isfinite(near2)
             if not finite.any():
                 continue
-            s = coef * near2[finite]
-            near = _candidates(self, Qt[finite], s, coef)
-            per_chunk = max(1, self.tile_elements // (QUERY_ROWS * Qt.shape[1]))
-            for c0 in range(0, near.size, per_chunk):
-                tiles = near[c0 : c0 + per_chunk]
-                Qf = Qt[finite]
-                gaps = _block_gaps(Qf, Qf, self.lo[tiles], self.hi[tiles])
-                used = (coef * gaps - s[:, None] >= -self.reach).any(axis=0)
-                met += int(self.sizes[tiles[used]].sum())
+            near = _candidates(self, Qt[finite], coef * near2[finite], coef)
+            met += int(self.sizes[near].sum())
         return met / (max(firsts.size, 1) * max(n, 1))
 
 
@@ -304,9 +298,8 @@ def _sorted_sums(index, stats, Qo, so, coef, V, w, own, keep, tile_elements):
                 )
             mine = None if own is None else own[rows]
             tiles = np.flatnonzero(near[t - b0])
-            _tile_sums(index, (A, W), Qo[rows], so[rows], coef, V, w,
-                       mine, keep, tiles, view, tile_elements,
-                       (qlo[t], qhi[t]))  # fmt: skip
+            _tile_sums(index, Qo[rows], so[rows], coef, V, w, mine, keep, tiles,
+                       view, tile_elements, (qlo[t], qhi[t]))  # fmt: skip
     return out
 
 
@@ -338,47 +331,30 @@ def _far_sums(logs, near, W, A):
     return top, base @ W, base @ A
 
 
-def _tile_sums(index, tiles_stats, Qt, s, coef, V, w, own, keep, near, out,
-               tile_elements, box):  # fmt: skip
+def _tile_sums(index, Qt, s, coef, V, w, own, keep, near, out, tile_elements, box):
     """Add the terms of one query tile (of bounding box ``box``, ``(lo,
-    hi)``) from the tiles ``near`` it to ``out``, and the bounds of those it
-    skips query by query."""
-    A, W = tiles_stats
+    hi)``) from the tiles ``near`` it to ``out``: every term of those tiles,
+    for every query of the tile (the others, beyond reach of the tile's box,
+    are bounded by :func:`_sorted_sums`)."""
     m = Qt.shape[0]
     own_pos = None if own is None else index.leaf_of(own)
     per_chunk = max(1, tile_elements // (m * TILE_ROWS))
     for c0 in range(0, near.size, per_chunk):
-        tiles = near[c0 : c0 + per_chunk]
-        logs = coef * _block_gaps(Qt, Qt, index.lo[tiles], index.hi[tiles]) - s[:, None]
-        use = logs >= -index.reach
-        if not use.all():
-            skipped = np.where(use, 0.0, np.exp(np.minimum(logs, 0.0)))
-            out.bound_den += skipped @ W[tiles]
-            out.bound_S += skipped @ A[tiles]
-        met = use.any(axis=0)
-        if met.any():
-            _add_terms(index, out, Qt, s, coef, V, w, tiles[met], use[:, met],
-                       own_pos, own, keep, box)  # fmt: skip
+        _add_terms(index, out, Qt, s, coef, V, w, near[c0 : c0 + per_chunk],
+                   own_pos, own, keep, box)  # fmt: skip
 
 
-def _add_terms(index, out, Qt, s, coef, V, w, tiles, use, own_pos, own, keep, box):
-    """Add the terms of the training ``tiles`` that the queries ``use``
-    (their bounding box ``box``)."""
+def _add_terms(index, out, Qt, s, coef, V, w, tiles, own_pos, own, keep, box):
+    """Add the terms of the training ``tiles`` to the queries ``Qt`` (their
+    bounding box ``box``), each query's own term left out (or kept in the
+    share of its weight it keeps)."""
     sizes = index.sizes[tiles]
     ends = np.cumsum(sizes)
     pos = np.repeat(index.starts[tiles] - ends + sizes, sizes) + np.arange(ends[-1])
     L = _log_terms(Qt, index.X[pos], s, coef, box)
-    # The floor (see _exp) only where a term may fall below it; the terms
-    # left out are set to 0 after exp (exp is slow on -inf).
+    # The floor (see _exp) only where a term may fall below it.
     far = _far_gaps(box[0], box[1], index.lo[tiles], index.hi[tiles])
     E = _exp(L, bool(coef * np.max(far) - np.max(s) < EXP_FLOOR))
-    if not use.all():
-        # Whole tiles of TILE_ROWS columns, as a (queries, tiles, rows) view.
-        full = tiles.size - (sizes[-1] != TILE_ROWS)
-        cut = full * TILE_ROWS
-        E[:, :cut].reshape(E.shape[0], full, TILE_ROWS)[~use[:, :full]] = 0.0
-        if full < tiles.size:
-            E[~use[:, -1], cut:] = 0.0
     if own_pos is not None:
         at = np.minimum(np.searchsorted(pos, own_pos), pos.size - 1)
         hit = np.flatnonzero((pos[at] == own_pos) & (own_pos >= 0))
@@ -401,25 +377,28 @@ def _log_terms(Qt, Xt, s, coef, box=None):
     """
     lo, hi = (Qt.min(axis=0), Qt.max(axis=0)) if box is None else box
     c = (hi + lo) / 2
-    Qc, Xc = Qt - c, Xt - c
-    qn = np.einsum("ij,ij->i", Qc, Qc)
-    xn = np.einsum("ij,ij->i", Xc, Xc)
-    top = np.sqrt(qn.max()) + np.sqrt(xn.max())
     d = Qt.shape[1]
-    error = (d + 4) * _EPS64 * (-coef * top * top + float(np.max(np.abs(s))))
+    # The training rows centred, feature by feature (contiguous rows of the
+    # GEMM's right operand), and the queries as its left operand.
+    right = np.empty((d + 2, Xt.shape[0]))
+    Xc = np.subtract(Xt.T, c[:, None], out=right[:d])
+    xn = np.einsum("ij,ij->j", Xc, Xc)
+    left = np.empty((Qt.shape[0], d + 2))
+    Qc = np.subtract(Qt, c, out=left[:, :d])
+    qn = np.einsum("ij,ij->i", Qc, Qc)
+    top = math.sqrt(qn.max()) + math.sqrt(xn.max())
+    s_top = max(-float(s.min()), float(s.max()))
+    error = (d + 4) * _EPS64 * (-coef * top * top + s_top)
     if not error <= GEMM_ROUNDING:
         L = cdist(Qt, Xt, "sqeuclidean")
         L *= coef
         L -= s[:, None]
         return L
-    left = np.empty((Qt.shape[0], d + 2))
-    left[:, :d] = Qc
     left[:, d] = qn - s / coef
     left[:, d + 1] = 1.0
-    right = np.empty((d + 2, Xt.shape[0]))
-    right[:d] = -2.0 * coef * Xc.T
+    right[:d] *= -2.0 * coef
     right[d] = coef
-    right[d + 1] = coef * xn
+    np.multiply(xn, coef, out=right[d + 1])
     return left @ right
 
 
