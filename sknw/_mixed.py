@@ -345,14 +345,18 @@ def polish_lambdas(evaluate, cand, state, discrete):
 
 def polish(evaluate, cand, state, discrete):
     """Up to :data:`POLISH_ROUNDS` (:data:`MIXED_ROUNDS` with smoothing
-    parameters searched) rounds of :func:`polish_bandwidths` then
+    parameters searched; ``state["polish"]``, ``(rounds, log tolerance)``,
+    where given) rounds of :func:`polish_bandwidths` then
     :func:`polish_lambdas` (parameters that interact converge in turns),
     while the round's last polish moves something (the smoothing parameters
     where they are searched: bandwidths just polished for unchanged ones
     need no second round); returns whether anything changed."""
     changed = False
     lambdas = discrete is not None and state.get("lambdas") is not None
-    for _ in range(MIXED_ROUNDS if lambdas else POLISH_ROUNDS):
+    rounds = MIXED_ROUNDS if lambdas else POLISH_ROUNDS
+    if state.get("polish") is not None:
+        rounds = state["polish"][0]
+    for _ in range(rounds):
         moved_bandwidths = polish_bandwidths(evaluate, cand, state, discrete)
         moved_lambdas = polish_lambdas(evaluate, cand, state, discrete)
         changed |= moved_bandwidths or moved_lambdas
@@ -383,6 +387,8 @@ def polish_bandwidths(evaluate, cand, state, discrete):
     span = float(np.log(POLISH_FACTOR))
     mixed = discrete is not None and state.get("lambdas") is not None
     tolerance = MIXED_LOG_TOLERANCE if mixed else POLISH_LOG_TOLERANCE
+    if state.get("polish") is not None:
+        tolerance = state["polish"][1]
     for j in range(current.size):
 
         def scores(log_factors, j=j):

@@ -474,7 +474,8 @@ class CVSelectionMixin:
             check_scoring(
                 scorer, self.scoring, kind, y_score, w_n, folds, classes, owner
             )
-        state = {"lambdas": lambdas}
+        # A search on a subsample polishes less (SUBSAMPLE_POLISH).
+        state = {"lambdas": lambdas, "polish": getattr(self, "_polish", None)}
 
         def evaluate(cands):
             """Out-of-sample scores and empty-window counts of candidates
@@ -621,6 +622,7 @@ class CVSelectionMixin:
         sub = clone(self).set_params(refine=False)
         sub.metric_, sub.metric_params_ = self.metric_, self.metric_params_
         sub.n_features_in_, sub._discrete = self.n_features_in_, None
+        sub._polish = SUBSAMPLE_POLISH
         if hasattr(self, "classes_"):
             sub.classes_ = self.classes_
         try:
@@ -864,3 +866,12 @@ SUBSAMPLE_FACTORS = (2**-0.5, 2**0.5)
 #: ... then the grid is scored this many steps on either side of the size
 #: (extended where its best is at an edge).
 SUBSAMPLE_WINDOW_STEPS = 2
+
+#: The polish of the search on a subsample: rounds and tolerance of each
+#: bandwidth's logarithm (1 %; on every point, 3 rounds to 0.01 %). Its
+#: result seeds the search on every point, and the optimum of a subsample is
+#: an estimate of that one far coarser than 0.01 %. Over four functions of
+#: two and three features (8000 points, 4 replicates; 20000 points, 2), the
+#: error against the true function changed by -4 % to +6 % per function
+#: and by -1 % to +1 % in all, in 0.7 to 0.9 times the time.
+SUBSAMPLE_POLISH = (1, 1e-2)

@@ -952,12 +952,25 @@ def test_large_training_sets_search_the_shape_on_a_subsample(monkeypatch, search
     w[::7] = 0.0  # the subsample is drawn from the points of positive weight
     w[1::7] = 2.0
     monkeypatch.setattr(selection, "SEARCH_SUBSAMPLE", 120)
+    polished = []  # the polish of each search: the subsample's is lighter
+    real_polish = selection.polish
+
+    def recording(evaluate, cand, state, discrete):
+        polished.append(state.get("polish"))
+        return real_polish(evaluate, cand, state, discrete)
+
+    monkeypatch.setattr(selection, "polish", recording)
     one_round = search().fit(X, y, sample_weight=w)
+    assert polished == [selection.SUBSAMPLE_POLISH]  # none on every point
     monkeypatch.setattr(selection, "SUBSAMPLE_ROUNDS", 0)
     est = search().fit(X, y, sample_weight=w)
     rows = subsample_rows(np.flatnonzero(w > 0), 120)
-    sub = search().fit(X[rows], y[rows], sample_weight=w[rows])
+    sub = search()
+    sub._polish = selection.SUBSAMPLE_POLISH
+    sub.fit(X[rows], y[rows], sample_weight=w[rows])
     assert np.array_equal(est._searched[0], sub._searched[0])
+    search().fit(X[rows], y[rows], sample_weight=w[rows])
+    assert polished[-1] is None  # a search on every point: the full polish
     assert not np.all(sub._searched[0] == 1.0)  # the search moved the shape
     mults = est.cv_results_["bandwidth_multiplier"]
     step = mults[1] / mults[0]
