@@ -348,3 +348,30 @@ def test_queries_inside_the_data_are_served_whatever_the_signs_of_the_values(
     ref = reference(Q, X, V, None, h)
     assert np.all(np.abs(ref[0][:, :2]) < 1e-6 * ref[1][:, None])  # cancelled
     assert_within_tolerance(got, ref, V)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_values_beyond_the_working_memory_are_gathered_per_block(weighted):
+    """The products' weighted values are kept in leaf order where they fit
+    in the working memory, else gathered block by block: the same sums."""
+    import sklearn
+
+    X, V, Q = make_data(d=3, seed=11)
+    w = None
+    if weighted:
+        w = np.random.default_rng(1).uniform(0.5, 2.0, X.shape[0])
+        w[::5] = 0.0
+    index = TileIndex(X, w, None)
+    head = Head(Gaussian(), 0.05)
+    assert index.value_stats(V, w)[3] is not None
+    kept = tiles_kernel_sums(X, X, V, [head], index=index, sample_weight=w,
+                             exclude_self=True)[0]  # fmt: skip
+    # A quarter of 0.05 MiB: fewer elements than the 4 columns of the points.
+    with sklearn.config_context(working_memory=0.05):
+        assert index.value_stats(V, w)[3] is None
+        gathered = tiles_kernel_sums(X, X, V, [head], index=index,
+                                     sample_weight=w, exclude_self=True)[0]  # fmt: skip
+    for a, b in zip(kept, gathered, strict=True):
+        np.testing.assert_array_equal(a, b)
+    ref = reference(X, X, V, w, 0.05, exclude=np.arange(X.shape[0]))
+    assert_within_tolerance(kept, ref, V)

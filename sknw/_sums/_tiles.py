@@ -59,6 +59,7 @@ from ._base import (
     _weighted_values,
     keep_ratios,
     own_rows,
+    working_elements,
 )
 from ._dense import exact_rows
 from ._fgt import TOLERANCE
@@ -131,6 +132,7 @@ class TileIndex:
         self._leaf = np.full(n, -1, dtype=np.intp)
         self._leaf[self.rows] = np.arange(order.size)
         self.X = np.ascontiguousarray(Xs[order])
+        self.tile_rows = TILE_ROWS
         self.starts = np.arange(0, order.size, TILE_ROWS)
         self.sizes = np.diff(np.append(self.starts, order.size))
         self.lo = np.minimum.reduceat(self.X, self.starts, axis=0)
@@ -167,23 +169,31 @@ class TileIndex:
 
     def value_stats(self, V, w):
         """Per call: the tiles' sums of ``w |v|`` (n_tiles, k), the spread
-        of each column over the points and the tiles' weights (for the
-        weights of this call)."""
+        of each column over the points, the tiles' weights (for the weights
+        of this call) and the products' ``[w V, w]`` in leaf order (None
+        where they exceed the working memory: each block then gathers its
+        own)."""
         k = V.shape[1]
         A = np.zeros((self.starts.size, k))
         wl = np.ones(self.rows.size) if w is None else np.asarray(w, float)[self.rows]
         W = np.add.reduceat(wl, self.starts)
         lo, hi = np.full(k, np.inf), np.full(k, -np.inf)
+        Vx = None
+        if self.rows.size * (k + 1) <= working_elements():
+            Vx = np.empty((self.rows.size, k + 1))
+            Vx[:, k] = wl
         step = max(1, self.tile_elements // max(k, 1) // TILE_ROWS) * TILE_ROWS
         for a in range(0, self.rows.size, step):
             rows = self.rows[a : a + step]
             Vb = np.asarray(V[rows], dtype=np.float64)
-            wb = 1.0 if w is None else np.asarray(w, float)[rows][:, None]
+            wb = 1.0 if w is None else wl[a : a + step, None]
             A[a // TILE_ROWS : (a + rows.size - 1) // TILE_ROWS + 1] = np.add.reduceat(
                 np.abs(Vb) * wb, self.starts[: -(-rows.size // TILE_ROWS)], axis=0
             )
             lo, hi = np.minimum(lo, Vb.min(axis=0)), np.maximum(hi, Vb.max(axis=0))
-        return A, hi - lo, W
+            if Vx is not None:
+                Vx[a : a + rows.size, :k] = Vb * wb
+        return A, hi - lo, W, Vx
 
     def exceeds(self, coef, limit):
         """Whether a query tile meets more than ``limit`` of the points at
@@ -238,11 +248,16 @@ def kd_order(X):
     return order
 
 
-def _far_gaps(lo, hi, tlo, thi):
-    """Squared largest distance between the box ``[lo, hi]`` and each box
-    ``[tlo, thi]``."""
-    g = np.maximum(np.abs(thi - lo), np.abs(hi - tlo))
-    return np.einsum("ij,ij->i", g, g)
+def _far_gaps(qlo, qhi, tlo, thi):
+    """Squared largest distances between query boxes ``[qlo, qhi]`` and tile
+    boxes, (n_boxes, n_tiles), feature by feature as :func:`_block_gaps`."""
+    out = np.zeros((qlo.shape[0], tlo.shape[0]))
+    for k in range(qlo.shape[1]):
+        g = np.maximum(np.abs(thi[:, k] - qlo[:, k, None]),
+                       np.abs(qhi[:, k, None] - tlo[:, k]))  # fmt: skip
+        g *= g
+        out += g
+    return out
 
 
 def _candidates(index, Qt, s, coef):
@@ -272,34 +287,43 @@ class _Sums:
 def _sorted_sums(index, stats, Qo, so, coef, V, w, own, keep, tile_elements):
     """:class:`_Sums` of queries ``Qo`` sorted in the tiles' order, with
     shifts ``so`` (and training indices ``own`` for leave-one-out), a query
-    tile of :data:`QUERY_ROWS` at a time."""
-    A, _, W = stats
+    tile of :data:`QUERY_ROWS` at a time; the bounds of the tiles beyond
+    reach and whether ``exp`` needs its floor (see :func:`_exp`), for a block
+    of query tiles at once."""
+    A, _, W, Vx = stats
     m, k = Qo.shape[0], V.shape[1]
     out = _Sums(m, k)
     starts = np.arange(0, m, QUERY_ROWS)
     qlo = np.minimum.reduceat(Qo, starts, axis=0)
     qhi = np.maximum.reduceat(Qo, starts, axis=0)
     smin = np.minimum.reduceat(so, starts)
+    smax = np.maximum.reduceat(so, starts)
+    tile_of = np.arange(m) // QUERY_ROWS
+    own_pos = None if own is None else index.leaf_of(own)
     block = max(1, tile_elements // max(index.starts.size * Qo.shape[1], 1))
     for b0 in range(0, starts.size, block):
         blk = slice(b0, min(b0 + block, starts.size))
         gaps = coef * _block_gaps(qlo[blk], qhi[blk], index.lo, index.hi)
         near = gaps >= (smin[blk] - index.reach)[:, None]
         top, F, FA = _far_sums(gaps, near, W, A)
+        rows = slice(starts[b0], min(starts[blk.stop - 1] + QUERY_ROWS, m))
+        t = tile_of[rows] - b0
+        with np.errstate(over="ignore", invalid="ignore"):
+            scale = np.exp(top[t] - so[rows])
+            # No tile beyond reach (F = 0) bounds nothing, at any scale.
+            out.bound_den[rows] += np.where(F[t] > 0, F[t] * scale, 0.0)
+            out.bound_S[rows] += np.where(FA[t] > 0, FA[t] * scale[:, None], 0.0)
+        # The floor only where a term may fall below it: the farthest point
+        # of a tile within reach.
+        far = np.where(near, _far_gaps(qlo[blk], qhi[blk], index.lo, index.hi), 0.0)
+        floor = coef * far.max(axis=1) - smax[blk] < EXP_FLOOR
         for t in range(blk.start, blk.stop):
             rows = slice(starts[t], min(starts[t] + QUERY_ROWS, m))
-            view = out.view(rows)
-            with np.errstate(over="ignore", invalid="ignore"):
-                scale = np.exp(top[t - b0] - so[rows])
-                # No tile beyond reach (F = 0) bounds nothing, at any scale.
-                view.bound_den += np.where(F[t - b0] > 0, F[t - b0] * scale, 0.0)
-                view.bound_S += np.where(
-                    FA[t - b0] > 0, FA[t - b0][None, :] * scale[:, None], 0.0
-                )
-            mine = None if own is None else own[rows]
-            tiles = np.flatnonzero(near[t - b0])
-            _tile_sums(index, Qo[rows], so[rows], coef, V, w, mine, keep, tiles,
-                       view, tile_elements, (qlo[t], qhi[t]))  # fmt: skip
+            mine = None if own is None else (own_pos[rows], own[rows])
+            box = (qlo[t], qhi[t], bool(floor[t - b0]))
+            _tile_sums(index, Qo[rows], so[rows], coef, (V, w, Vx), mine, keep,
+                       np.flatnonzero(near[t - b0]), out.view(rows),
+                       tile_elements, box)  # fmt: skip
     return out
 
 
@@ -331,37 +355,38 @@ def _far_sums(logs, near, W, A):
     return top, base @ W, base @ A
 
 
-def _tile_sums(index, Qt, s, coef, V, w, own, keep, near, out, tile_elements, box):
-    """Add the terms of one query tile (of bounding box ``box``, ``(lo,
-    hi)``) from the tiles ``near`` it to ``out``: every term of those tiles,
-    for every query of the tile (the others, beyond reach of the tile's box,
-    are bounded by :func:`_sorted_sums`)."""
-    m = Qt.shape[0]
-    own_pos = None if own is None else index.leaf_of(own)
-    per_chunk = max(1, tile_elements // (m * TILE_ROWS))
+def _tile_sums(index, Qt, s, coef, values, own, keep, near, out, tile_elements,
+               box):  # fmt: skip
+    """Add the terms of one query tile (of bounding box ``box``, ``(lo, hi,
+    floor)``, ``floor`` whether ``exp`` needs its floor) from the tiles
+    ``near`` it to ``out``: every term of those tiles, for every query of the
+    tile (the others, beyond reach of the tile's box, are bounded by
+    :func:`_sorted_sums`). ``values``: ``(V, w, Vx)``, ``Vx`` the products'
+    ``[w V, w]`` in leaf order or None; ``own``: the queries' leaf positions
+    and training indices (leave-one-out) or None."""
+    per_chunk = max(1, tile_elements // (Qt.shape[0] * TILE_ROWS))
     for c0 in range(0, near.size, per_chunk):
-        _add_terms(index, out, Qt, s, coef, V, w, near[c0 : c0 + per_chunk],
-                   own_pos, own, keep, box)  # fmt: skip
+        _add_terms(index, out, Qt, s, coef, values, near[c0 : c0 + per_chunk],
+                   own, keep, box)  # fmt: skip
 
 
-def _add_terms(index, out, Qt, s, coef, V, w, tiles, own_pos, own, keep, box):
-    """Add the terms of the training ``tiles`` to the queries ``Qt`` (their
-    bounding box ``box``), each query's own term left out (or kept in the
-    share of its weight it keeps)."""
-    sizes = index.sizes[tiles]
-    ends = np.cumsum(sizes)
-    pos = np.repeat(index.starts[tiles] - ends + sizes, sizes) + np.arange(ends[-1])
-    L = _log_terms(Qt, index.X[pos], s, coef, box)
-    # The floor (see _exp) only where a term may fall below it.
-    far = _far_gaps(box[0], box[1], index.lo[tiles], index.hi[tiles])
-    E = _exp(L, bool(coef * np.max(far) - np.max(s) < EXP_FLOOR))
-    if own_pos is not None:
+def _add_terms(index, out, Qt, s, coef, values, tiles, own, keep, box):
+    """Add the terms of the training ``tiles`` to the queries ``Qt`` (see
+    :func:`_tile_sums`), each query's own term left out (or kept in the share
+    of its weight it keeps)."""
+    # Every tile holds tile_rows points but the last, which may hold fewer.
+    pos = (index.starts[tiles][:, None] + np.arange(index.tile_rows)).ravel()
+    if tiles[-1] == index.starts.size - 1:
+        pos = pos[: pos.size - index.tile_rows + int(index.sizes[-1])]
+    E = _exp(_log_terms(Qt, index.X[pos], s, coef, box[:2]), box[2])
+    if own is not None:
+        own_pos, own_rows = own
         at = np.minimum(np.searchsorted(pos, own_pos), pos.size - 1)
         hit = np.flatnonzero((pos[at] == own_pos) & (own_pos >= 0))
         if hit.size:
-            E[hit, at[hit]] *= 0.0 if keep is None else keep[own[hit]]
-    rows = index.rows[pos]
-    out.acc += E @ _weighted_values(V, w, rows)
+            E[hit, at[hit]] *= 0.0 if keep is None else keep[own_rows[hit]]
+    V, w, Vx = values
+    out.acc += E @ (_weighted_values(V, w, index.rows[pos]) if Vx is None else Vx[pos])
 
 
 def _log_terms(Qt, Xt, s, coef, box=None):
@@ -454,7 +479,7 @@ def _chunk_sums(index, stats, Q, q0, q1, coef, V, w, own, keep, scale,
                 tile_elements, sums, exact):  # fmt: skip
     """The sums of the queries ``q0:q1`` that the bound accepts."""
     S, den, M = sums
-    _, spread, _ = stats
+    spread = stats[1]
     Qs = _scaled_rows(Q, q0, q1, scale)
     finite = np.flatnonzero(np.isfinite(Qs).all(axis=1))
     if not finite.size:
