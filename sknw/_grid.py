@@ -211,10 +211,13 @@ class ScoreMemo:
     bandwidth (bit for bit), smoothing parameters and span: a candidate met
     again (the centre of a window about a coordinate search's best, the same
     trial of two rounds) is not scored twice. Holds the kernels of its keys,
-    so that their identities stay theirs."""
+    so that their identities stay theirs. ``defaults``: ``{key: function}``,
+    the values candidates without those keys take (the function's, at the
+    call) before they are looked up."""
 
-    def __init__(self, score):
+    def __init__(self, score, defaults=None):
         self._score = score
+        self._defaults = defaults or {}
         self._known = {}
 
     @staticmethod
@@ -233,6 +236,10 @@ class ScoreMemo:
         """``((mean, splits), n_empty)`` of ``cands`` as ``score`` gives them
         (``splits`` None or one row per candidate), each new candidate scored
         once, in one call."""
+        for key, value in self._defaults.items():
+            for cand in cands:
+                if key not in cand:
+                    cand[key] = value()
         keys = [self._key(c) for c in cands]
         new = {}
         for i, key in enumerate(keys):

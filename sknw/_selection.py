@@ -477,17 +477,8 @@ class CVSelectionMixin:
         # A search on a subsample polishes less (SUBSAMPLE_POLISH).
         state = {"lambdas": lambdas, "polish": getattr(self, "_polish", None)}
 
-        def evaluate(cands):
-            """Out-of-sample scores and empty-window counts of candidates
-            (those without smoothing parameters take the current ones), each
-            scored once per search."""
-            if discrete is not None:
-                for cand in cands:
-                    if "lambdas" not in cand:
-                        cand["lambdas"] = tuple(state["lambdas"])
-            return memo(cands)
-
         def scored(cands):
+            """Out-of-sample scores and empty-window counts of candidates."""
             if criterion is not None:
                 shares = np.full((len(cands), X.shape[0]), np.nan)
                 preds, n_empty = self._cv_estimates(
@@ -498,7 +489,10 @@ class CVSelectionMixin:
             preds, n_empty = self._cv_estimates(X, V, w_n, unit, cands, folds, finish)
             return score_candidates(preds, y_score, w_n, folds, scorer), n_empty
 
-        memo = ScoreMemo(scored)
+        # Each candidate scored once per search; those without smoothing
+        # parameters take the current ones.
+        current = {"lambdas": lambda: tuple(state["lambdas"])}
+        evaluate = ScoreMemo(scored, None if discrete is None else current)
         spans = candidate_spans(self)
         if spans is not None:
             cands = span_candidates(self, X, w, resolved, spans)

@@ -205,3 +205,20 @@ def test_a_shape_search_scores_no_candidate_twice(monkeypatch):
     assert_allclose(
         search.cv_results_["mean_test_score"][centre], fresh.best_score_, rtol=1e-12
     )
+
+
+def test_the_memo_gives_candidates_its_defaults_before_looking_them_up():
+    from sknw._grid import ScoreMemo
+    from sknw.kernels import get_kernel
+
+    calls = []
+    current = {"lambdas": (0.5,)}
+    memo = ScoreMemo(_memo_scores(calls), {"lambdas": lambda: current["lambdas"]})
+    cand = {"kernel": get_kernel("gaussian"), "bandwidth": np.array([0.1])}
+    memo([cand])
+    assert cand["lambdas"] == (0.5,)
+    # Given explicitly, the same candidate: scored once.
+    memo([{**cand, "lambdas": (0.5,)}])
+    current["lambdas"] = (0.25,)  # the search moved them: a new candidate
+    memo([{"kernel": cand["kernel"], "bandwidth": np.array([0.1])}])
+    assert len(calls) == 2
