@@ -132,7 +132,6 @@ class TileIndex:
         self._leaf = np.full(n, -1, dtype=np.intp)
         self._leaf[self.rows] = np.arange(order.size)
         self.X = np.ascontiguousarray(Xs[order])
-        self.tile_rows = TILE_ROWS
         self.starts = np.arange(0, order.size, TILE_ROWS)
         self.sizes = np.diff(np.append(self.starts, order.size))
         self.lo = np.minimum.reduceat(self.X, self.starts, axis=0)
@@ -248,18 +247,6 @@ def kd_order(X):
     return order
 
 
-def _far_gaps(qlo, qhi, tlo, thi):
-    """Squared largest distances between query boxes ``[qlo, qhi]`` and tile
-    boxes, (n_boxes, n_tiles), feature by feature as :func:`_block_gaps`."""
-    out = np.zeros((qlo.shape[0], tlo.shape[0]))
-    for k in range(qlo.shape[1]):
-        g = np.maximum(np.abs(thi[:, k] - qlo[:, k, None]),
-                       np.abs(qhi[:, k, None] - tlo[:, k]))  # fmt: skip
-        g *= g
-        out += g
-    return out
-
-
 def _candidates(index, Qt, s, coef):
     """Tiles within reach of some query of the tile ``Qt`` (from its box)."""
     lo, hi = Qt.min(axis=0)[None], Qt.max(axis=0)[None]
@@ -315,7 +302,8 @@ def _sorted_sums(index, stats, Qo, so, coef, V, w, own, keep, tile_elements):
             out.bound_S[rows] += np.where(FA[t] > 0, FA[t] * scale[:, None], 0.0)
         # The floor only where a term may fall below it: the farthest point
         # of a tile within reach.
-        far = np.where(near, _far_gaps(qlo[blk], qhi[blk], index.lo, index.hi), 0.0)
+        far = _block_gaps(qlo[blk], qhi[blk], index.lo, index.hi, far=True)
+        far = np.where(near, far, 0.0)
         floor = coef * far.max(axis=1) - smax[blk] < EXP_FLOOR
         for t in range(blk.start, blk.stop):
             rows = slice(starts[t], min(starts[t] + QUERY_ROWS, m))
@@ -327,9 +315,10 @@ def _sorted_sums(index, stats, Qo, so, coef, V, w, own, keep, tile_elements):
     return out
 
 
-def _block_gaps(qlo, qhi, tlo, thi):
+def _block_gaps(qlo, qhi, tlo, thi, far=False):
     """Squared smallest distances between query boxes ``[qlo, qhi]`` and
     tile boxes, (n_boxes, n_tiles); a query point is the box ``[q, q]``.
+    With ``far``, the squared largest distances.
 
     Feature by feature on (n_boxes, n_tiles) arrays (the same arithmetic
     for boxes and points, so that a box's gap is at most its points'): two
@@ -337,8 +326,12 @@ def _block_gaps(qlo, qhi, tlo, thi):
     query tiles' blocks to the passes' blocks of query tiles."""
     out = np.zeros((qlo.shape[0], tlo.shape[0]))
     for k in range(qlo.shape[1]):
-        g = np.maximum(tlo[:, k] - qhi[:, k, None], qlo[:, k, None] - thi[:, k])
-        np.maximum(g, 0.0, out=g)
+        if far:
+            g = np.maximum(np.abs(thi[:, k] - qlo[:, k, None]),
+                           np.abs(qhi[:, k, None] - tlo[:, k]))  # fmt: skip
+        else:
+            g = np.maximum(tlo[:, k] - qhi[:, k, None], qlo[:, k, None] - thi[:, k])
+            np.maximum(g, 0.0, out=g)
         g *= g
         out += g
     return out
@@ -374,10 +367,10 @@ def _add_terms(index, out, Qt, s, coef, values, tiles, own, keep, box):
     """Add the terms of the training ``tiles`` to the queries ``Qt`` (see
     :func:`_tile_sums`), each query's own term left out (or kept in the share
     of its weight it keeps)."""
-    # Every tile holds tile_rows points but the last, which may hold fewer.
-    pos = (index.starts[tiles][:, None] + np.arange(index.tile_rows)).ravel()
+    # Every tile holds TILE_ROWS points but the last, which may hold fewer.
+    pos = (index.starts[tiles][:, None] + np.arange(TILE_ROWS)).ravel()
     if tiles[-1] == index.starts.size - 1:
-        pos = pos[: pos.size - index.tile_rows + int(index.sizes[-1])]
+        pos = pos[: pos.size - TILE_ROWS + int(index.sizes[-1])]
     E = _exp(_log_terms(Qt, index.X[pos], s, coef, box[:2]), box[2])
     if own is not None:
         own_pos, own_rows = own
