@@ -351,9 +351,10 @@ def test_queries_inside_the_data_are_served_whatever_the_signs_of_the_values(
 
 
 @pytest.mark.parametrize("weighted", [False, True])
-def test_values_beyond_the_working_memory_are_gathered_per_block(weighted):
+def test_values_beyond_the_working_memory_are_gathered_per_block(monkeypatch, weighted):
     """The products' weighted values are kept in leaf order where they fit
-    in the working memory, else gathered block by block: the same sums."""
+    in the working memory, else gathered block by block by the query tiles
+    (leave-one-out of every point then takes them too, not the pairs)."""
     import sklearn
 
     X, V, Q = make_data(d=3, seed=11)
@@ -364,14 +365,122 @@ def test_values_beyond_the_working_memory_are_gathered_per_block(weighted):
     index = TileIndex(X, w, None)
     head = Head(Gaussian(), 0.05)
     assert index.value_stats(V, w)[3] is not None
-    kept = tiles_kernel_sums(X, X, V, [head], index=index, sample_weight=w,
-                             exclude_self=True)[0]  # fmt: skip
+    # Not every point: the query tiles.
+    rows = np.arange(0, X.shape[0], 2)
+    loo = {"exclude_self": True, "self_index": rows}
+    kept = tiles_kernel_sums(X[rows], X, V, [head], index=index, sample_weight=w,
+                             **loo)[0]  # fmt: skip
     # A quarter of 0.05 MiB: fewer elements than the 4 columns of the points.
     with sklearn.config_context(working_memory=0.05):
         assert index.value_stats(V, w)[3] is None
-        gathered = tiles_kernel_sums(X, X, V, [head], index=index,
-                                     sample_weight=w, exclude_self=True)[0]  # fmt: skip
+        gathered = tiles_kernel_sums(X[rows], X, V, [head], index=index,
+                                     sample_weight=w, **loo)[0]  # fmt: skip
+        pairs = spy_on(monkeypatch, "_add_pairs")
+        every = tiles_kernel_sums(X, X, V, [head], index=index, sample_weight=w,
+                                  exclude_self=True)[0]  # fmt: skip
+        assert not pairs
     for a, b in zip(kept, gathered, strict=True):
         np.testing.assert_array_equal(a, b)
-    ref = reference(X, X, V, w, 0.05, exclude=np.arange(X.shape[0]))
+    ref = reference(X[rows], X, V, w, 0.05, exclude=rows)
     assert_within_tolerance(kept, ref, V)
+    # Every point, beyond the working memory: the query tiles, within the
+    # bound too.
+    every_ref = reference(X, X, V, w, 0.05, exclude=np.arange(X.shape[0]))
+    assert_within_tolerance(every, every_ref, V)
+
+
+def spy_on(monkeypatch, name):
+    """Count the calls of the tiles module's function ``name``."""
+    from sknw._sums import _tiles
+
+    calls = []
+    original = getattr(_tiles, name)
+
+    def spy(*args, **kwargs):
+        calls.append(1)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(_tiles, name, spy)
+    return calls
+
+
+@pytest.mark.parametrize("d", [2, 3])
+@pytest.mark.parametrize("weights", ["none", "zeros", "kept"])
+def test_leave_one_out_of_every_point_by_pairs_of_tiles(monkeypatch, d, weights):
+    """Leave-one-out of every point sums each pair of tiles once, without
+    shifts: within the bound of the definition, each point's shift its
+    largest log term; points of weight 0 take the query tiles."""
+    X, V, _ = make_data(n=2500, d=d, seed=20 + d)
+    rng = np.random.default_rng(d)
+    w = kept = None
+    if weights != "none":
+        w = np.round(rng.uniform(0.5, 3.5, X.shape[0]))
+    if weights == "zeros":
+        w[::9] = 0.0
+    if weights == "kept":
+        kept = np.maximum(w - 1.0, 0.0)
+    h = 0.015
+    index = TileIndex(X, w, None)
+    assert index.share(-0.5 / h**2) < 0.5  # most pairs beyond reach
+    pairs = spy_on(monkeypatch, "_add_pairs")
+    queries = spy_on(monkeypatch, "_add_terms")
+    S, den, M = tiles_kernel_sums(
+        X, X, V, [Head(Gaussian(), h)], index=index, sample_weight=w,
+        exclude_self=True, self_weight=kept,
+    )[0]  # fmt: skip
+    assert pairs
+    assert bool(queries) == (weights == "zeros")
+    own = np.arange(X.shape[0])
+    refS, refden, absS = reference(X, X, V, w, h, exclude=own)
+    if kept is not None:
+        refS += kept[:, None] * V
+        refden += kept
+        absS += kept[:, None] * np.abs(V)
+    assert_within_tolerance((S, den, M), (refS, refden, absS), V)
+    # The shift: each point's largest log term (over its other points).
+    K = -0.5 * cdist(X, X, "sqeuclidean") / h**2
+    K[own, own] = -np.inf if kept is None else np.where(kept > 0, 0.0, -np.inf)
+    if w is not None:
+        K[:, w == 0] = -np.inf
+    np.testing.assert_allclose(M, K.max(axis=1), rtol=1e-12, atol=1e-12)
+
+
+def test_pairs_in_any_order_of_the_points_and_small_chunks():
+    """The queries in any order (``self_index`` a permutation) and chunks of
+    a single pair of tiles give the same sums, to rounding."""
+    X, V, _ = make_data(n=1500, seed=31)
+    head = Head(Gaussian(), 0.02)
+    index = TileIndex(X, None, None)
+    ref = tiles_kernel_sums(X, X, V, [head], index=index, exclude_self=True)[0]
+    perm = np.random.default_rng(0).permutation(X.shape[0])
+    got = tiles_kernel_sums(X[perm], X, V, [head], index=index, exclude_self=True,
+                            self_index=perm, tile_elements=TILE_ROWS**2)[0]  # fmt: skip
+    for a, b in zip(got, ref, strict=True):
+        np.testing.assert_allclose(a, b[perm], rtol=1e-13, atol=1e-13)
+
+
+def test_an_isolated_point_takes_the_query_tiles(monkeypatch):
+    """A point whose largest term is beyond UNSHIFTED_MIN (far from every
+    other) would lose its sums to the floor of ``exp`` without a shift: it
+    takes the query tiles, its shift its own largest term."""
+    from sknw._sums._tiles import UNSHIFTED_MIN
+
+    rng = np.random.default_rng(8)
+    X = np.vstack([rng.uniform(size=(3000, 2)), [[1.6, 1.6]]])
+    V = np.column_stack([X[:, 0] + 1.0, X[:, 1] - 0.5])
+    h = 0.02
+    index = TileIndex(X, None, None)
+    near = cdist(X[-1:], X[:-1], "sqeuclidean").min()
+    assert -0.5 * near / h**2 < UNSHIFTED_MIN
+    queries = spy_on(monkeypatch, "_query_sums")
+    S, den, M = tiles_kernel_sums(X, X, V, [Head(Gaussian(), h)], index=index,
+                                  exclude_self=True)[0]  # fmt: skip
+    assert len(queries) == 1
+    np.testing.assert_allclose(M[-1], -0.5 * near / h**2, rtol=1e-12)
+    ref = reference(X[-1:], X, V, None, h, exclude=[X.shape[0] - 1])
+    # The reference underflows: its sums relative to the largest term.
+    K = -0.5 * cdist(X[-1:], X[:-1], "sqeuclidean")[0] / h**2
+    E = np.exp(K - K.max())
+    np.testing.assert_allclose(den[-1], E.sum(), rtol=1e-12)
+    np.testing.assert_allclose(S[-1], E @ V[:-1], rtol=1e-12)
+    assert ref[1][0] == 0.0  # unshifted, it would be lost

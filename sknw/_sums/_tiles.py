@@ -28,6 +28,17 @@ of centred coordinates, within :data:`GEMM_ROUNDING`, else by
 terms within its own reach, whichever queries share its tile, and differ
 from one batch to another only in terms below its bound.
 
+Leave-one-out of every point of the index (the queries are its points,
+each once: a search's pass) takes each pair of tiles once instead, both
+ways (:func:`_pair_sums`): a pair is computed where either tile's box is
+within reach of the other's for its smallest shift, its terms
+``exp(coef d**2)`` without shifts added to the sums of both tiles' points
+(half the terms of the query tiles, which compute each pair for either
+side). The sums are then shifted by each point's largest log term, as the
+query tiles give them. A point whose largest term is below
+:data:`UNSHIFTED_MIN`, where the floor of ``exp`` would matter without a
+shift, takes the query tiles, as do points of weight 0 (not in the index).
+
 The skipped terms are bounded per query, from the tiles' boxes and their
 sums of ``w`` and ``w |v|`` (of the weights and values of the call: the
 index depends on which points have a positive weight only): each query is
@@ -84,6 +95,12 @@ SKIPPED = TOLERANCE / 2
 #: spread over more than about ``exp(660)`` take the exact sums.
 MAX_REACH = 690.0
 
+#: Leave-one-out over every point of the index sums each pair of tiles once,
+#: without shifts (:func:`_pair_sums`); a point whose largest log term (its
+#: shift) is below this takes the query tiles: the terms that ``exp`` floors
+#: then change its sums by at most ``n exp(-100)`` of them.
+UNSHIFTED_MIN = EXP_FLOOR + 100.0
+
 #: Queries prepared at once (scaled, their nearest point found).
 QUERY_CHUNK = 1 << 13
 
@@ -132,6 +149,7 @@ class TileIndex:
         self._leaf = np.full(n, -1, dtype=np.intp)
         self._leaf[self.rows] = np.arange(order.size)
         self.X = np.ascontiguousarray(Xs[order])
+        self.finite = bool(np.all(np.isfinite(self.X)))
         self.starts = np.arange(0, order.size, TILE_ROWS)
         self.sizes = np.diff(np.append(self.starts, order.size))
         self.lo = np.minimum.reduceat(self.X, self.starts, axis=0)
@@ -315,6 +333,104 @@ def _sorted_sums(index, stats, Qo, so, coef, V, w, own, keep, tile_elements):
     return out
 
 
+def _pair_sums(index, stats, coef, own, keep, tile_elements, sums, exact):
+    """Leave-one-out where the queries are the index's points, each once
+    (``own``: their training indices; points of weight 0, not in the index,
+    may be among them): each pair of tiles within reach of either one's box
+    is computed once (:func:`_pair_terms`), without shifts. Stores the sums
+    the bound accepts (shifted by each point's largest log term, as
+    :func:`_chunk_sums` gives them) and returns the queries left to the
+    query tiles: those not in the index and those whose shift is below
+    :data:`UNSHIFTED_MIN`. None where the queries are not the index's points,
+    or its values in leaf order exceed the working memory (``stats``)."""
+    spread, Vx = stats[1], stats[3]
+    leaf = index.leaf_of(own)
+    inside = leaf >= 0
+    query_of = np.full(index.n_points, -1, dtype=np.intp)
+    query_of[leaf[inside]] = np.flatnonzero(inside)
+    if Vx is None or not index.finite or np.any(query_of < 0):
+        return None
+    if np.count_nonzero(inside) != index.n_points:  # a point twice
+        return None
+    s = coef * index.nearest(index.X, index.rows)[0]
+    if keep is not None:  # a point that keeps part of its weight: its own
+        s[keep[index.rows] > 0] = 0.0
+    valid = s >= UNSHIFTED_MIN
+    s = np.where(valid, s, np.inf)  # the others need nothing of the pairs
+    got = _pair_terms(index, stats, coef, s, keep, tile_elements)
+    got.acc *= np.exp(-np.where(valid, s, 0.0))[:, None]
+    rows = np.flatnonzero(valid)
+    _accept(got.view(rows), s[rows], spread, query_of[rows], sums, exact)
+    return np.sort(np.concatenate([np.flatnonzero(~inside), query_of[~valid]]))
+
+
+def _pair_terms(index, stats, coef, s, keep, tile_elements):
+    """:class:`_Sums` of the index's points in leaf order (shifts ``s``,
+    ``inf`` for the points that need no tile), from every pair of tiles
+    within reach of either one's box (their terms ``exp(coef d**2)``, not
+    shifted, each point's own term left out or kept in its share), and the
+    bounds of the others (shifted by ``s``), per block of tiles."""
+    A, _, W, Vx = stats
+    nt = index.starts.size
+    out = _Sums(index.n_points, Vx.shape[1] - 1)
+    smin = np.minimum.reduceat(s, index.starts)
+    tile_of = np.repeat(np.arange(nt), index.sizes)
+    block = max(1, tile_elements // max(nt * index.X.shape[1], 1))
+    per_chunk = max(1, tile_elements // (TILE_ROWS * TILE_ROWS))
+    for b0 in range(0, nt, block):
+        blk = slice(b0, min(b0 + block, nt))
+        gaps = coef * _block_gaps(index.lo[blk], index.hi[blk], index.lo, index.hi)
+        # Symmetric (the gaps are, bit for bit): a pair is computed once.
+        pair = gaps >= np.minimum(smin[blk, None], smin[None, :]) - index.reach
+        pair[np.arange(pair.shape[0]), np.arange(blk.start, blk.stop)] = True
+        top, F, FA = _far_sums(gaps, pair, W, A)
+        rows = slice(
+            index.starts[b0], index.starts[blk.stop - 1] + index.sizes[blk.stop - 1]
+        )
+        t = tile_of[rows] - b0
+        with np.errstate(over="ignore", invalid="ignore"):
+            scale = np.exp(top[t] - s[rows])
+            out.bound_den[rows] += np.where(F[t] > 0, F[t] * scale, 0.0)
+            out.bound_S[rows] += np.where(FA[t] > 0, FA[t] * scale[:, None], 0.0)
+        far = _block_gaps(index.lo[blk], index.hi[blk], index.lo, index.hi, far=True)
+        floor = coef * np.where(pair, far, 0.0).max(axis=1) < EXP_FLOOR
+        for a in range(blk.start, blk.stop):
+            tiles = np.flatnonzero(pair[a - b0, a:]) + a
+            for c0 in range(0, tiles.size, per_chunk):
+                _add_pairs(index, out.acc, a, tiles[c0 : c0 + per_chunk], coef,
+                           Vx, keep, bool(floor[a - b0]))  # fmt: skip
+    return out
+
+
+def _add_pairs(index, acc, a, tiles, coef, Vx, keep, floor):
+    """Add the terms between tile ``a`` and the ``tiles`` (from ``a`` on) to
+    the sums ``acc`` of both sides (tile ``a``'s own terms once, each point's
+    own term left out or kept in its share)."""
+    ra = slice(index.starts[a], index.starts[a] + index.sizes[a])
+    pos = _tile_positions(index, tiles)
+    Xa = index.X[ra]
+    E = _exp(_log_terms(Xa, index.X[pos], np.zeros(Xa.shape[0]), coef,
+                        (index.lo[a], index.hi[a])), floor)  # fmt: skip
+    if tiles[0] == a:  # its own tile first: the diagonal holds the own terms
+        size = Xa.shape[0]
+        diag = np.arange(size)
+        E[diag, diag] *= 0.0 if keep is None else keep[index.rows[ra]]
+    acc[ra] += E @ Vx[pos]
+    if tiles[0] == a:
+        E, pos = E[:, size:], pos[size:]
+    if pos.size:
+        acc[pos] += E.T @ Vx[ra]
+
+
+def _tile_positions(index, tiles):
+    """The leaf positions of the points of ``tiles`` (in order)."""
+    # Every tile holds TILE_ROWS points but the last, which may hold fewer.
+    pos = (index.starts[tiles][:, None] + np.arange(TILE_ROWS)).ravel()
+    if tiles[-1] == index.starts.size - 1:
+        pos = pos[: pos.size - TILE_ROWS + int(index.sizes[-1])]
+    return pos
+
+
 def _block_gaps(qlo, qhi, tlo, thi, far=False):
     """Squared smallest distances between query boxes ``[qlo, qhi]`` and
     tile boxes, (n_boxes, n_tiles); a query point is the box ``[q, q]``.
@@ -367,10 +483,7 @@ def _add_terms(index, out, Qt, s, coef, values, tiles, own, keep, box):
     """Add the terms of the training ``tiles`` to the queries ``Qt`` (see
     :func:`_tile_sums`), each query's own term left out (or kept in the share
     of its weight it keeps)."""
-    # Every tile holds TILE_ROWS points but the last, which may hold fewer.
-    pos = (index.starts[tiles][:, None] + np.arange(TILE_ROWS)).ravel()
-    if tiles[-1] == index.starts.size - 1:
-        pos = pos[: pos.size - TILE_ROWS + int(index.sizes[-1])]
+    pos = _tile_positions(index, tiles)
     E = _exp(_log_terms(Qt, index.X[pos], s, coef, box[:2]), box[2])
     if own is not None:
         own_pos, own_rows = own
@@ -456,10 +569,21 @@ def tiles_kernel_sums(
         keep = keep_ratios(params.get("self_weight"), w, X.shape[0])
     if coef is not None and index.n_points and index.usable and m:
         stats = index.value_stats(V, w)
-        for q0 in range(0, m, QUERY_CHUNK):
-            q1 = min(q0 + QUERY_CHUNK, m)
-            _chunk_sums(index, stats, Q, q0, q1, coef, V, w, own, keep, scale,
+        rest = None
+        if own is not None:  # every point at once: each pair of tiles once
+            rest = _pair_sums(index, stats, coef, own, keep, tile_elements,
+                              (S, den, M), exact)  # fmt: skip
+        if rest is None:
+            _query_sums(index, stats, Q, coef, V, w, own, keep, scale,
                         tile_elements, (S, den, M), exact)  # fmt: skip
+        elif rest.size:  # the queries the pairs leave, as any others
+            sub = (np.zeros((rest.size, k)), np.zeros(rest.size), np.zeros(rest.size))
+            left = np.ones(rest.size, dtype=bool)
+            _query_sums(index, stats, Q[rest], coef, V, w, own[rest], keep, scale,
+                        tile_elements, sub, left)  # fmt: skip
+            done = rest[~left]
+            S[done], den[done], M[done] = (a[~left] for a in sub)
+            exact[done] = False
     exact_rows(
         (S, den, M), exact, Q, X, V, heads,
         metric=metric, metric_params=metric_params, scale=scale,
@@ -468,10 +592,19 @@ def tiles_kernel_sums(
     return [(S, den, M)]
 
 
+def _query_sums(index, stats, Q, coef, V, w, own, keep, scale, tile_elements,
+                sums, exact):  # fmt: skip
+    """The sums of the queries ``Q`` (training indices ``own`` for
+    leave-one-out) by query tiles, :data:`QUERY_CHUNK` queries at a time."""
+    for q0 in range(0, Q.shape[0], QUERY_CHUNK):
+        q1 = min(q0 + QUERY_CHUNK, Q.shape[0])
+        _chunk_sums(index, stats, Q, q0, q1, coef, V, w, own, keep, scale,
+                    tile_elements, sums, exact)  # fmt: skip
+
+
 def _chunk_sums(index, stats, Q, q0, q1, coef, V, w, own, keep, scale,
                 tile_elements, sums, exact):  # fmt: skip
     """The sums of the queries ``q0:q1`` that the bound accepts."""
-    S, den, M = sums
     spread = stats[1]
     Qs = _scaled_rows(Q, q0, q1, scale)
     finite = np.flatnonzero(np.isfinite(Qs).all(axis=1))
@@ -491,6 +624,14 @@ def _chunk_sums(index, stats, Q, q0, q1, coef, V, w, own, keep, scale,
     mine = None if own is None else own_c[ok]
     got = _sorted_sums(index, stats, Qs[order], so, coef, V, w, mine, keep,
                        tile_elements)  # fmt: skip
+    _accept(got, so, spread, q0 + order, sums, exact)
+
+
+def _accept(got, s, spread, rows, sums, exact):
+    """Store the :class:`_Sums` ``got`` (shifts ``s``) of the queries
+    ``rows`` whose bound is within :data:`SKIPPED` (module docstring) in
+    ``sums``, and mark them done in ``exact``."""
+    S, den, M = sums
     d = got.acc[:, -1]
     # |S| is the sum of w K |v| where a column keeps one sign; where it
     # changes sign, that sum is below d times its spread, which holds it.
@@ -500,8 +641,8 @@ def _chunk_sums(index, stats, Q, q0, q1, coef, V, w, own, keep, scale,
         & (got.bound_den <= SKIPPED * d)
         & np.all(got.bound_S <= SKIPPED * slack, axis=1)
     )
-    done = q0 + order[accept]
-    S[done], den[done], M[done] = got.acc[accept, :-1], d[accept], so[accept]
+    done = rows[accept]
+    S[done], den[done], M[done] = got.acc[accept, :-1], d[accept], s[accept]
     exact[done] = False
 
 
