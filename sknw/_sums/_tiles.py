@@ -127,8 +127,9 @@ class TileIndex:
     each point of the tree), ``X`` (scaled coordinates in leaf order),
     ``starts``/``sizes`` of the tiles and their boxes ``lo``/``hi``,
     ``reach`` (see the module docstring; ``usable`` is False where it is
-    beyond :data:`MAX_REACH`) and ``positive`` (which training points have a
-    positive weight, None for unit weights).
+    beyond :data:`MAX_REACH`), ``finite`` (whether every scaled coordinate
+    is) and ``positive`` (which training points have a positive weight,
+    None for unit weights).
     """
 
     def __init__(self, X, w, scale, tile_elements=TILE_ELEMENTS):
@@ -138,6 +139,7 @@ class TileIndex:
         self.n_points = positive.size
         self.tile_elements = tile_elements
         self._exceeding = []
+        self._own_nearest = None
         if not positive.size:
             return
         Xs = _scaled_rows(X, 0, n, scale)[positive]
@@ -161,6 +163,14 @@ class TileIndex:
             - math.log(TOLERANCE) + math.log(4.0)
         )  # fmt: skip
         self.usable = bool(self.reach <= MAX_REACH)
+
+    def own_nearest(self):
+        """Each point's squared distance to its nearest other point, in leaf
+        order (``inf`` where there is none): found once per index, for the
+        leave-one-out passes of every head it serves."""
+        if self._own_nearest is None:
+            self._own_nearest = self.nearest(self.X, self.rows)[0]
+        return self._own_nearest
 
     def nearest(self, Qs, own=None):
         """``(near2, pos)``: each query's squared distance to its nearest
@@ -352,7 +362,7 @@ def _pair_sums(index, stats, coef, own, keep, tile_elements, sums, exact):
         return None
     if np.count_nonzero(inside) != index.n_points:  # a point twice
         return None
-    s = coef * index.nearest(index.X, index.rows)[0]
+    s = coef * index.own_nearest()
     if keep is not None:  # a point that keeps part of its weight: its own
         s[keep[index.rows] > 0] = 0.0
     valid = s >= UNSHIFTED_MIN
