@@ -484,3 +484,74 @@ def test_an_isolated_point_takes_the_query_tiles(monkeypatch):
     np.testing.assert_allclose(den[-1], E.sum(), rtol=1e-12)
     np.testing.assert_allclose(S[-1], E @ V[:-1], rtol=1e-12)
     assert ref[1][0] == 0.0  # unshifted, it would be lost
+
+
+def test_every_point_is_leave_one_out_of_each_point_once_in_one_batch():
+    from sknw._sums._dispatcher import every_point
+    from sknw._sums._parallel import MIN_BATCH
+
+    n = 2 * MIN_BATCH
+    perm = np.random.default_rng(0).permutation(n)
+    assert every_point(n, n, exclude_self=True)
+    assert every_point(n, n, exclude_self=True, self_index=perm)
+    assert every_point(n, n, n_jobs=1, exclude_self=True)
+    assert not every_point(n, n)  # not leave-one-out
+    assert not every_point(n - 1, n, exclude_self=True)  # not every point
+    twice = np.append(perm[:-1], perm[0])
+    assert not every_point(n, n, exclude_self=True, self_index=twice)
+    # Batches of queries (n_jobs): each a part of the points.
+    assert not every_point(n, n, n_jobs=2, exclude_self=True)
+
+
+def test_auto_takes_the_pairs_of_tiles_for_leave_one_out_of_every_point():
+    """From AUTO_PAIR_MIN_POINTS, leave-one-out of every point takes the
+    tiles for a lone head at any share, for a head of a grid up to
+    AUTO_PAIR_GRID_SHARE; other sums keep the thresholds of the query
+    tiles."""
+    from sknw._sums._tiles import AUTO_PAIR_GRID_SHARE, AUTO_PAIR_MIN_POINTS
+
+    X, V, _ = make_data(n=AUTO_PAIR_MIN_POINTS, d=2, seed=17)
+    assert AUTO_PAIR_MIN_POINTS < AUTO_MIN_POINTS
+    backend = TilesBackend()
+
+    def request(h, grid, every):
+        return FitRequest(
+            X=X, sample_weight=None, values=None, head=Head(Gaussian(), h),
+            scale=None, metric="euclidean", metric_params=None, auto=True,
+            grid=grid, every_point=every, shared={},
+        )  # fmt: skip
+
+    wide, narrow = 0.5, 0.01
+    index = TileIndex(X, None, None)
+    assert index.share(-0.5 / wide**2) > AUTO_PAIR_GRID_SHARE
+    assert index.share(-0.5 / narrow**2) < AUTO_PAIR_GRID_SHARE
+    assert backend.fit(request(wide, False, True)) is not None
+    assert backend.fit(request(narrow, True, True)) is not None
+    assert backend.fit(request(wide, True, True)) is None
+    # Other sums: too few points for the query tiles.
+    assert backend.fit(request(narrow, False, False)) is None
+    # More than three features: the thresholds of the query tiles.
+    X = np.random.default_rng(3).uniform(size=(AUTO_PAIR_MIN_POINTS, 4))
+    assert backend.fit(request(wide, False, True)) is None
+
+
+def test_selection_takes_the_pairs_of_tiles_and_scores_as_the_dense_passes(
+    monkeypatch,
+):
+    """A leave-one-out search from AUTO_PAIR_MIN_POINTS points sums its
+    passes by pairs of tiles (under "auto"), scoring its candidates as the
+    dense passes do."""
+    from sknw._sums._tiles import AUTO_PAIR_MIN_POINTS
+
+    X, V, _ = make_data(n=AUTO_PAIR_MIN_POINTS + 100, d=2, seed=19)
+    y = V[:, 0] + 0.1 * np.random.default_rng(2).normal(size=X.shape[0])
+    pairs = spy_on(monkeypatch, "_add_pairs")
+    auto = NadarayaWatsonRegressorCV(bandwidths=[0.02, 0.04, 0.3]).fit(X, y)
+    assert pairs
+    dense = NadarayaWatsonRegressorCV(bandwidths=[0.02, 0.04, 0.3], algorithm="brute")
+    dense.fit(X, y)
+    np.testing.assert_allclose(
+        auto.cv_results_["mean_test_score"], dense.cv_results_["mean_test_score"],
+        rtol=1e-10,
+    )  # fmt: skip
+    assert auto.bandwidth_ == dense.bandwidth_

@@ -15,7 +15,14 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ._base import TILE_ELEMENTS, MomentSums, NaNDistanceError, nan_rows, per_query
+from ._base import (
+    TILE_ELEMENTS,
+    MomentSums,
+    NaNDistanceError,
+    nan_rows,
+    own_rows,
+    per_query,
+)
 from ._binned import BinnedBackend
 from ._cells import (
     CellIndex,
@@ -84,7 +91,9 @@ class FitRequest:
     ``powers``: the highest power of the local moments the index must sum
     (:func:`local_moments`; 0 for the sums of Nadaraya--Watson); ``shared``:
     a dict in which the heads of one grid share indexes that depend on the
-    training points alone (None: no sharing).
+    training points alone (None: no sharing); ``every_point``: the sums are
+    leave-one-out of every training point, in one batch (the tiles then
+    compute each pair of points once).
     """
 
     X: np.ndarray
@@ -100,6 +109,7 @@ class FitRequest:
     grid: bool = False
     powers: int = 0
     shared: object = None
+    every_point: bool = False
 
     @property
     def large(self):
@@ -252,6 +262,7 @@ def grid_sums(
         # A lone head's dense alternative is the single head's path.
         grid=len(heads) > 1,
         shared={},
+        every_point=every_point(Q.shape[0], X.shape[0], n_jobs, **params),
     )
     dense = []
     for h, head in enumerate(heads):
@@ -271,6 +282,15 @@ def grid_sums(
         for h, sums in zip(dense, got, strict=True):
             out[h] = sums
     return out
+
+
+def every_point(m, n, n_jobs=None, **params):
+    """Whether ``m`` queries are leave-one-out of every one of the ``n``
+    training points (``exclude_self``), each once, in one batch."""
+    own = own_rows(m, **params)
+    if own is None or m != n or batch_bounds(m, n_jobs) is not None:
+        return False
+    return bool(np.array_equal(np.sort(own), np.arange(n)))
 
 
 def local_moments(

@@ -115,6 +115,20 @@ AUTO_MAX_SHARE = (0.3, 0.12)
 #: over every pair with the other heads), at most this share.
 AUTO_GRID_SHARE = (0.25, 0.05)
 
+#: Leave-one-out of every point, with up to three features, computes each
+#: pair of tiles once (:func:`_pair_sums`): ``"auto"`` takes the tiles for it
+#: from this many training points, for a lone head at any share, for one head
+#: of a grid where a query tile meets at most :data:`AUTO_PAIR_GRID_SHARE` of
+#: them. Measured in two and three features, one head (its index built for
+#: it): 0.7 to 0.9 of the dense pass's time at 1500 to 2000 points and every
+#: share, 0.3 to 0.7 at 5000 points; about equal at 1000.
+AUTO_PAIR_MIN_POINTS = 1500
+
+#: ... (one head of a grid of 5 to 30 heads: the tiles took 0.3 to 0.7 of the
+#: dense pass's time per head where its share was 0.2 to 0.5, 1.0 to 2.0
+#: where it was 0.7 to 1).
+AUTO_PAIR_GRID_SHARE = 0.5
+
 #: Query tiles probed to estimate the share.
 N_PROBE_TILES = 32
 
@@ -697,9 +711,10 @@ class TilesBackend(Backend):
     """The Gaussian in several features over tiles of a KD-tree order, to
     :data:`TOLERANCE`; under ``"auto"`` from :data:`AUTO_MIN_POINTS`
     training points where a query tile meets at most :data:`AUTO_MAX_SHARE`
-    of them (:data:`AUTO_GRID_SHARE` for one head of a grid). The index holds the
-    training points, not the values: it serves any values with the weights
-    it was built with."""
+    of them (:data:`AUTO_GRID_SHARE` for one head of a grid), and for
+    leave-one-out of every point as :data:`AUTO_PAIR_MIN_POINTS` says. The
+    index holds the training points, not the values: it serves any values
+    with the weights it was built with."""
 
     name = "tiles"
     leave_one_out = True
@@ -708,16 +723,21 @@ class TilesBackend(Backend):
         return tiles_why_not(kernel, metric, metric_params, n_features)
 
     def fit(self, request):
-        if request.auto and request.X.shape[0] < AUTO_MIN_POINTS:
+        n, d = request.X.shape
+        pairs = request.every_point and d <= 3
+        if request.auto and n < (AUTO_PAIR_MIN_POINTS if pairs else AUTO_MIN_POINTS):
             return None
         coef = log_linear_coef(request.head, True)
         index = _shared_index(request)
         if request.auto:
-            limits = AUTO_GRID_SHARE if request.grid else AUTO_MAX_SHARE
-            limit = limits[request.X.shape[1] > 3]
             if coef is None or not index.n_points or not index.usable:
                 return None
-            if index.exceeds(coef, limit):
+            if pairs:
+                limit = AUTO_PAIR_GRID_SHARE if request.grid else None
+            else:
+                limits = AUTO_GRID_SHARE if request.grid else AUTO_MAX_SHARE
+                limit = limits[d > 3]
+            if limit is not None and index.exceeds(coef, limit):
                 return None
         return index
 
