@@ -460,10 +460,10 @@ def test_pairs_in_any_order_of_the_points_and_small_chunks():
 
 
 def test_an_isolated_point_takes_the_query_tiles(monkeypatch):
-    """A point whose largest term is beyond UNSHIFTED_MIN (far from every
+    """A point whose largest term is below _lowest_shift (far from every
     other) would lose its sums to the floor of ``exp`` without a shift: it
     takes the query tiles, its shift its own largest term."""
-    from sknw._sums._tiles import UNSHIFTED_MIN
+    from sknw._sums._tiles import _lowest_shift
 
     rng = np.random.default_rng(8)
     X = np.vstack([rng.uniform(size=(3000, 2)), [[1.6, 1.6]]])
@@ -471,7 +471,7 @@ def test_an_isolated_point_takes_the_query_tiles(monkeypatch):
     h = 0.02
     index = TileIndex(X, None, None)
     near = cdist(X[-1:], X[:-1], "sqeuclidean").min()
-    assert -0.5 * near / h**2 < UNSHIFTED_MIN
+    assert -0.5 * near / h**2 < _lowest_shift(np.ones(X.shape[0]), None, None)
     queries = spy_on(monkeypatch, "_query_sums")
     S, den, M = tiles_kernel_sums(X, X, V, [Head(Gaussian(), h)], index=index,
                                   exclude_self=True)[0]  # fmt: skip
@@ -555,3 +555,37 @@ def test_selection_takes_the_pairs_of_tiles_and_scores_as_the_dense_passes(
         rtol=1e-10,
     )  # fmt: skip
     assert auto.bandwidth_ == dense.bandwidth_
+
+
+@pytest.mark.parametrize("scale", [1e-200, 1e200])
+def test_pairs_of_tiles_with_weights_of_any_scale(monkeypatch, scale):
+    """Weights far from one: the pairs of tiles (no shift) keep the sums of
+    the points whose largest term is far enough above the floor of ``exp``
+    and the range of floats, within the bound; tiny weights raise that
+    limit (_lowest_shift) so that no sum underflows."""
+    from sknw._sums._tiles import EXP_FLOOR, UNSHIFTED_MARGIN, _lowest_shift
+
+    X, V, _ = make_data(n=2000, seed=41)
+    # A point about 0.4 from the others: its largest term near exp(-400).
+    X = np.vstack([X, [[1.42, 0.5]]])
+    V = np.vstack([V, V[:1]])
+    n = X.shape[0]
+    w = scale * np.random.default_rng(4).uniform(0.5, 2.0, n)
+    h = 0.015
+    pairs = spy_on(monkeypatch, "_add_pairs")
+    queries = spy_on(monkeypatch, "_query_sums")
+    got = tiles_kernel_sums(X, X, V, [Head(Gaussian(), h)],
+                            index=TileIndex(X, w, None), sample_weight=w,
+                            exclude_self=True)[0]  # fmt: skip
+    assert pairs
+    # Its sums would underflow without a shift under tiny weights only.
+    assert bool(queries) == (scale < 1)
+    ref = reference(X, X, V, w, h, exclude=np.arange(n))
+    assert_within_tolerance(got, ref, V)
+    lowest = _lowest_shift(w, None, None)
+    assert lowest >= EXP_FLOOR + UNSHIFTED_MARGIN - np.log(w.min())
+    assert lowest >= EXP_FLOOR + UNSHIFTED_MARGIN + np.log(w.sum() / w.min())
+    # A kept share smaller than every weight lowers the smallest term.
+    keep = np.zeros(n)
+    keep[7] = 1e-30
+    assert _lowest_shift(w, keep, np.arange(n)) > lowest

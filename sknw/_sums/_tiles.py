@@ -35,9 +35,10 @@ within reach of the other's for its smallest shift, its terms
 ``exp(coef d**2)`` without shifts added to the sums of both tiles' points
 (half the terms of the query tiles, which compute each pair for either
 side). The sums are then shifted by each point's largest log term, as the
-query tiles give them. A point whose largest term is below
-:data:`UNSHIFTED_MIN`, where the floor of ``exp`` would matter without a
-shift, takes the query tiles, as do points of weight 0 (not in the index).
+query tiles give them. A point whose largest term is too small for the
+floor of ``exp`` or the range of floats without a shift
+(:func:`_lowest_shift`) takes the query tiles, as do points of weight 0
+(not in the index).
 
 The skipped terms are bounded per query, from the tiles' boxes and their
 sums of ``w`` and ``w |v|`` (of the weights and values of the call: the
@@ -96,10 +97,10 @@ SKIPPED = TOLERANCE / 2
 MAX_REACH = 690.0
 
 #: Leave-one-out over every point of the index sums each pair of tiles once,
-#: without shifts (:func:`_pair_sums`); a point whose largest log term (its
-#: shift) is below this takes the query tiles: the terms that ``exp`` floors
-#: then change its sums by at most ``n exp(-100)`` of them.
-UNSHIFTED_MIN = EXP_FLOOR + 100.0
+#: without shifts (:func:`_pair_sums`), for the points whose largest term
+#: clears the floor of ``exp`` by this margin (in logarithms, see
+#: :func:`_lowest_shift`).
+UNSHIFTED_MARGIN = 60.0
 
 #: Queries prepared at once (scaled, their nearest point found).
 QUERY_CHUNK = 1 << 13
@@ -365,7 +366,7 @@ def _pair_sums(index, stats, coef, own, keep, tile_elements, sums, exact):
     the bound accepts (shifted by each point's largest log term, as
     :func:`_chunk_sums` gives them) and returns the queries left to the
     query tiles: those not in the index and those whose shift is below
-    :data:`UNSHIFTED_MIN`. None where the queries are not the index's points,
+    :func:`_lowest_shift`. None where the queries are not the index's points,
     or its values in leaf order exceed the working memory (``stats``)."""
     spread, Vx = stats[1], stats[3]
     leaf = index.leaf_of(own)
@@ -379,13 +380,38 @@ def _pair_sums(index, stats, coef, own, keep, tile_elements, sums, exact):
     s = coef * index.own_nearest()
     if keep is not None:  # a point that keeps part of its weight: its own
         s[keep[index.rows] > 0] = 0.0
-    valid = s >= UNSHIFTED_MIN
+    valid = s >= _lowest_shift(Vx[:, -1], keep, index.rows)
     s = np.where(valid, s, np.inf)  # the others need nothing of the pairs
     got = _pair_terms(index, stats, coef, s, keep, tile_elements)
     got.acc *= np.exp(-np.where(valid, s, 0.0))[:, None]
     rows = np.flatnonzero(valid)
     _accept(got.view(rows), s[rows], spread, query_of[rows], sums, exact)
     return np.sort(np.concatenate([np.flatnonzero(~inside), query_of[~valid]]))
+
+
+def _lowest_shift(wl, keep, rows):
+    """The smallest shift ``s`` (largest log term) of a point whose sums the
+    pairs of tiles compute without shifts, for the weights ``wl`` (of the
+    index's points) and the shares ``keep`` its points keep of their own.
+
+    A point's weight sum is at least ``w e**s``, ``w`` the smallest weight
+    ``w_min`` (or kept weight) of a term; ``exp`` floored changes each term
+    ``w_j e**L`` by at most ``w_j e**EXP_FLOOR``, its sums by ``W
+    e**EXP_FLOOR`` (``W`` the total weight). With ``s >= EXP_FLOOR +``
+    :data:`UNSHIFTED_MARGIN` ``+ max(log(W / w), -log(w))`` that is at most
+    ``e**-UNSHIFTED_MARGIN`` of the weight sum, which stays above
+    ``e**(EXP_FLOOR + UNSHIFTED_MARGIN)`` (far from underflow). In
+    logarithms: the smallest weight may be subnormal, the total overflow
+    (no point then takes the pairs)."""
+    smallest = float(wl.min())
+    if keep is not None:
+        kept = keep[rows] * wl
+        kept = kept[kept > 0]
+        smallest = min(smallest, float(kept.min(initial=smallest)))
+    with np.errstate(over="ignore"):
+        total = float(wl.sum())
+    low = math.log(smallest)
+    return EXP_FLOOR + UNSHIFTED_MARGIN + max(math.log(total) - low, -low)
 
 
 def _pair_terms(index, stats, coef, s, keep, tile_elements):
