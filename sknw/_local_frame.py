@@ -108,6 +108,36 @@ def row_groups(keys):
     return unique, np.split(order, np.cumsum(np.bincount(inverse))[:-1])
 
 
+#: Frames of few queries share a pass over the training points, their
+#: moment columns side by side (each query keeps its own frame's): a pass's
+#: fixed cost, about 0.5 ms, is worth a product of this many elements (the
+#: queries' columns of every frame of the batch times the training points).
+FRAME_BATCH_WORK = 1 << 22
+
+
+def frame_batches(sizes, n_columns, n_train, limit=None):
+    """Batches (lists of indices, in order) of frames of ``sizes`` queries
+    whose moments (``n_columns`` per frame) one pass over ``n_train``
+    training points sums side by side: while the batch's queries times its
+    columns times ``n_train`` stay within :data:`FRAME_BATCH_WORK` and its
+    columns times ``n_train`` within ``limit`` elements (a frame alone
+    otherwise)."""
+    batches, batch, queries = [], [], 0
+    for f, size in enumerate(sizes):
+        grown = (queries + size) * n_columns * (len(batch) + 1)
+        fits = grown * n_train <= FRAME_BATCH_WORK
+        if limit is not None:
+            fits = fits and n_columns * (len(batch) + 1) * n_train <= limit
+        if batch and not fits:
+            batches.append(batch)
+            batch, queries = [], 0
+        batch.append(f)
+        queries += size
+    if batch:
+        batches.append(batch)
+    return batches
+
+
 def moment_columns(Z, yc, squares=False, degree=1):
     """Per-point moments ``y, z, z y, z z^T`` (upper triangle) and, with
     ``squares``, ``y**2``, as the columns of one array; and the column bounds

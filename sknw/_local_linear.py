@@ -12,6 +12,7 @@ from ._local_cv import moment_targets
 from ._local_frame import (
     MAX_RECENTRINGS,
     Moments,
+    frame_batches,
     local_solution,
     moment_columns,
     monomial_terms,
@@ -25,7 +26,7 @@ from ._query_poly import query_centred_poly_fit
 from ._regression import NadarayaWatsonRegressor
 from ._span import feature_bandwidths
 from ._sums import BACKENDS, Head, algorithms, local_moments, power_of_two_scale
-from ._sums._base import head_rows, nan_rows
+from ._sums._base import head_rows, nan_rows, working_elements
 from ._uncertainty import LocalFit, SquaredWeights
 from .exceptions import (
     RidgedDesignWarning,
@@ -409,22 +410,45 @@ class LocalPolynomialFit(NadarayaWatsonRegressor):
 
     def _moments(self, Q, rows, yn, with_std, mom, own=None):
         """Set the moments of the queries ``rows`` in their frames (``mom.C``
-        and ``mom.R``), one pass over the training points per distinct frame.
+        and ``mom.R``), one pass over the training points per distinct frame
+        or per batch of frames of few queries (:func:`frame_batches`).
         Queries with an undefined distance are named among all of ``Q``."""
         if not rows.size:
             return
         d = mom.C.shape[1]
         frames = np.hstack([mom.C[rows], mom.R[rows].reshape(-1, d * d) + 0.0])
         frames, groups = row_groups(frames)
+        groups = [rows[g] for g in groups]
+        # Without squared weights, frames of few queries share a pass (their
+        # columns side by side); each frame's own pass otherwise.
+        c = mom.A.shape[1]
+        batches = [[f] for f in range(len(groups))]
+        if not with_std:
+            sizes = [g.size for g in groups]
+            limit = working_elements()
+            batches = frame_batches(sizes, c, self.X_fit_.shape[0], limit)
         try:
-            for key, group in zip(frames, (rows[g] for g in groups), strict=True):
-                centre, rotation = key[:d], key[d:].reshape(d, d)
-                V, level = self._moment_values(centre, rotation, yn, with_std)
+            for batch in batches:
+                values = [
+                    self._moment_values(
+                        frames[f, :d], frames[f, d:].reshape(d, d), yn, with_std
+                    )
+                    for f in batch
+                ]
+                group = np.concatenate([groups[f] for f in batch])
                 got = self._weighted_average(
-                    Q[group], V, squared=with_std, validated=True,
-                    own=None if own is None else own[group],
+                    Q[group], np.hstack([V for V, _ in values]), squared=with_std,
+                    validated=True, own=None if own is None else own[group],
                 )  # fmt: skip
-                mom.put(group, *(got if with_std else (got,)), level=level)
+                if with_std:
+                    mom.put(group, *got, level=values[0][1])
+                    continue
+                a = 0
+                for j, (f, (_, level)) in enumerate(zip(batch, values, strict=True)):
+                    size = groups[f].size
+                    block = got[a : a + size, j * c : (j + 1) * c]
+                    mom.put(groups[f], block, level=level)
+                    a += size
         except UndefinedDistanceError:
             Qc, Xc = self._continuous(Q), self._continuous(self.X_fit_)
             raise nan_rows(

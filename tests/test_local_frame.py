@@ -101,3 +101,27 @@ def test_several_coordinates_take_the_general_path(d):
     design = np.column_stack([np.ones(40), X - X[0]]) * np.sqrt(w)[:, None]
     coef = np.linalg.lstsq(design, y * np.sqrt(w), rcond=None)[0]
     np.testing.assert_allclose(sol.estimate[0, 0], coef[0], rtol=1e-10)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    sizes=st.lists(st.integers(1, 40), min_size=0, max_size=30),
+    n_columns=st.integers(1, 20),
+    n_train=st.integers(1, 5000),
+    limit=st.one_of(st.none(), st.integers(1, 200000)),
+)
+def test_frame_batches_cover_the_frames_in_order_within_the_work(
+    sizes, n_columns, n_train, limit
+):
+    from sknw._local_frame import FRAME_BATCH_WORK, frame_batches
+
+    batches = frame_batches(sizes, n_columns, n_train, limit)
+    assert [f for b in batches for f in b] == list(range(len(sizes)))
+    for batch in batches:
+        assert batch
+        if len(batch) == 1:
+            continue  # a frame alone, whatever its work
+        queries = sum(sizes[f] for f in batch)
+        assert queries * n_columns * len(batch) * n_train <= FRAME_BATCH_WORK
+        if limit is not None:
+            assert n_columns * len(batch) * n_train <= limit

@@ -927,3 +927,35 @@ def test_cv_fits_of_several_candidates_solved_together_equal_one_at_a_time(cv):
             assert_array_equal(together.cv_results_[key], alone.cv_results_[key])
     assert together.best_score_ == alone.best_score_
     assert np.isfinite(together.cv_results_["mean_test_score"]).any()
+
+
+@pytest.mark.parametrize("own", [False, True])
+def test_frames_sharing_passes_give_each_query_its_own_frame(monkeypatch, own):
+    """Frames of few queries share a pass (their moment columns side by
+    side): the estimates of one pass per frame, to rounding, in fewer
+    passes; leave-one-out (``own``) too."""
+    from sknw import _local_frame
+
+    rng = np.random.default_rng(12)
+    X = rng.uniform(-2, 2, size=(600, 3))
+    y = np.sin(2 * X[:, 0]) + X[:, 1] ** 2 + 0.1 * rng.normal(size=600)
+    Q = X[:150] if own else rng.uniform(-2, 2, size=(150, 3))
+    est = LocalLinearRegressor(bandwidth=0.08, algorithm="brute").fit(X, y)
+    passes = []
+    original = type(est)._weighted_average
+
+    def counted(self, *args, **kwargs):
+        passes.append(1)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(type(est), "_weighted_average", counted)
+    kw = {"own": np.arange(150)} if own else {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        batched = est._exact_local_fit(Q, False, **kw).estimate
+        n_batched = len(passes)
+        monkeypatch.setattr(_local_frame, "FRAME_BATCH_WORK", 0)
+        passes.clear()
+        alone = est._exact_local_fit(Q, False, **kw).estimate
+    assert n_batched < len(passes) / 4  # one pass per frame: many frames
+    assert_allclose(batched, alone, rtol=1e-12, atol=1e-12)
