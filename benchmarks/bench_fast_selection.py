@@ -19,6 +19,11 @@ sizes, ``--only GROUP`` for some rows). One BLAS thread. Rows:
 - ``NadarayaWatsonRegressor`` predict in 3-D by the tiles backend (tiles of
   training points beyond each query's reach skipped), relative to the dense
   sums, at 0.25 to 1 times the per-feature bandwidths the search selects;
+- ``NadarayaWatsonRegressorCV`` in 2-D and 3-D at 2000 and 5000 points
+  (leave-one-out of every point by pairs of tiles from 1500 points),
+  relative to the same search with the dense passes only, and
+  ``LocalLinearRegressorCV`` in 3-D relative to ``NadarayaWatsonRegressorCV``
+  on the same data (group ``small``);
 - with ``Rscript`` and KernSmooth installed: ``dpill`` plus ``locpoly`` (R's
   plug-in bandwidth and binned local linear fit) against
   ``LocalLinearRegressorCV`` plus predict, best of seven runs of each (R's
@@ -200,6 +205,45 @@ cat(h, elapsed, "\\n")
 R_ROUNDS = 3
 
 
+def small_rows(sizes):
+    """Searches in two and three features at a few thousand points: the
+    default search against the dense passes only, and local linear against
+    Nadaraya--Watson, best of two runs of each."""
+    rows = []
+    for n in sizes:
+        for d in (2, 3):
+            X, y = make_cube(n, seed=5)
+            X = X[:, :d]
+            times = {}
+            for algorithm in ("auto", "brute"):
+                search = NadarayaWatsonRegressorCV(algorithm=algorithm)
+                times[algorithm] = best_time(
+                    lambda s=search, X=X, y=y: s.fit(X, y), repeat=2
+                )
+            rows.append(
+                (
+                    f"NW-CV {d}-D, n={n}",
+                    "algorithm='brute'",
+                    times["auto"] / times["brute"],
+                    f"{times['auto']:.2f} s vs {times['brute']:.2f} s",
+                )
+            )
+        X, y = make_cube(n, seed=5)
+        t_ll = best_time(lambda X=X, y=y: LocalLinearRegressorCV().fit(X, y), repeat=2)
+        t_nw = best_time(
+            lambda X=X, y=y: NadarayaWatsonRegressorCV().fit(X, y), repeat=2
+        )
+        rows.append(
+            (
+                f"LocalLinearCV 3-D, n={n}",
+                "NW-CV on the same data",
+                t_ll / t_nw,
+                f"{t_ll:.2f} s vs {t_nw:.2f} s",
+            )
+        )
+    return rows
+
+
 def r_rows(sizes):
     """dpill + locpoly against LocalLinearRegressorCV + predict (when R and
     KernSmooth are installed), the best of seven runs of each, taken in turn
@@ -254,7 +298,7 @@ def r_rows(sizes):
     return rows
 
 
-ROW_GROUPS = ("nw-cv", "ll-predict", "ll-cv", "grid-search", "3d", "r")
+ROW_GROUPS = ("nw-cv", "ll-predict", "ll-cv", "grid-search", "3d", "small", "r")
 
 
 def main():
@@ -286,6 +330,8 @@ def main():
             table += several_feature_rows(
                 5000 if quick else 20_000, 10_000 if quick else 50_000
             )
+        if "small" in only:
+            table += small_rows([2000] if quick else [2000, 5000])
         if "r" in only:
             table += r_rows([2000] if quick else [2000, 20_000, 100_000])
     print_table(table)

@@ -420,34 +420,39 @@ class LocalPolynomialFit(NadarayaWatsonRegressor):
         frames, groups = row_groups(frames)
         groups = [rows[g] for g in groups]
         # Without squared weights, frames of few queries share a pass (their
-        # columns side by side); each frame's own pass otherwise.
-        c = mom.A.shape[1]
+        # columns side by side, with their normalised copy within the
+        # working memory); each frame's own pass otherwise.
+        c, n = mom.A.shape[1], self.X_fit_.shape[0]
         batches = [[f] for f in range(len(groups))]
         if not with_std:
             sizes = [g.size for g in groups]
-            limit = working_elements()
-            batches = frame_batches(sizes, c, self.X_fit_.shape[0], limit)
+            batches = frame_batches(sizes, c, n, working_elements() // 2)
         try:
             for batch in batches:
-                values = [
-                    self._moment_values(
+                V, levels = None, []
+                for j, f in enumerate(batch):
+                    Vf, level = self._moment_values(
                         frames[f, :d], frames[f, d:].reshape(d, d), yn, with_std
                     )
-                    for f in batch
-                ]
+                    if len(batch) == 1:
+                        V = Vf
+                    else:
+                        V = np.empty((n, c * len(batch))) if V is None else V
+                        V[:, j * c : (j + 1) * c] = Vf
+                    levels.append(level)
                 group = np.concatenate([groups[f] for f in batch])
                 got = self._weighted_average(
-                    Q[group], np.hstack([V for V, _ in values]), squared=with_std,
-                    validated=True, own=None if own is None else own[group],
+                    Q[group], V, squared=with_std, validated=True,
+                    own=None if own is None else own[group],
                 )  # fmt: skip
                 if with_std:
-                    mom.put(group, *got, level=values[0][1])
+                    mom.put(group, *got, level=levels[0])
                     continue
                 a = 0
-                for j, (f, (_, level)) in enumerate(zip(batch, values, strict=True)):
+                for j, f in enumerate(batch):
                     size = groups[f].size
                     block = got[a : a + size, j * c : (j + 1) * c]
-                    mom.put(groups[f], block, level=level)
+                    mom.put(groups[f], block, level=levels[j])
                     a += size
         except UndefinedDistanceError:
             Qc, Xc = self._continuous(Q), self._continuous(self.X_fit_)
