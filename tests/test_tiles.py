@@ -583,9 +583,68 @@ def test_pairs_of_tiles_with_weights_of_any_scale(monkeypatch, scale):
     ref = reference(X, X, V, w, h, exclude=np.arange(n))
     assert_within_tolerance(got, ref, V)
     lowest = _lowest_shift(w, None, None)
-    assert lowest >= EXP_FLOOR + UNSHIFTED_MARGIN - np.log(w.min())
     assert lowest >= EXP_FLOOR + UNSHIFTED_MARGIN + np.log(w.sum() / w.min())
-    # A kept share smaller than every weight lowers the smallest term.
+    # A kept share smaller than every weight lowers the smallest term; values
+    # far from zero for their spread raise the floor's share of them.
     keep = np.zeros(n)
     keep[7] = 1e-30
     assert _lowest_shift(w, keep, np.arange(n)) > lowest
+    assert _lowest_shift(w, None, None, ratio=1e20) > lowest + 40
+
+
+@pytest.mark.parametrize("scale", [1e-60, 1e-200, 1e200])
+def test_pairs_of_tiles_with_values_of_any_scale(monkeypatch, scale):
+    """Values far from one: a point whose unshifted sums would underflow
+    (its largest term small, its values tiny) takes the query tiles; every
+    sum stays within the bound of the definition."""
+    rng = np.random.default_rng(9)
+    X = rng.uniform(size=(1200, 2))
+    V = scale * np.column_stack([np.sin(6 * X[:, 0]), X[:, 1] - 0.5, 2.0 + X[:, 0]])
+    h = 0.002  # isolated points: largest terms down to about exp(-300)
+    queries = spy_on(monkeypatch, "_query_sums")
+    index = TileIndex(X, None, None)
+    got = tiles_kernel_sums(X, X, V, [Head(Gaussian(), h)], index=index,
+                            exclude_self=True)[0]  # fmt: skip
+    assert bool(queries) == (scale < 1e-100)
+    # The definition relative to each point's largest term (unshifted, the
+    # reference itself would underflow): within the bound.
+    n = X.shape[0]
+    L = -0.5 * cdist(X, X, "sqeuclidean") / h**2
+    L[np.arange(n), np.arange(n)] = -np.inf
+    top = L.max(axis=1)
+    K = np.exp(L - top[:, None])
+    S, den, M = got
+    shift = np.exp(M - top)
+    U = V / scale
+    ref = K @ U, K.sum(axis=1), K @ np.abs(U)
+    assert_within_tolerance((S * shift[:, None] / scale, den * shift, 0.0 * M), ref, U)
+
+
+def test_pairs_of_tiles_extra_memory_is_about_the_outputs():
+    """Leave-one-out of every point by pairs of tiles keeps the points' sums
+    (the size of the outputs) and the values in leaf order (within the
+    working memory), accepting them block by block: no copies of the
+    points' sums and bounds."""
+    rng = np.random.default_rng(21)
+    n, k = 50_000, 8
+    X = rng.uniform(size=(n, 2))
+    V = rng.normal(size=(n, k))
+    index = TileIndex(X, None, None)
+    head = Head(Gaussian(), 0.002)
+    index.own_nearest()  # the index's own state, found once
+
+    def run():
+        return tiles_kernel_sums(X, X, V, [head], index=index, exclude_self=True)[0]
+
+    pairs = []
+    from sknw._sums import _tiles
+
+    original = _tiles._add_pairs
+    _tiles._add_pairs = lambda *a: pairs.append(1) or original(*a)
+    try:
+        extra = extra_memory(run)
+    finally:
+        _tiles._add_pairs = original
+    assert pairs
+    outputs = n * (k + 2) * 8
+    assert extra <= 3 * outputs + 8 * 2**20

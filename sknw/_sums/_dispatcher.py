@@ -93,7 +93,7 @@ class FitRequest:
     a dict in which the heads of one grid share indexes that depend on the
     training points alone (None: no sharing); ``every_point``: the sums are
     leave-one-out of every training point, in one batch (the tiles then
-    compute each pair of points once).
+    compute each pair of tiles once).
     """
 
     X: np.ndarray

@@ -36,9 +36,9 @@ within reach of the other's for its smallest shift, its terms
 (half the terms of the query tiles, which compute each pair for either
 side). The sums are then shifted by each point's largest log term, as the
 query tiles give them. A point whose largest term is too small for the
-floor of ``exp`` or the range of floats without a shift
-(:func:`_lowest_shift`) takes the query tiles, as do points of weight 0
-(not in the index).
+floor of ``exp`` without a shift (:func:`_lowest_shift`), or whose
+unshifted sums are too small for floats (:data:`PAIR_SMALLEST`), takes the
+query tiles, as do points of weight 0 (not in the index).
 
 The skipped terms are bounded per query, from the tiles' boxes and their
 sums of ``w`` and ``w |v|`` (of the weights and values of the call: the
@@ -101,6 +101,13 @@ MAX_REACH = 690.0
 #: clears the floor of ``exp`` by this margin (in logarithms, see
 #: :func:`_lowest_shift`).
 UNSHIFTED_MARGIN = 60.0
+
+#: ... and whose weight sum, unshifted, times the smallest scale of the
+#: values (the spread of a column, at most 1) is at least ``n`` times this,
+#: the smallest normal float: the products that underflow (each off by at
+#: most ``2**-1075``) then change its sums by at most ``2**-52`` of their
+#: slack. The other points take the query tiles.
+PAIR_SMALLEST = 2.0**-1022
 
 #: Queries prepared at once (scaled, their nearest point found).
 QUERY_CHUNK = 1 << 13
@@ -212,9 +219,9 @@ class TileIndex:
     def value_stats(self, V, w):
         """Per call: the tiles' sums of ``w |v|`` (n_tiles, k), the spread
         of each column over the points, the tiles' weights (for the weights
-        of this call) and the products' ``[w V, w]`` in leaf order (None
+        of this call), the products' ``[w V, w]`` in leaf order (None
         where they exceed the working memory: each block then gathers its
-        own)."""
+        own) and the largest ``|v|`` of each column."""
         k = V.shape[1]
         A = np.zeros((self.starts.size, k))
         wl = np.ones(self.rows.size) if w is None else np.asarray(w, float)[self.rows]
@@ -235,7 +242,7 @@ class TileIndex:
             lo, hi = np.minimum(lo, Vb.min(axis=0)), np.maximum(hi, Vb.max(axis=0))
             if Vx is not None:
                 Vx[a : a + rows.size, :k] = Vb * wb
-        return A, hi - lo, W, Vx
+        return A, hi - lo, W, Vx, np.maximum(np.abs(lo), np.abs(hi))
 
     def exceeds(self, coef, limit):
         """Whether a query tile meets more than ``limit`` of the points at
@@ -306,6 +313,13 @@ class _Sums:
         self.bound_den = np.zeros(m)
         self.bound_S = np.zeros((m, k))
 
+    @classmethod
+    def of(cls, acc, bound_den, bound_S):
+        """The sums and bounds given."""
+        out = cls.__new__(cls)
+        out.acc, out.bound_den, out.bound_S = acc, bound_den, bound_S
+        return out
+
     def view(self, rows):
         """The same sums of the queries ``rows`` (a slice: views)."""
         out = _Sums.__new__(_Sums)
@@ -320,7 +334,7 @@ def _sorted_sums(index, stats, Qo, so, coef, V, w, own, keep, tile_elements):
     tile of :data:`QUERY_ROWS` at a time; the bounds of the tiles beyond
     reach and whether ``exp`` needs its floor (see :func:`_exp`), for a block
     of query tiles at once."""
-    A, _, W, Vx = stats
+    A, _, W, Vx, _ = stats
     m, k = Qo.shape[0], V.shape[1]
     out = _Sums(m, k)
     starts = np.arange(0, m, QUERY_ROWS)
@@ -362,13 +376,16 @@ def _pair_sums(index, stats, coef, own, keep, tile_elements, sums, exact):
     """Leave-one-out where the queries are the index's points, each once
     (``own``: their training indices; points of weight 0, not in the index,
     may be among them): each pair of tiles within reach of either one's box
-    is computed once (:func:`_pair_terms`), without shifts. Stores the sums
+    is computed once (:func:`_pair_blocks`), without shifts. Stores the sums
     the bound accepts (shifted by each point's largest log term, as
-    :func:`_chunk_sums` gives them) and returns the queries left to the
-    query tiles: those not in the index and those whose shift is below
-    :func:`_lowest_shift`. None where the queries are not the index's points,
-    or its values in leaf order exceed the working memory (``stats``)."""
-    spread, Vx = stats[1], stats[3]
+    :func:`_chunk_sums` gives them), block by block of tiles as they are
+    complete, and returns the queries left to the query tiles: those not in
+    the index, those whose shift is below :func:`_lowest_shift` and those
+    whose unshifted sums are too small for floats (:data:`PAIR_SMALLEST`).
+    None where the queries are not the index's points, a coordinate is not
+    finite, or the values in leaf order exceed the working memory
+    (``stats``)."""
+    spread, Vx, top = stats[1], stats[3], stats[4]
     leaf = index.leaf_of(own)
     inside = leaf >= 0
     query_of = np.full(index.n_points, -1, dtype=np.intp)
@@ -380,27 +397,44 @@ def _pair_sums(index, stats, coef, own, keep, tile_elements, sums, exact):
     s = coef * index.own_nearest()
     if keep is not None:  # a point that keeps part of its weight: its own
         s[keep[index.rows] > 0] = 0.0
-    valid = s >= _lowest_shift(Vx[:, -1], keep, index.rows)
+    # Each column's scale in the bound's slack: its spread, or its largest
+    # |v| where it is constant (a column of zeros sums exact zeros).
+    scales = np.where(spread > 0, spread, top)
+    used = scales > 0
+    ratio = float(np.max(top[used] / scales[used], initial=1.0))
+    valid = s >= _lowest_shift(Vx[:, -1], keep, index.rows, ratio)
     s = np.where(valid, s, np.inf)  # the others need nothing of the pairs
-    got = _pair_terms(index, stats, coef, s, keep, tile_elements)
-    got.acc *= np.exp(-np.where(valid, s, 0.0))[:, None]
-    rows = np.flatnonzero(valid)
-    _accept(got.view(rows), s[rows], spread, query_of[rows], sums, exact)
-    return np.sort(np.concatenate([np.flatnonzero(~inside), query_of[~valid]]))
+    smallest = (
+        index.n_points * PAIR_SMALLEST / min(1.0, np.min(scales[used], initial=1.0))
+    )
+    rest = [np.flatnonzero(~inside)]
+    acc = np.zeros(Vx.shape)
+    for rows, bound_den, bound_S in _pair_blocks(index, stats, coef, s, keep,
+                                                 tile_elements, acc):  # fmt: skip
+        ok = valid[rows] & (acc[rows, -1] >= smallest)
+        mine = np.flatnonzero(ok) + rows.start
+        got = _Sums.of(acc[mine] * np.exp(-s[mine])[:, None], bound_den[ok],
+                       bound_S[ok])  # fmt: skip
+        _accept(got, s[mine], spread, query_of[mine], sums, exact)
+        rest.append(query_of[rows][~ok])
+    return np.sort(np.concatenate(rest))
 
 
-def _lowest_shift(wl, keep, rows):
+def _lowest_shift(wl, keep, rows, ratio=1.0):
     """The smallest shift ``s`` (largest log term) of a point whose sums the
     pairs of tiles compute without shifts, for the weights ``wl`` (of the
-    index's points) and the shares ``keep`` its points keep of their own.
+    index's points), the shares ``keep`` its points keep of their own and
+    the largest ``ratio`` of a column's largest ``|v|`` to its scale (its
+    spread).
 
     A point's weight sum is at least ``w e**s``, ``w`` the smallest weight
-    ``w_min`` (or kept weight) of a term; ``exp`` floored changes each term
-    ``w_j e**L`` by at most ``w_j e**EXP_FLOOR``, its sums by ``W
-    e**EXP_FLOOR`` (``W`` the total weight). With ``s >= EXP_FLOOR +``
-    :data:`UNSHIFTED_MARGIN` ``+ max(log(W / w), -log(w))`` that is at most
-    ``e**-UNSHIFTED_MARGIN`` of the weight sum, which stays above
-    ``e**(EXP_FLOOR + UNSHIFTED_MARGIN)`` (far from underflow). In
+    (or kept weight) of a term, and the slack of its other sums (module
+    docstring) at least that times the column's scale. ``exp`` floored
+    changes each term ``w_j e**L`` by at most ``w_j e**EXP_FLOOR``: the
+    weight sum by ``W e**EXP_FLOOR`` (``W`` the total weight), the other
+    sums by that times their largest ``|v|``. With ``s >= EXP_FLOOR +``
+    :data:`UNSHIFTED_MARGIN` ``+ log(W / w) + log(max(1, ratio))`` that is
+    at most ``e**-UNSHIFTED_MARGIN`` of the weight sum and of the slack. In
     logarithms: the smallest weight may be subnormal, the total overflow
     (no point then takes the pairs)."""
     smallest = float(wl.min())
@@ -410,19 +444,20 @@ def _lowest_shift(wl, keep, rows):
         smallest = min(smallest, float(kept.min(initial=smallest)))
     with np.errstate(over="ignore"):
         total = float(wl.sum())
-    low = math.log(smallest)
-    return EXP_FLOOR + UNSHIFTED_MARGIN + max(math.log(total) - low, -low)
+    spread = math.log(total) - math.log(smallest)
+    return EXP_FLOOR + UNSHIFTED_MARGIN + spread + math.log(max(1.0, ratio))
 
 
-def _pair_terms(index, stats, coef, s, keep, tile_elements):
-    """:class:`_Sums` of the index's points in leaf order (shifts ``s``,
-    ``inf`` for the points that need no tile), from every pair of tiles
-    within reach of either one's box (their terms ``exp(coef d**2)``, not
-    shifted, each point's own term left out or kept in its share), and the
-    bounds of the others (shifted by ``s``), per block of tiles."""
-    A, _, W, Vx = stats
-    nt = index.starts.size
-    out = _Sums(index.n_points, Vx.shape[1] - 1)
+def _pair_blocks(index, stats, coef, s, keep, tile_elements, acc):
+    """Sum every pair of tiles within reach of either one's box into
+    ``acc``, the points' ``[S, den]`` in leaf order (their terms ``exp(coef
+    d**2)``, not shifted, each point's own term left out or kept in its
+    share), per block of tiles; after each block, yield the leaf rows it
+    completes (a slice: their pairs with the tiles before them were summed
+    by the earlier blocks) and their bounds of the other tiles' terms
+    (shifted by ``s``, ``inf`` for the points that need no tile)."""
+    A, _, W, Vx, _ = stats
+    nt, k = index.starts.size, Vx.shape[1] - 1
     smin = np.minimum.reduceat(s, index.starts)
     tile_of = np.repeat(np.arange(nt), index.sizes)
     block = max(1, tile_elements // max(nt * index.X.shape[1], 1))
@@ -440,16 +475,16 @@ def _pair_terms(index, stats, coef, s, keep, tile_elements):
         t = tile_of[rows] - b0
         with np.errstate(over="ignore", invalid="ignore"):
             scale = np.exp(top[t] - s[rows])
-            out.bound_den[rows] += np.where(F[t] > 0, F[t] * scale, 0.0)
-            out.bound_S[rows] += np.where(FA[t] > 0, FA[t] * scale[:, None], 0.0)
+            bound_den = np.where(F[t] > 0, F[t] * scale, 0.0)
+            bound_S = np.where(FA[t] > 0, FA[t] * scale[:, None], 0.0)
         far = _block_gaps(index.lo[blk], index.hi[blk], index.lo, index.hi, far=True)
         floor = coef * np.where(pair, far, 0.0).max(axis=1) < EXP_FLOOR
         for a in range(blk.start, blk.stop):
             tiles = np.flatnonzero(pair[a - b0, a:]) + a
             for c0 in range(0, tiles.size, per_chunk):
-                _add_pairs(index, out.acc, a, tiles[c0 : c0 + per_chunk], coef,
-                           Vx, keep, bool(floor[a - b0]))  # fmt: skip
-    return out
+                _add_pairs(index, acc, a, tiles[c0 : c0 + per_chunk], coef, Vx,
+                           keep, bool(floor[a - b0]))  # fmt: skip
+        yield rows, bound_den, bound_S.reshape(-1, k)
 
 
 def _add_pairs(index, acc, a, tiles, coef, Vx, keep, floor):
@@ -757,6 +792,10 @@ class TilesBackend(Backend):
         index = _shared_index(request)
         if request.auto:
             if coef is None or not index.n_points or not index.usable:
+                return None
+            # The pairs need the values in leaf order (at least two columns).
+            pairs = pairs and index.finite and 2 * n <= working_elements()
+            if not pairs and n < AUTO_MIN_POINTS:
                 return None
             if pairs:
                 limit = AUTO_PAIR_GRID_SHARE if request.grid else None
