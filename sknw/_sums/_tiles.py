@@ -455,7 +455,8 @@ def _pair_blocks(index, stats, coef, s, keep, tile_elements, acc):
     share), per block of tiles; after each block, yield the leaf rows it
     completes (a slice: their pairs with the tiles before them were summed
     by the earlier blocks) and their bounds of the other tiles' terms
-    (shifted by ``s``, ``inf`` for the points that need no tile)."""
+    (shifted by ``s``; ``s`` is ``inf`` for the points that need no tile,
+    whose bounds are then 0)."""
     A, _, W, Vx, _ = stats
     nt, k = index.starts.size, Vx.shape[1] - 1
     smin = np.minimum.reduceat(s, index.starts)
