@@ -620,7 +620,7 @@ def test_pairs_of_tiles_with_values_of_any_scale(monkeypatch, scale):
     assert_within_tolerance((S * shift[:, None] / scale, den * shift, 0.0 * M), ref, U)
 
 
-def test_pairs_of_tiles_extra_memory_is_about_the_outputs():
+def test_pairs_of_tiles_extra_memory_is_about_the_outputs(monkeypatch):
     """Leave-one-out of every point by pairs of tiles keeps the points' sums
     (the size of the outputs) and the values in leaf order (within the
     working memory), accepting them block by block: no copies of the
@@ -636,15 +636,8 @@ def test_pairs_of_tiles_extra_memory_is_about_the_outputs():
     def run():
         return tiles_kernel_sums(X, X, V, [head], index=index, exclude_self=True)[0]
 
-    pairs = []
-    from sknw._sums import _tiles
-
-    original = _tiles._add_pairs
-    _tiles._add_pairs = lambda *a: pairs.append(1) or original(*a)
-    try:
-        extra = extra_memory(run)
-    finally:
-        _tiles._add_pairs = original
+    pairs = spy_on(monkeypatch, "_add_pairs")
+    extra = extra_memory(run)
     assert pairs
     outputs = n * (k + 2) * 8
     assert extra <= 3 * outputs + 8 * 2**20

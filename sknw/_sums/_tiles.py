@@ -322,10 +322,7 @@ class _Sums:
 
     def view(self, rows):
         """The same sums of the queries ``rows`` (a slice: views)."""
-        out = _Sums.__new__(_Sums)
-        out.acc = self.acc[rows]
-        out.bound_den, out.bound_S = self.bound_den[rows], self.bound_S[rows]
-        return out
+        return _Sums.of(self.acc[rows], self.bound_den[rows], self.bound_S[rows])
 
 
 def _sorted_sums(index, stats, Qo, so, coef, V, w, own, keep, tile_elements):
@@ -349,19 +346,11 @@ def _sorted_sums(index, stats, Qo, so, coef, V, w, own, keep, tile_elements):
         blk = slice(b0, min(b0 + block, starts.size))
         gaps = coef * _block_gaps(qlo[blk], qhi[blk], index.lo, index.hi)
         near = gaps >= (smin[blk] - index.reach)[:, None]
-        top, F, FA = _far_sums(gaps, near, W, A)
         rows = slice(starts[b0], min(starts[blk.stop - 1] + QUERY_ROWS, m))
-        t = tile_of[rows] - b0
-        with np.errstate(over="ignore", invalid="ignore"):
-            scale = np.exp(top[t] - so[rows])
-            # No tile beyond reach (F = 0) bounds nothing, at any scale.
-            out.bound_den[rows] += np.where(F[t] > 0, F[t] * scale, 0.0)
-            out.bound_S[rows] += np.where(FA[t] > 0, FA[t] * scale[:, None], 0.0)
-        # The floor only where a term may fall below it: the farthest point
-        # of a tile within reach.
-        far = _block_gaps(qlo[blk], qhi[blk], index.lo, index.hi, far=True)
-        far = np.where(near, far, 0.0)
-        floor = coef * far.max(axis=1) - smax[blk] < EXP_FLOOR
+        out.bound_den[rows], out.bound_S[rows] = _far_bounds(
+            gaps, near, W, A, tile_of[rows] - b0, so[rows]
+        )
+        floor = _needs_floor(index, qlo[blk], qhi[blk], near, coef, smax[blk])
         for t in range(blk.start, blk.stop):
             rows = slice(starts[t], min(starts[t] + QUERY_ROWS, m))
             mine = None if own is None else (own_pos[rows], own[rows])
@@ -458,7 +447,7 @@ def _pair_blocks(index, stats, coef, s, keep, tile_elements, acc):
     (shifted by ``s``; ``s`` is ``inf`` for the points that need no tile,
     whose bounds are then 0)."""
     A, _, W, Vx, _ = stats
-    nt, k = index.starts.size, Vx.shape[1] - 1
+    nt = index.starts.size
     smin = np.minimum.reduceat(s, index.starts)
     tile_of = np.repeat(np.arange(nt), index.sizes)
     block = max(1, tile_elements // max(nt * index.X.shape[1], 1))
@@ -469,23 +458,18 @@ def _pair_blocks(index, stats, coef, s, keep, tile_elements, acc):
         # Symmetric (the gaps are, bit for bit): a pair is computed once.
         pair = gaps >= np.minimum(smin[blk, None], smin[None, :]) - index.reach
         pair[np.arange(pair.shape[0]), np.arange(blk.start, blk.stop)] = True
-        top, F, FA = _far_sums(gaps, pair, W, A)
         rows = slice(
             index.starts[b0], index.starts[blk.stop - 1] + index.sizes[blk.stop - 1]
         )
-        t = tile_of[rows] - b0
-        with np.errstate(over="ignore", invalid="ignore"):
-            scale = np.exp(top[t] - s[rows])
-            bound_den = np.where(F[t] > 0, F[t] * scale, 0.0)
-            bound_S = np.where(FA[t] > 0, FA[t] * scale[:, None], 0.0)
-        far = _block_gaps(index.lo[blk], index.hi[blk], index.lo, index.hi, far=True)
-        floor = coef * np.where(pair, far, 0.0).max(axis=1) < EXP_FLOOR
+        bounds = _far_bounds(gaps, pair, W, A, tile_of[rows] - b0, s[rows])
+        # Unshifted terms: the floor where a term itself may fall below it.
+        floor = _needs_floor(index, index.lo[blk], index.hi[blk], pair, coef, 0.0)
         for a in range(blk.start, blk.stop):
             tiles = np.flatnonzero(pair[a - b0, a:]) + a
             for c0 in range(0, tiles.size, per_chunk):
                 _add_pairs(index, acc, a, tiles[c0 : c0 + per_chunk], coef, Vx,
                            keep, bool(floor[a - b0]))  # fmt: skip
-        yield rows, bound_den, bound_S.reshape(-1, k)
+        yield rows, *bounds
 
 
 def _add_pairs(index, acc, a, tiles, coef, Vx, keep, floor):
@@ -497,13 +481,13 @@ def _add_pairs(index, acc, a, tiles, coef, Vx, keep, floor):
     Xa = index.X[ra]
     E = _exp(_log_terms(Xa, index.X[pos], np.zeros(Xa.shape[0]), coef,
                         (index.lo[a], index.hi[a])), floor)  # fmt: skip
-    if tiles[0] == a:  # its own tile first: the diagonal holds the own terms
-        size = Xa.shape[0]
-        diag = np.arange(size)
+    mine = tiles[0] == a  # its own tile first: the diagonal holds own terms
+    if mine:
+        diag = np.arange(Xa.shape[0])
         E[diag, diag] *= 0.0 if keep is None else keep[index.rows[ra]]
     acc[ra] += E @ Vx[pos]
-    if tiles[0] == a:
-        E, pos = E[:, size:], pos[size:]
+    if mine:  # the tile's terms with itself once
+        E, pos = E[:, Xa.shape[0] :], pos[Xa.shape[0] :]
     if pos.size:
         acc[pos] += E.T @ Vx[ra]
 
@@ -537,6 +521,30 @@ def _block_gaps(qlo, qhi, tlo, thi, far=False):
         g *= g
         out += g
     return out
+
+
+def _far_bounds(logs, near, W, A, t, s):
+    """The bounds of the weight sums and of the other sums (``(rows,)``,
+    ``(rows, k)``) of queries of shifts ``s`` in the boxes ``t`` of the log
+    bounds ``logs`` (boxes by tiles), from the tiles beyond reach (``near``:
+    the others), relative to each query's largest term."""
+    top, F, FA = _far_sums(logs, near, W, A)
+    with np.errstate(over="ignore", invalid="ignore"):
+        scale = np.exp(top[t] - s)
+        # No tile beyond reach (F = 0) bounds nothing, at any scale.
+        return (
+            np.where(F[t] > 0, F[t] * scale, 0.0),
+            np.where(FA[t] > 0, FA[t] * scale[:, None], 0.0),
+        )
+
+
+def _needs_floor(index, qlo, qhi, near, coef, smax):
+    """Whether ``exp`` needs its floor for the terms of each box ``[qlo,
+    qhi]`` with the tiles ``near`` it, for its largest shift ``smax`` (0 for
+    unshifted terms): where the farthest point of such a tile may fall below
+    :data:`EXP_FLOOR`."""
+    far = _block_gaps(qlo, qhi, index.lo, index.hi, far=True)
+    return coef * np.where(near, far, 0.0).max(axis=1) - smax < EXP_FLOOR
 
 
 def _far_sums(logs, near, W, A):
