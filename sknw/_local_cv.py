@@ -21,6 +21,7 @@ from ._sums import (
     MomentSums,
     choose,
     default_tile_elements,
+    grid_local_moments,
     local_moments,
     power_of_two_scale,
 )
@@ -42,6 +43,12 @@ FRAME_ROUNDING = 1e-10
 #: points (best of 12 runs taken in turn): 8 % faster than one at a time with
 #: 8192 or 16384 rows, 10 % slower with 65536 (arrays beyond the caches).
 FIT_ROWS = 1 << 13
+
+#: The moments of a search's candidates are summed for as many candidates at
+#: once as make this many rows (one at a time from this many points on):
+#: where the core sums a grid's moments in one pass, its fixed cost is then
+#: shared by the candidates.
+MOMENT_ROWS = 1 << 16
 
 
 def moment_targets(Y, w):
@@ -92,30 +99,31 @@ def query_centred_cv(est, X, Y, w, unit, cands, folds):
         for i, head in members
     }
     out = {}
-    per_batch = max(1, FIT_ROWS // max(1, X.shape[0]))
+    n = max(1, X.shape[0])
+    per_batch, per_fit = max(1, MOMENT_ROWS // n), max(1, FIT_ROWS // n)
     for b0 in range(0, len(cands), per_batch):
         batch = range(b0, min(b0 + per_batch, len(cands)))
         preds = {i: np.full(Y.shape, np.nan) for i in batch}
         missing = {i: [] for i in batch}
         for (train, test), share in zip(splits, shared, strict=True):
-            got = {}
-            for i in preds:
-                scale, head = scaled[i]
-                got[i] = _split_moments(
-                    est, accepted, X, V, w, kept, head, scale, (train, test, share),
-                    params,
-                )  # fmt: skip
+            got = _batch_moments(
+                est, accepted, X, V, w, kept, list(preds), scaled,
+                (train, test, share), params,
+            )  # fmt: skip
             # A candidate the choice does not serve on a split: none of it.
             preds = {i: p for i, p in preds.items() if got[i] is not None}
-            fits = _joint_fits([got[i] for i in preds], est, spread)
-            for i, (estimate, served) in zip(list(preds), fits, strict=True):
-                rows = got[i][1]
-                if train is None and served.all():  # every point, in order
-                    preds[i] = (estimate + mid) * y_scale
-                    continue
-                preds[i][rows[served]] = (estimate[served] + mid) * y_scale
-                if not served.all():
-                    missing[i].append((train, rows[~served]))
+            served_now = list(preds)
+            for f0 in range(0, len(served_now), per_fit):
+                part = served_now[f0 : f0 + per_fit]
+                fits = _joint_fits([got[i] for i in part], est, spread)
+                for i, (estimate, served) in zip(part, fits, strict=True):
+                    rows = got[i][1]
+                    if train is None and served.all():  # every point, in order
+                        preds[i] = (estimate + mid) * y_scale
+                        continue
+                    preds[i][rows[served]] = (estimate[served] + mid) * y_scale
+                    if not served.all():
+                        missing[i].append((train, rows[~served]))
         for i, pred in preds.items():
             if orders is not None:  # back to the points' order
                 order, inverse = orders
@@ -158,13 +166,43 @@ def _prepared(est, X, Y, w, unit, folds):
     return prepared
 
 
-def _split_moments(est, accepted, X, V, w, kept, head, scale, split, params):
-    """``(moments, rows, n_positive)`` of one split (``split``: ``(train,
+def _batch_moments(est, accepted, X, V, w, kept, batch, scaled, split, params):
+    """``{i: (moments, rows, n_positive) or None}`` of the candidates
+    ``batch`` on one split (as :func:`_split_moments`): for leave-one-out,
+    the heads of one scale and kernel together where the core sums a grid's
+    moments in one pass (:func:`~sknw._sums.grid_local_moments`), the others
+    each by its own pass."""
+    got = {}
+    if split[0] is None:
+        groups = {}
+        for i in batch:
+            scale, head = scaled[i]
+            groups.setdefault((id(scale), head.kernel), []).append(i)
+        for members in groups.values():
+            scale, head = scaled[members[0]]
+            request, Xq, rows, query = _request(X, V, w, kept, head, scale, split,
+                                                params)  # fmt: skip
+            heads = [scaled[i][1] for i in members]
+            sums = grid_local_moments(est.algorithm, accepted, request, heads, 2,
+                                      scale=scale, **query)  # fmt: skip
+            for i, moments in zip(members, sums, strict=True):
+                if moments is not None:
+                    got[i] = (moments, rows, _positive(request, rows, query))
+    for i in batch:
+        if i not in got:
+            scale, head = scaled[i]
+            got[i] = _split_moments(est, accepted, X, V, w, kept, head, scale,
+                                    split, params)  # fmt: skip
+    return got
+
+
+def _request(X, V, w, kept, head, scale, split, params):
+    """``(request, Xq, rows, query)`` of one candidate on a split (``(train,
     test, shared)``, ``train`` None for leave-one-out of every point,
-    ``shared`` the dict of what the split's indexes share across candidates)
-    by a backend summing local moments (of the ``accepted`` names), with the
-    number of training points of positive weight of each query's fit; None
-    where the choice gives none."""
+    ``shared`` the dict of what the split's indexes share across
+    candidates): the :class:`~sknw._sums.FitRequest` of its training
+    points, its queries, their rows in the data and the core's parameters
+    of their sums (``params``, the weights and leave-one-out)."""
     train, test, shared = split
     if train is None:
         Xq, Xt, Vt, wt = X, X, V, w
@@ -187,19 +225,37 @@ def _split_moments(est, accepted, X, V, w, kept, head, scale, split, params):
         powers=2,
         shared=shared,
     )
+    return request, Xq, rows, {"sample_weight": wt, **params, **loo}
+
+
+def _positive(request, rows, query):
+    """The number of training points of positive weight of each query's fit
+    (one number, or one per query for leave-one-out)."""
+    wt = request.sample_weight
+    n_positive = request.X.shape[0] if wt is None else int(np.sum(wt > 0))
+    if query.get("exclude_self"):
+        n_positive = n_positive - removed_entirely(rows, wt, query["self_weight"])
+    return n_positive
+
+
+def _split_moments(est, accepted, X, V, w, kept, head, scale, split, params):
+    """``(moments, rows, n_positive)`` of one split (``split``: ``(train,
+    test, shared)``, ``train`` None for leave-one-out of every point,
+    ``shared`` the dict of what the split's indexes share across candidates)
+    by a backend summing local moments (of the ``accepted`` names), with the
+    number of training points of positive weight of each query's fit; None
+    where the choice gives none."""
+    request, Xq, rows, query = _request(X, V, w, kept, head, scale, split, params)
     name, index = choose(est.algorithm, accepted, request)
     if not BACKENDS[name].local_moments:
         return None
+    Vt = request.values()[0]
     moments = local_moments(
-        name, index, Xq, Xt, Vt, head, 2, scale=scale, sample_weight=wt,
-        **params, **loo,
-    )  # fmt: skip
+        name, index, Xq, request.X, Vt, head, 2, scale=scale, **query
+    )
     if moments is None:
         return None
-    n_positive = Xt.shape[0] if wt is None else int(np.sum(wt > 0))
-    if train is None:
-        n_positive = n_positive - removed_entirely(rows, wt, kept)
-    return moments, rows, n_positive
+    return moments, rows, _positive(request, rows, query)
 
 
 def _joint_fits(got, est, spread):

@@ -593,14 +593,21 @@ def test_cv_on_the_fast_paths_equals_least_squares_refits(kernel, cv):
     grid = [0.006, 0.02, 0.1]
     calls = []
     backend = type(BACKENDS[FAST_PATHS[kernel]])
-    original = backend.moment_sums
+    original, original_grid = backend.moment_sums, backend.grid_moment_sums
 
     def spy(self, *args, **kwargs):
         calls.append(1)
         return original(self, *args, **kwargs)
 
+    def spy_grid(self, request, heads, *args, **kwargs):
+        # The heads of a leave-one-out pass served at once, each a pass.
+        got = original_grid(self, request, heads, *args, **kwargs)
+        calls.extend(1 for moments in got or () if moments is not None)
+        return got
+
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(backend, "moment_sums", spy)
+        patch.setattr(backend, "grid_moment_sums", spy_grid)
         est = LocalLinearRegressorCV(
             kernels=[kernel], bandwidths=grid, cv=cv, max_leverage=None
         )

@@ -31,11 +31,13 @@ The layers, after scikit-learn's pairwise-distance reductions::
         |
     _dispatcher   choose(algorithm, accepted, FitRequest) -> (name, index)
         |         backend_sums(name, index, Q, X, V, heads, ...)
+        |         local_moments / grid_local_moments: the local fits' moments
         |         BACKENDS: fgt, sorted, tree, tiles, binned, brute (the
         |         "auto" order)
         |
     backends      _fgt  _sorted  _tree  _tiles  _binned  _dense
         |         each: why_not / fit / serves / sums
+        |         (_fgt_grid: the leave-one-out moments of many heads at once)
         |
     _dense.kernel_sums     the tiled loop (and the exact fallback of the others)
         |-- _gaussian      GEMM paths of a single Gaussian head (line, plane)
@@ -84,6 +86,7 @@ from ._dispatcher import (
     backend_sums,
     check,
     choose,
+    grid_local_moments,
     grid_sums,
     local_moments,
     why_not,
@@ -116,6 +119,7 @@ __all__ = [
     "default_tile_elements",
     "empty_window_estimates",
     "exact_rows",
+    "grid_local_moments",
     "grid_sums",
     "local_moments",
     "kernel_sums",

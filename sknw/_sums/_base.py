@@ -706,6 +706,9 @@ class Backend:
         Whether :meth:`moment_sums` also sums the moments term by term over
         each query's window (``exact=True``), for the queries whose
         expansion's bound does not serve.
+    grid_moments : bool
+        Whether it sums the local moments of several heads at every training
+        point, each left out, in one pass (:meth:`grid_moment_sums`).
     """
 
     name = None
@@ -716,6 +719,7 @@ class Backend:
     local_moments = False
     per_query = False
     exact_moments = False
+    grid_moments = False
 
     def why_not(self, kernel, metric, metric_params, n_features):
         """Why it cannot serve this kernel and metric (None: it can)."""
@@ -738,6 +742,13 @@ class Backend:
     def moment_sums(self, index, Q, X, V, head, powers, **params):
         """:class:`MomentSums` up to ``powers`` at the queries ``Q``."""
         raise NotImplementedError
+
+    def grid_moment_sums(self, request, heads, powers, **params):
+        """:class:`MomentSums` up to ``powers`` of each of ``heads`` at every
+        training point of ``request``, each left out of its own sums (a list,
+        None for the heads it does not serve), or None where it would not
+        be chosen for the request."""
+        return None
 
     def check_params(self, params):
         """Refuse what the backend cannot honour (never ignore it)."""

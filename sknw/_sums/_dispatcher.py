@@ -293,6 +293,46 @@ def every_point(m, n, n_jobs=None, **params):
     return bool(np.array_equal(np.sort(own), np.arange(n)))
 
 
+def grid_local_moments(
+    algorithm, accepted, request, heads, powers, *, n_jobs=None, **params
+):
+    """:class:`~sknw._sums._base.MomentSums` of the local fits of each of
+    ``heads`` (a grid over ``request``'s training points, values and scale)
+    at every training point, each left out of its own sums
+    (``exclude_self``, in one batch), by the backend :func:`choose` would
+    take first for the grid's kernel where that backend sums a grid's moments
+    in one pass (:attr:`~sknw._sums._base.Backend.grid_moments`). A list with
+    None for the heads it does not serve: each of those takes its own pass
+    (:func:`choose` and :func:`local_moments`)."""
+    none = [None] * len(heads)
+    n, d = request.X.shape
+    kernels = {head.kernel for head in heads}
+    if (
+        len(kernels) != 1
+        or not every_point(n, n, n_jobs, **params)
+        or discrete_of(heads) is not None
+        or any(per_query(head) for head in heads)
+    ):
+        return none
+    (kernel,) = kernels
+    metric, metric_params = request.metric, request.metric_params
+    names = [algorithm] if algorithm != "auto" else [
+        name for name, b in BACKENDS.items() if name in accepted and b.auto
+    ]  # fmt: skip
+    for name in names:
+        backend = BACKENDS[name]
+        if backend.why_not(kernel, metric, metric_params, d) is not None:
+            continue
+        if not backend.grid_moments:
+            return none  # the first that can serve sums each head alone
+        with one_blas_thread():
+            got = backend.grid_moment_sums(
+                replace(request, auto=algorithm == "auto"), heads, powers, **params
+            )
+        return none if got is None else got
+    return none
+
+
 def local_moments(
     name, index, Q, X, V, head, powers, *, n_jobs=None, exact=False, **params
 ):

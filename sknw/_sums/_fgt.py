@@ -423,62 +423,15 @@ class GaussIndex:
         G = (tables @ windows).reshape(N_LOCAL + powers, c, width)
         L = _taylor_coefficients(G, powers)
         box_bound = _windows(weight, 2 * reach + 1, axis=0) @ per_box.T
-        # Each query's Taylor polynomial in delta, over batches of queries
-        # (sorted by box) within the working memory: by one product per box
-        # where the run's boxes hold PRODUCT_QUERIES queries on average (each
-        # query then holds its powers and sums), else by Horner's rule (each
-        # query its boxes' polynomials).
-        by_box = None
-        if box.size >= PRODUCT_QUERIES * width:  # (box, l, (j, c))
-            by_box = L.reshape(N_LOCAL, -1, width).transpose(2, 0, 1).copy()
-            step = max(1, tile_elements // (N_LOCAL + (powers + 1) * c))
-        else:
-            step = max(1, tile_elements // ((powers + 1) * N_LOCAL * c))
-        for a in range(0, box.size, step):
-            e = min(a + step, box.size)
-            first, last = int(box[a]), int(box[e - 1]) + 1
-            counts = np.bincount(box[a:e] - first, minlength=last - first)
-            into = rows[a:e]
-            if into[-1] - into[0] == e - a - 1:
-                into = slice(int(into[0]), int(into[-1]) + 1)
-            d = delta[a:e]
-            if by_box is not None:
-                out[into] += _box_products(by_box[first:last], counts, d, L.shape)
-            else:
-                out[into] += _horner(L[..., first:last], counts, d).transpose(2, 0, 1)
-            bound[into] += box_bound[box[a:e]]
+        evaluate(L, box_bound, box, delta, rows, out, bound, tile_elements)
 
     def _translations(self, reach, powers):
         """The translations of the source boxes' Hermite expansions into
-        Taylor expansions about target boxes ``reach - i`` boxes after them,
-        before the powers' combinations and signs (:func:`_taylor_coefficients`):
-        ``N_LOCAL + powers`` by ``(2 reach + 1) N_TERMS`` coefficients, the
-        Hermite functions of order ``k + m`` at the offset ``x`` of the boxes'
-        centres, in rows ``m``; and the bound of each window per unit of its
-        weight: ``(powers + 1, 2 reach + 1)``."""
+        Taylor expansions about target boxes ``reach - i`` boxes after them
+        (:func:`translation_terms`, at the offsets of the boxes' centres)."""
         x = (reach - np.arange(2 * reach + 1)) * self.width / self.sigma
-        n_h = N_TERMS + N_LOCAL + powers
-        # The Hermite polynomials by scipy's recurrence, times the Gaussian:
-        # within about 20 units of roundoff of Cramér's envelope for |x| up
-        # to the reach and orders up to n_h (measured against extended
-        # precision), as the recurrence of the Hermite functions it replaced.
-        H = eval_hermitenorm(np.arange(n_h)[:, None], x[None, :])
-        H *= np.exp(-0.5 * x * x)
-        # tables[m, i, k] = H[k + m, i]
-        window = np.arange(N_LOCAL + powers)[:, None] + np.arange(N_TERMS)[None, :]
-        tables = H[window].transpose(0, 2, 1).reshape(N_LOCAL + powers, -1)
-        quarter = np.exp(-0.25 * x * x)
-        near = np.exp(-0.25 * np.maximum(np.abs(x) - RADIUS, 0.0) ** 2)
-        units = LOCAL_ROUNDING * _EPS64 * (np.abs(x) + 2.0)
-        per_box = np.empty((powers + 1, x.size))
-        for j in range(powers + 1):
-            trunc = TRUNCATION if j == 0 else _power_bounds(j)[0]
-            taylor, size = _local_bounds(j)
-            # Hermite terms beyond N_TERMS (at the nearest query), Taylor
-            # terms beyond N_LOCAL, and the rounding of both expansions, of
-            # the offsets x and delta, and of the Hermite recurrence.
-            per_box[j] = trunc * near + (taylor + units * size) * quarter
-        return tables, per_box
+        H, per_box = translation_terms(x, powers)
+        return translation_tables(H, powers), per_box
 
     def _block(self, s, q, b0, b1, out, bound, powers=0):
         # From the offsets: exact to a few units of roundoff of d itself.
@@ -533,22 +486,96 @@ def _windows(a, size, axis):
     )
 
 
-def _taylor_coefficients(G, powers):
+def translation_terms(x, powers):
+    """The Hermite functions of the translations of the source boxes'
+    expansions into Taylor expansions about target boxes at the offsets
+    ``x`` of their centres (in standard deviations), ``(N_TERMS + N_LOCAL +
+    powers, x.size)``, and the bound of each window per unit of its weight,
+    ``(powers + 1, x.size)``: offsets of several grids may be taken at once
+    (see :func:`translation_tables`)."""
+    n_h = N_TERMS + N_LOCAL + powers
+    # The Hermite polynomials by scipy's recurrence, times the Gaussian:
+    # within about 20 units of roundoff of Cramér's envelope for |x| up
+    # to the reach and orders up to n_h (measured against extended
+    # precision), as the recurrence of the Hermite functions it replaced.
+    H = eval_hermitenorm(np.arange(n_h)[:, None], x[None, :])
+    H *= np.exp(-0.5 * x * x)
+    quarter = np.exp(-0.25 * x * x)
+    near = np.exp(-0.25 * np.maximum(np.abs(x) - RADIUS, 0.0) ** 2)
+    units = LOCAL_ROUNDING * _EPS64 * (np.abs(x) + 2.0)
+    per_box = np.empty((powers + 1, x.size))
+    for j in range(powers + 1):
+        trunc = TRUNCATION if j == 0 else _power_bounds(j)[0]
+        taylor, size = _local_bounds(j)
+        # Hermite terms beyond N_TERMS (at the nearest query), Taylor
+        # terms beyond N_LOCAL, and the rounding of both expansions, of
+        # the offsets x and delta, and of the Hermite recurrence.
+        per_box[j] = trunc * near + (taylor + units * size) * quarter
+    return H, per_box
+
+
+def translation_tables(H, powers):
+    """The coefficients of the translations of one grid's windows (``H`` of
+    :func:`translation_terms` at its offsets ``(reach - i) w / sigma``,
+    window ``i`` the source box ``reach - i`` boxes before the target), before
+    the powers' combinations and signs (:func:`_taylor_coefficients`):
+    ``N_LOCAL + powers`` by ``(2 reach + 1) N_TERMS``, the Hermite functions
+    of order ``k + m`` in rows ``m``."""
+    # tables[m, i, k] = H[k + m, i]
+    window = np.arange(N_LOCAL + powers)[:, None] + np.arange(N_TERMS)[None, :]
+    return H[window].transpose(0, 2, 1).reshape(N_LOCAL + powers, -1)
+
+
+def _taylor_coefficients(G, powers, factorials=True):
     """The Taylor coefficients ``L[l, j]`` (``(N_LOCAL, powers + 1, c,
     boxes)``) of the powers ``j`` from the sums ``G[m]`` of the Hermite
     functions of order ``k + m`` over the windows: ``(-1)**l / l!`` times
     the combination of ``G[l + r]`` of each power's terms
-    (:func:`_power_terms`). Their rounding adds a unit of roundoff of the
-    terms' magnitudes to that of the sums, which
-    :data:`LOCAL_ROUNDING` covers."""
+    (:func:`_power_terms`), or ``(-1)**l`` times it without ``factorials``
+    (for powers of the offsets that hold the ``1 / l!``). Their rounding
+    adds a unit of roundoff of the terms' magnitudes to that of the sums,
+    which :data:`LOCAL_ROUNDING` covers."""
     L = np.empty((N_LOCAL, powers + 1) + G.shape[1:])
     for j in range(powers + 1):
         (r, coef), *rest = _power_terms(j)
         np.multiply(G[r : r + N_LOCAL], coef, out=L[:, j])
         for r, coef in rest:
             L[:, j] += coef * G[r : r + N_LOCAL]
-    L *= _TAYLOR_SIGNS.reshape((N_LOCAL,) + (1,) * (L.ndim - 1))
+    signs = _TAYLOR_SIGNS if factorials else np.sign(_TAYLOR_SIGNS)
+    L *= signs.reshape((N_LOCAL,) + (1,) * (L.ndim - 1))
     return L
+
+
+def evaluate(L, box_bound, box, delta, rows, out, bound, tile_elements):
+    """Add to ``out`` and ``bound`` (at ``rows``) each query's Taylor
+    polynomial ``L`` (``(N_LOCAL, powers + 1, c, boxes)``) of its box
+    (``box``, sorted) at its offset ``delta``, and its box's bound
+    (``box_bound``, ``(boxes, powers + 1)``), over batches of queries within
+    the working memory: by one product per box where the boxes hold
+    :data:`PRODUCT_QUERIES` queries on average (each query then holds its
+    powers and sums), else by Horner's rule (each query its box's
+    polynomials)."""
+    width = L.shape[-1]
+    powers, c = L.shape[1] - 1, L.shape[2]
+    by_box = None
+    if box.size >= PRODUCT_QUERIES * width:  # (box, l, (j, c))
+        by_box = L.reshape(N_LOCAL, -1, width).transpose(2, 0, 1).copy()
+        step = max(1, tile_elements // (N_LOCAL + (powers + 1) * c))
+    else:
+        step = max(1, tile_elements // ((powers + 1) * N_LOCAL * c))
+    for a in range(0, box.size, step):
+        e = min(a + step, box.size)
+        first, last = int(box[a]), int(box[e - 1]) + 1
+        counts = np.bincount(box[a:e] - first, minlength=last - first)
+        into = rows[a:e]
+        if into[-1] - into[0] == e - a - 1:
+            into = slice(int(into[0]), int(into[-1]) + 1)
+        d = delta[a:e]
+        if by_box is not None:
+            out[into] += _box_products(by_box[first:last], counts, d, L.shape)
+        else:
+            out[into] += _horner(L[..., first:last], counts, d).transpose(2, 0, 1)
+        bound[into] += box_bound[box[a:e]]
 
 
 def _horner(L, counts, d):
@@ -789,6 +816,7 @@ class FGTBackend(Backend):
     fixed_values = True
     leave_one_out = True
     local_moments = True
+    grid_moments = True
 
     def why_not(self, kernel, metric, metric_params, n_features):
         return gaussian_why_not(self.name, kernel, metric, metric_params, n_features)
@@ -856,3 +884,12 @@ class FGTBackend(Backend):
         if own is not None:
             leave_own_term_out(acc, bound, own, V, 1.0, **params)
         return MomentSums(acc, bound, None, float(index.sigma))
+
+    def grid_moment_sums(self, request, heads, powers, **params):
+        """The moments of each of ``heads`` at every training point, each
+        left out of its own sums, by the stacked passes of
+        :mod:`sknw._sums._fgt_grid` (:func:`~sknw._sums._fgt_grid.grid_moments`)."""
+        from ._fgt_grid import grid_moments  # it builds on this module
+
+        self.check_params(params)
+        return grid_moments(request, heads, powers, **params)

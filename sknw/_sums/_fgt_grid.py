@@ -1,0 +1,307 @@
+"""Local moments of several Gaussian bandwidths at every training point of
+one feature, by the fast Gauss transform, all heads at once.
+
+Part of the computational core (see :mod:`sknw._sums`). A search's
+candidates each take a pass of :class:`~sknw._sums._fgt.GaussIndex` over the
+same training points: about a hundred array operations per head, which cost
+more than the sums themselves where the points are a few thousand. Where the
+queries are the training points (leave-one-out of every point), each head's
+target boxes are its source boxes, and each point's offset from its box's
+centre is its query's. :func:`stacked_moment_sums` then lays the boxes of
+several heads side by side (the points once per head) and computes their
+moments, their Taylor coefficients, the polynomials' values and the bounds
+for all of them at once; only the translation of each head's expansions
+(one product of its coefficients with its windows of boxes) is taken head by
+head. The expansions, their terms and their bounds are those of the local
+expansions of :mod:`sknw._sums._fgt`, so each head's sums and bounds are
+those of its own pass, to rounding.
+"""
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._base import (
+    MomentSums,
+    _weighted_values,
+    leave_own_term_out,
+    line_offsets,
+    line_origin,
+    placed_rows,
+    shared_value,
+    working_elements,
+)
+from ._fgt import (
+    LOCAL_QUERIES,
+    LOCAL_RUN,
+    N_LOCAL,
+    N_TERMS,
+    RADIUS,
+    REACH,
+    SKIPPED,
+    _taylor_coefficients,
+    _windows,
+    box_width,
+    line_order,
+    translation_tables,
+    translation_terms,
+)
+from ._traits import gaussian_sigma
+
+#: Powers of the offsets a stacked pass takes: those of the moments and of
+#: the Taylor polynomials.
+N_POWERS = max(N_TERMS, N_LOCAL)
+#: ``1 .. N_POWERS - 1``, the divisors of the products ``u**k / k!``.
+_ORDERS = np.arange(1.0, N_POWERS)
+
+#: A stacked pass keeps its boxes' moments, sums of Hermite functions,
+#: Taylor coefficients and bounds, and its points' offsets, boxes and
+#: places, within this many tiles (of ``tile_elements``, and within
+#: ``working_memory``); heads beyond them take another pass, and a head
+#: beyond them alone its own pass of :mod:`sknw._sums._fgt`. (The powers,
+#: values and sums of its segments are taken a tile at a time.)
+STACK_TILES = 16
+#: Elements per box and column of a stacked pass's arrays: its moments
+#: (``N_TERMS``), sums of Hermite functions (``N_LOCAL + 2``) and Taylor
+#: coefficients (``3 N_LOCAL``, twice: as computed and laid out per box),
+#: and its bounds, for the powers up to 2 of the local linear fits.
+BOX_ELEMENTS = N_TERMS + 7 * N_LOCAL + 2 + 3
+#: Elements per point of a stacked pass's arrays: its box and offset, its
+#: padded offset and place, and its box's bounds (and per box, a segment's
+#: padding).
+POINT_ELEMENTS = 8
+#: Points per segment of a box, by the boxes' mean number of points (up
+#: to each bound): a stacked pass cuts each box into segments of this many
+#: points (the last one padded) whose moments and sums are products of
+#: small matrices, one batch of products for all of them. Measured on boxes
+#: of 5, 20, 60 and 400 points on average: 8, 32, 32 and 32 points took
+#: 0.45 to 0.6 of the time of one product per box or of Horner's rule.
+SEGMENT_POINTS = ((10.0, 8), (20.0, 16), (math.inf, 32))
+
+
+@dataclass
+class _HeadGrid:
+    """One head's boxes of the sorted points: its standard deviation and box
+    width, each point's box (``cell``) and offset from its centre (in standard
+    deviations), the first point of each box, the span of the boxes in
+    cells, the reach of a box's sums (in boxes) and the points of its
+    boxes' segments."""
+
+    sigma: float
+    width: float
+    cell: np.ndarray
+    offsets: np.ndarray
+    starts: np.ndarray
+    span: int
+    reach: int
+    segment: int
+
+
+def _head_grid(x, sigma, columns, budget):
+    """The :class:`_HeadGrid` of the sorted offsets ``x`` for a Gaussian of
+    standard deviation ``sigma``, or None where a stacked pass cannot serve
+    it: boxes not formed (as :func:`~sknw._sums._fgt.grid_boxes` decides),
+    too few points for a run of local expansions (``LOCAL_RUN``, and
+    ``LOCAL_QUERIES`` per cell of their span), or windows beyond ``budget``
+    elements."""
+    width = box_width(sigma)
+    if x.size < LOCAL_RUN or not (width > 0.0 and np.all(np.isfinite(x[[0, -1]]))):
+        return None
+    cell = np.floor(x / width)
+    if not max(abs(cell[0]), abs(cell[-1])) < 2.0**31:
+        return None
+    offsets = (x - (cell + 0.5) * width) / sigma
+    if not np.max(np.abs(offsets)) <= RADIUS:
+        return None
+    span = int(cell[-1] - cell[0]) + 1
+    reach = int(math.floor((REACH + RADIUS) * sigma / width))
+    windows = N_TERMS * columns * ((2 * reach + 1) * span + span + 2 * reach)
+    if x.size < LOCAL_QUERIES * span or windows > budget:
+        return None
+    starts = np.flatnonzero(cell[1:] != cell[:-1]) + 1
+    starts = np.concatenate([np.zeros(1, dtype=starts.dtype), starts])
+    mean = x.size / starts.size
+    segment = next(size for top, size in SEGMENT_POINTS if mean <= top)
+    return _HeadGrid(sigma, width, cell, offsets, starts, span, reach, segment)
+
+
+def grid_moments(request, heads, powers, **params):
+    """The :class:`~sknw._sums._base.MomentSums` of each of ``heads``
+    (Gaussian, one feature) at every training point of ``request``, each
+    left out of its own sums (``exclude_self``, ``self_weight``), by
+    :func:`stacked_moment_sums`: a list with None for the heads it does not
+    serve; None where ``"auto"`` would not take the transform (too few
+    points)."""
+    if request.auto and not request.large:
+        return None
+    V, w = request.values()
+    origin = shared_value(request, "line_origin", lambda: line_origin(request.X))
+    with np.errstate(over="ignore", invalid="ignore"):
+        x = line_offsets(request.X, origin, request.scale)
+    order = line_order(request)
+    sigmas = [gaussian_sigma(head) for head in heads]
+    got = stacked_moment_sums(
+        x[order], _weighted_values(V, w, order), sigmas, powers, request.tile_elements
+    )
+    n, own = x.size, np.arange(x.size)
+    out = []
+    for sigma, sums in zip(sigmas, got, strict=True):
+        if sums is None:
+            out.append(None)
+            continue
+        acc = placed_rows(sums[0], order, n)
+        bound = placed_rows(sums[1], order, n, np.inf)
+        leave_own_term_out(acc, bound, own, V, 1.0, **params)
+        out.append(MomentSums(acc, bound, None, float(sigma)))
+    return out
+
+
+def stacked_moment_sums(x, Vx, sigmas, powers, tile_elements):
+    """Sums of ``K u**j [w v, w]`` (``j`` up to ``powers``, ``u`` in standard
+    deviations) at every point of the sorted offsets ``x`` (n,), each
+    point's own term included, for each Gaussian of standard deviation in
+    ``sigmas``, with the bounds of their errors per unit of the largest
+    ``|v|`` (as :meth:`~sknw._sums._fgt.GaussIndex.moment_sums`).
+
+    ``Vx`` holds ``[w v, w]`` in the order of ``x``. Returns ``[(sums (n,
+    powers + 1, c), bound (n, powers + 1)) or None]``, one per head: None for
+    the heads a stacked pass does not serve (see :func:`_head_grid`).
+    """
+    n, c = Vx.shape
+    budget = min(STACK_TILES * tile_elements, working_elements())
+    grids = [_head_grid(x, s, c, budget) for s in sigmas]
+    out = [None] * len(sigmas)
+    stack, used = [], 0
+    for g, grid in enumerate(grids):
+        if grid is None:
+            continue
+        boxes = grid.starts.size
+        need = POINT_ELEMENTS * n + (BOX_ELEMENTS * c + grid.segment) * boxes
+        if need > budget:
+            continue  # its own pass, in runs of boxes
+        other = stack and grids[stack[0]].segment != grid.segment
+        if stack and (used + need > budget or other):
+            _stack_pass([grids[h] for h in stack], stack, Vx, powers,
+                        tile_elements, out)  # fmt: skip
+            stack, used = [], 0
+        stack.append(g)
+        used += need
+    if stack:
+        _stack_pass([grids[h] for h in stack], stack, Vx, powers, tile_elements,
+                    out)  # fmt: skip
+    return out
+
+
+def _segments(counts, size):
+    """Each box (of ``counts`` points, in order) cut into segments of
+    ``size`` points: each segment's box, each box's first segment, and each
+    point's place in the segments laid end to end (the last segment of a box
+    padded), increasing."""
+    n_segments = -(-counts // size)
+    first = np.cumsum(n_segments) - n_segments
+    # Each point's place: its box's first place plus its rank in the box.
+    place = np.arange(int(counts.sum()))
+    place += np.repeat(first * size - (np.cumsum(counts) - counts), counts)
+    return np.repeat(np.arange(counts.size), n_segments), first, place
+
+
+def _stack_pass(grids, heads, Vx, powers, tile_elements, out):
+    """The sums and bounds of the heads ``heads`` (of boxes ``grids``, of
+    one segment size), all at once, into ``out``: the points of each head
+    side by side, its boxes after the previous heads', each box cut into
+    segments (:func:`_segments`). A segment's moments are the product of its
+    values with the powers ``u**k / k!`` of its points' offsets, its sums
+    the product of the same powers with its box's Taylor coefficients; both
+    over chunks of segments within ``tile_elements``."""
+    n, c = Vx.shape
+    size = grids[0].segment
+    n_boxes = np.array([grid.starts.size for grid in grids])
+    first_box = np.cumsum(n_boxes) - n_boxes
+    starts = np.concatenate([g.starts + i * n for i, g in enumerate(grids)])
+    counts = np.diff(np.append(starts, len(grids) * n))
+    seg_box, first_seg, place = _segments(counts, size)
+    u = np.zeros(seg_box.size * size)
+    u[place] = np.concatenate([g.offsets for g in grids])
+    step = max(1, tile_elements // (size * (N_POWERS + (powers + 1) * c)))
+    chunks = [(s0, min(s0 + step, seg_box.size)) for s0 in range(0, seg_box.size, step)]
+    # Each chunk's points: those of the places before its last segment's end.
+    ends = np.searchsorted(place, [s1 * size for _, s1 in chunks])
+    moments = np.empty((seg_box.size, N_TERMS, c))
+    p0 = 0
+    for (s0, s1), p1 in zip(chunks, ends, strict=True):
+        values = np.zeros((c, (s1 - s0) * size))  # a column at a time
+        rows = np.arange(p0, p1) % n
+        for j in range(c):
+            values[j, place[p0:p1] - s0 * size] = Vx[rows, j]
+        values = values.reshape(c, s1 - s0, size).transpose(1, 2, 0)
+        P = _powers(u[s0 * size : s1 * size], size)
+        np.matmul(P[:, :N_TERMS], values, out=moments[s0:s1])
+        p0 = p1
+    moments = np.add.reduceat(moments, first_seg, axis=0)  # (boxes, k, c)
+    box_weight = moments[:, 0, -1]
+    G, box_bound = _translated(grids, first_box, n_boxes, moments, box_weight,
+                               powers)  # fmt: skip
+    # The Taylor coefficients of each box, for powers holding the 1 / l!.
+    L = _taylor_coefficients(G, powers, factorials=False)
+    L = L.reshape(N_LOCAL, -1, starts.size).transpose(2, 0, 1)
+    sums = np.empty((len(grids) * n, powers + 1, c))
+    p0 = 0
+    for (s0, s1), p1 in zip(chunks, ends, strict=True):
+        P = _powers(u[s0 * size : s1 * size], size)
+        products = np.matmul(P[:, :N_LOCAL].transpose(0, 2, 1), L[seg_box[s0:s1]])
+        np.take(products.reshape(-1, powers + 1, c), place[p0:p1] - s0 * size,
+                axis=0, out=sums[p0:p1])  # fmt: skip
+        p0 = p1
+    # Each box's bound: the boxes within its reach and those beyond it.
+    skipped = SKIPPED * (REACH - RADIUS) ** np.arange(powers + 1)
+    totals = np.add.reduceat(box_weight, first_box)
+    box_bound += np.repeat(totals, n_boxes)[:, None] * skipped
+    bound = np.repeat(box_bound, counts, axis=0)
+    for i, h in enumerate(heads):
+        out[h] = (sums[i * n : (i + 1) * n], bound[i * n : (i + 1) * n])
+
+
+def _powers(u, size):
+    """The powers ``u**k / k!`` (``k < N_POWERS``, products of ``u / k``) of
+    the offsets ``u`` of whole segments of ``size`` places, as ``(segment,
+    power, place)`` views whose matrices BLAS takes as they are."""
+    P = np.empty((N_POWERS, u.size))
+    P[0] = 1.0
+    np.divide(u, _ORDERS[:, None], out=P[1:])
+    for k in range(2, N_POWERS):
+        P[k] *= P[k - 1]
+    return P.reshape(N_POWERS, -1, size).transpose(1, 0, 2)
+
+
+def _translated(grids, first_box, n_boxes, moments, box_weight, powers):
+    """The sums ``G`` (``(N_LOCAL + powers, c, boxes)``) of the Hermite
+    functions over each box's windows of each head (its source boxes'
+    ``moments``, ``(boxes, N_TERMS, c)``, translated: one product per head),
+    and each box's bound (``(boxes, powers + 1)``)."""
+    c = moments.shape[2]
+    xs = [(g.reach - np.arange(2 * g.reach + 1)) * g.width / g.sigma for g in grids]
+    H, per_box = translation_terms(np.concatenate(xs), powers)
+    first_x = np.cumsum([x.size for x in xs]) - xs[0].size
+    G = np.empty((N_LOCAL + powers, c, moments.shape[0]))
+    box_bound = np.empty((moments.shape[0], powers + 1))
+    for i, grid in enumerate(grids):
+        b0, b1 = first_box[i], first_box[i] + n_boxes[i]
+        x0, x1 = first_x[i], first_x[i] + xs[i].size
+        reach, span = grid.reach, grid.span
+        cells = grid.cell[grid.starts]
+        # The source boxes on the grid, from reach boxes before the first:
+        # window o of a target box is the source box reach - o before it.
+        on_grid = (cells - (cells[0] - reach)).astype(np.intp)
+        dense = np.zeros((N_TERMS, span + 2 * reach, c))
+        dense[:, on_grid, :] = moments[b0:b1].transpose(1, 0, 2)
+        weight = np.zeros(span + 2 * reach)
+        weight[on_grid] = box_weight[b0:b1]
+        windows = _windows(dense, span, axis=1).transpose(1, 0, 2, 3)
+        windows = windows.reshape(-1, c * span)
+        sums = translation_tables(H[:, x0:x1], powers) @ windows
+        targets = on_grid - reach  # the boxes holding points, on the span
+        G[:, :, b0:b1] = sums.reshape(N_LOCAL + powers, c, span)[:, :, targets]
+        bounds = _windows(weight, 2 * reach + 1, axis=0) @ per_box[:, x0:x1].T
+        box_bound[b0:b1] = bounds[targets]
+    return G, box_bound

@@ -1,0 +1,202 @@
+"""The stacked passes of the fast Gauss transform: the leave-one-out local
+moments of several Gaussian heads at once equal each head's own pass and
+hold within their bound of the brute-force sums."""
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose
+from sklearn import config_context
+
+from sknw._sums import BACKENDS, FitRequest, Head, _fgt_grid, grid_local_moments
+from sknw._sums._base import _weighted_values
+from sknw._sums._fgt import GaussIndex
+from sknw._sums._fgt_grid import stacked_moment_sums
+from sknw.kernels import Epanechnikov, Gaussian
+
+
+def _data(n, seed, outlier=None):
+    """Sorted offsets in clusters of several densities (boxes of one to
+    hundreds of points), values and weights."""
+    rng = np.random.default_rng(seed)
+    parts = [rng.normal(0.2, 0.01, n // 2), rng.uniform(0.3, 1.0, n - n // 2)]
+    x = np.sort(np.concatenate(parts))
+    if outlier is not None:
+        x[-1] = outlier
+    v = np.sin(8 * x) + 0.1 * rng.normal(size=n)
+    w = rng.uniform(0.2, 3.0, n)
+    return x, v, w
+
+
+#: Standard deviations from boxes of about one point to two boxes, unsorted.
+SIGMAS = [0.3, 0.0007, 0.05, 0.002, 0.12, 0.01, 0.004, 0.02]
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_stacked_sums_equal_each_heads_own_pass(weighted):
+    x, v, w = _data(3000, 0)
+    w = w if weighted else None
+    Vx = _weighted_values(v[:, None], w, slice(None))
+    got = stacked_moment_sums(x, Vx, SIGMAS, 2, 1 << 17)
+    for sigma, sums in zip(SIGMAS, got, strict=True):
+        index = GaussIndex(x[:, None], v[:, None], w, Head(Gaussian(), sigma), None,
+                           origin=0.0)  # fmt: skip
+        acc, bound = index.moment_sums(x / index.sigma, powers=2, q=x)
+        scale = acc[:, :1, -1:] * np.array([np.abs(v).max(), 1.0])
+        assert np.all(np.abs(sums[0] - acc) <= 1e-13 * scale)
+        assert_allclose(sums[1], bound, rtol=1e-13)
+
+
+def _brute_moments(x, v, w, kept, sigma):
+    """Each point's sums of ``K u**j [w v, w]`` over the others (its own
+    point keeping ``kept``), ``u`` in standard deviations, and the sums of
+    their terms' magnitudes."""
+    u = (x[None, :] - x[:, None]) / sigma
+    K = np.exp(-0.5 * u * u) * w[None, :]
+    K[np.diag_indices_from(K)] = kept
+    cols = np.stack([v, np.ones_like(v)], axis=1)
+    sums = np.stack([(K * u**j) @ cols for j in range(3)], axis=1)
+    sizes = np.stack([(K * np.abs(u) ** j) @ np.abs(cols) for j in range(3)], axis=1)
+    return sums, sizes
+
+
+@pytest.mark.parametrize("kept_share", [None, 0.5])
+def test_grid_moments_hold_within_their_bound(kept_share):
+    """Through the dispatcher, leave-one-out of every point (with frequency
+    weights keeping part of each point's own weight): every query's sums
+    within their bound of the brute-force ones, in standard deviations."""
+    x, v, w = _data(700, 1)
+    kept = None if kept_share is None else kept_share * w
+    X, V = x[:, None], v[:, None]
+    request = FitRequest(
+        X=X, sample_weight=w, values=lambda: (V, w), head=None, scale=None,
+        metric="euclidean", metric_params=None,
+    )  # fmt: skip
+    heads = [Head(Gaussian(), s) for s in (0.002, 0.01, 0.05, 0.3)]
+    got = grid_local_moments(
+        "auto", ("fgt", "brute"), request, heads, 2, exclude_self=True,
+        self_weight=kept, sample_weight=w, metric="euclidean", metric_params=None,
+    )  # fmt: skip
+    vmax = np.abs(v).max()
+    for moments in got:
+        sigma = moments.unit  # the standard deviation
+        own = np.zeros_like(w) if kept is None else kept
+        exact, sizes = _brute_moments(x, v, w, own, sigma)
+        error = np.abs(moments.sums - exact)
+        rounding = 8e-16 * sizes
+        assert np.all(error[:, :, 1] <= moments.bound + rounding[:, :, 1])
+        assert np.all(error[:, :, 0] <= moments.bound * vmax + rounding[:, :, 0])
+        # The bound serves: far below the weight sums.
+        assert np.median(moments.bound[:, 0] / exact[:, 0, 1]) < 1e-12
+
+
+def test_heads_a_stacked_pass_cannot_serve():
+    """A head whose boxes span far more cells than points (a far outlier,
+    a small bandwidth) takes its own pass (None); the others are served."""
+    x, v, w = _data(700, 2, outlier=50.0)
+    Vx = _weighted_values(v[:, None], w, slice(None))
+    got = stacked_moment_sums(x, Vx, [0.01, 2.0], 2, 1 << 17)
+    assert got[0] is None and got[1] is not None
+    # Non-finite offsets: no head.
+    x_nan = x.copy()
+    x_nan[-1] = np.inf
+    assert stacked_moment_sums(x_nan, Vx, [2.0], 2, 1 << 17) == [None]
+
+
+def test_stacks_within_the_budget(monkeypatch):
+    """Heads beyond a stack's budget take another stack, with the same
+    sums; a head beyond it alone is not served; the extra memory stays
+    within the budget."""
+    x, v, w = _data(3000, 3)
+    Vx = _weighted_values(v[:, None], w, slice(None))
+    whole = stacked_moment_sums(x, Vx, SIGMAS, 2, 1 << 17)
+    passes = []
+    original = _fgt_grid._stack_pass
+
+    def spy(grids, heads, *args):
+        passes.append(heads)
+        return original(grids, heads, *args)
+
+    monkeypatch.setattr(_fgt_grid, "_stack_pass", spy)
+    # A budget of 2**17 elements (1 MiB): a few heads per stack.
+    monkeypatch.setattr(_fgt_grid, "STACK_TILES", 1)
+    split = stacked_moment_sums(x, Vx, SIGMAS, 2, 1 << 17)
+    assert len(passes) >= 2
+    served = [h for heads in passes for h in heads]
+    for h, (a, b) in enumerate(zip(whole, split, strict=True)):
+        if h in served:
+            assert_allclose(b[0], a[0], rtol=1e-12, atol=1e-13 * np.abs(a[0]).max())
+            assert_allclose(b[1], a[1], rtol=1e-14)
+        else:  # beyond the budget alone: the smallest bandwidths' many boxes
+            assert b is None
+    assert len(served) >= len(SIGMAS) - 3
+    # The smallest working memory: no head at all.
+    with config_context(working_memory=2**-12):
+        assert stacked_moment_sums(x, Vx, SIGMAS, 2, 1 << 17) == [None] * len(SIGMAS)
+
+
+def test_extra_memory_within_the_budget():
+    import tracemalloc
+
+    x, v, w = _data(20_000, 4)
+    Vx = _weighted_values(v[:, None], w, slice(None))
+    sigmas = [0.002, 0.01, 0.1]
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        base = tracemalloc.get_traced_memory()[0]
+        got = stacked_moment_sums(x, Vx, sigmas, 2, 1 << 16)
+        peak = tracemalloc.get_traced_memory()[1] - base
+    finally:
+        tracemalloc.stop()
+    assert all(sums is not None for sums in got)
+    outputs = sum(s.nbytes + b.nbytes for s, b in got)
+    budget = 8 * _fgt_grid.STACK_TILES * (1 << 16)
+    assert peak - outputs <= budget + 4 * 2**20
+
+
+def test_grid_local_moments_serves_only_its_requests():
+    """The dispatcher's grid pass: leave-one-out of every point in one
+    batch, Gaussian heads, the transform chosen (explicitly, or by
+    "auto" from its number of points); None per head otherwise."""
+    x, v, w = _data(700, 5)
+    X, V = x[:, None], v[:, None]
+
+    def request(n=700):
+        return FitRequest(X=X[:n], sample_weight=None, values=lambda: (V[:n], None),
+                          head=None, scale=None, metric="euclidean",
+                          metric_params=None)  # fmt: skip
+
+    loo = {"exclude_self": True, "metric": "euclidean", "metric_params": None}
+    gauss = [Head(Gaussian(), 0.05), Head(Gaussian(), 0.2)]
+    accepted = tuple(BACKENDS)
+
+    def served(algorithm, heads=gauss, n=700, **params):
+        got = grid_local_moments(algorithm, accepted, request(n), heads, 2,
+                                 **{**loo, **params})  # fmt: skip
+        return [moments is not None for moments in got]
+
+    assert served("auto") == [True, True]
+    assert served("fgt", n=300) == [True, True]
+    assert served("auto", n=300) == [False, False]  # auto: too few points
+    assert served("sorted") == [False, False]
+    assert served("auto", heads=[Head(Epanechnikov(), 0.1)]) == [False]
+    assert served("auto", exclude_self=False) == [False, False]
+    assert served("auto", n_jobs=2) == [False, False]  # batches of queries
+
+
+def test_search_scores_equal_those_of_each_heads_own_pass(monkeypatch):
+    from sknw import LocalLinearRegressorCV
+
+    rng = np.random.default_rng(6)
+    X = rng.uniform(0, 1, (1500, 1))
+    y = np.sin(6 * X[:, 0]) + 0.3 * rng.normal(size=1500)
+    w = rng.uniform(0.5, 2.0, 1500)
+    stacked = LocalLinearRegressorCV().fit(X, y, sample_weight=w)
+    monkeypatch.setattr(type(BACKENDS["fgt"]), "grid_moments", False)
+    own = LocalLinearRegressorCV().fit(X, y, sample_weight=w)
+    assert_allclose(
+        stacked.cv_results_["mean_test_score"],
+        own.cv_results_["mean_test_score"],
+        rtol=1e-10,
+    )
+    assert_allclose(stacked.bandwidth_, own.bandwidth_, rtol=1e-9)
