@@ -385,28 +385,28 @@ def _line_solution(A, cols, Zq, min_eigenvalue, few, to_bandwidth, max_leverage)
     if few is not None:
         singular |= few
     ok = finite & ~singular
-    estimate = mean_y.copy()
-    a, distance, ridge = np.zeros(m), np.zeros(m), np.zeros(m)
-    ridged = np.zeros(m, dtype=bool)
-    if ok.any():
-        ok_rows = slice(None) if ok.all() else ok
-        a[ok_rows] = dz[ok_rows] / cov[ok_rows]
-        distance[ok_rows] = a[ok_rows] * dz[ok_rows]
-        limit = np.inf if max_leverage is None else max_leverage - 1.0
-        over = np.flatnonzero(ok & (distance > limit))
-        if over.size:
-            t_over = t1[over]
-            lift = ridge_to_leverage(
-                scaled[over][:, None, None], (dz[over] * t_over)[:, None],
-                max_leverage - 1.0,
-            )  # fmt: skip
-            ridge[over] = lift / t2[over]
-            cov = cov.copy()
-            cov[over] += ridge[over]
-            a[over] = dz[over] / cov[over]
-            distance[over] = a[over] * dz[over]
-            ridged[over] = True
-        estimate[ok_rows] = mean_y[ok_rows] - a[ok_rows, None] * cross[ok_rows]
+    ridge, ridged = np.zeros(m), np.zeros(m, dtype=bool)
+    # Every row at once (faster than masks); rows not ok keep a = 0 and the
+    # local-constant estimate.
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        a = np.where(ok, dz / cov, 0.0)
+        distance = np.where(ok, a * dz, 0.0)
+    limit = np.inf if max_leverage is None else max_leverage - 1.0
+    over = np.flatnonzero(ok & (distance > limit))
+    if over.size:
+        t_over = t1[over]
+        lift = ridge_to_leverage(
+            scaled[over][:, None, None], (dz[over] * t_over)[:, None],
+            max_leverage - 1.0,
+        )  # fmt: skip
+        ridge[over] = lift / t2[over]
+        cov = cov.copy()
+        cov[over] += ridge[over]
+        a[over] = dz[over] / cov[over]
+        distance[over] = a[over] * dz[over]
+        ridged[over] = True
+    with np.errstate(invalid="ignore", over="ignore"):
+        estimate = np.where(ok[:, None], mean_y - a[:, None] * cross, mean_y)
     cov3 = cov[:, None, None]
     return LocalSolution(
         mean_y, mz[:, None], cov3, cross[:, None, :], a[:, None], ok, finite,
@@ -647,10 +647,13 @@ def query_centred_fit(
     m, k = S.shape[0], S.shape[2] - 1
     S0 = S[:, 0, k]
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        # Each column contiguous (the arithmetic below is per column).
-        parts = (S[:, 0, :k], S[:, 1, k:], S[:, 1, :k], S[:, 2, k:])
+        # Each column contiguous (the arithmetic below is per column),
+        # divided straight from the sums' strided columns.
         A = np.empty((2 * k + 2, m))
-        np.divide(np.concatenate([p.T for p in parts]), S0, out=A)
+        np.divide(S[:, 0, :k].T, S0, out=A[:k])
+        np.divide(S[:, 1, k], S0, out=A[k])
+        np.divide(S[:, 1, :k].T, S0, out=A[k + 1 : 2 * k + 1])
+        np.divide(S[:, 2, k], S0, out=A[-1])
         A = A.T
         e = np.divide(bound.T, S0, out=np.empty(bound.shape[::-1])).T
     positive = S0 > 0

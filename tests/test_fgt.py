@@ -1,5 +1,6 @@
 """The fast Gauss transform: within its checked bound of the exact sums."""
 
+import math
 import pickle
 import warnings
 
@@ -20,14 +21,9 @@ from sknw import (
 from sknw._sums import Head
 from sknw._sums._fgt import (
     MIN_POINTS_PER_BOX,
-    N_TERMS,
     RADIUS,
-    REACH,
-    SKIPPED,
     TOLERANCE,
-    TRUNCATION,
     GaussIndex,
-    _truncation,
     box_width,
     grid_boxes,
 )
@@ -95,12 +91,29 @@ def test_sums_within_their_bound(sigma):
     assert np.max(rel) <= TOLERANCE
 
 
-def test_documented_constants():
-    # Truncated terms below 1e-16 of a box's weight, boxes beyond the reach
-    # below 1e-30 of theirs (the figures the docstrings give).
-    assert TRUNCATION <= 1e-16 < _truncation(N_TERMS - 1)
-    assert SKIPPED <= 1e-30
-    assert REACH == 12.5
+def test_hermite_functions_of_many_offsets_within_their_rounding():
+    """The translations' Hermite functions, by scipy for a grid's offsets
+    and by one recurrence for many: both within 20 units of roundoff of
+    Cramér's envelope (the figure the docstring gives) of extended
+    precision."""
+    from sknw._sums import _fgt
+
+    x = np.concatenate([(13 - np.arange(27)) * r for r in (1.0, 1 - 2**-20, 0.7)])
+    n_h = _fgt.N_TERMS + _fgt.N_LOCAL + 2
+    ext = x.astype(np.longdouble)
+    H = np.empty((n_h, x.size), np.longdouble)
+    H[0], H[1] = 1.0, ext
+    for k in range(1, n_h - 1):
+        H[k + 1] = ext * H[k] - k * H[k - 1]
+    exact = H * np.exp(-0.5 * ext * ext)
+    orders = np.array([math.factorial(k) for k in range(n_h)], dtype=np.longdouble)
+    envelope = 1.0865 * np.sqrt(orders)[:, None] * np.exp(-0.25 * ext * ext)
+    for many in (x.size - 1, x.size + 1):  # the recurrence, then scipy
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(_fgt, "MANY_OFFSETS", many)
+            got, _ = _fgt.translation_terms(x, 2)
+        units = np.abs(got - exact) / envelope / np.finfo(float).eps
+        assert float(units.max()) <= 20.0
 
 
 @pytest.mark.parametrize("bandwidth", [0.03, 0.4, [2.5], 50.0])

@@ -104,11 +104,11 @@ def test_heads_a_stacked_pass_cannot_serve():
 
 def test_stacks_within_the_budget(monkeypatch):
     """Heads beyond a stack's budget take another stack, with the same
-    sums; a head beyond it alone is not served; the extra memory stays
-    within the budget."""
+    sums; none where the working memory holds no head."""
     x, v, w = _data(3000, 3)
     Vx = _weighted_values(v[:, None], w, slice(None))
-    whole = stacked_moment_sums(x, Vx, SIGMAS, 2, 1 << 17)
+    sigmas = [0.3, 0.05, 0.12, 0.01, 0.02, 0.03, 0.08]  # segments of 32
+    whole = stacked_moment_sums(x, Vx, sigmas, 2, 1 << 17)
     passes = []
     original = _fgt_grid._stack_pass
 
@@ -117,21 +117,18 @@ def test_stacks_within_the_budget(monkeypatch):
         return original(grids, heads, *args)
 
     monkeypatch.setattr(_fgt_grid, "_stack_pass", spy)
-    # A budget of 2**17 elements (1 MiB): a few heads per stack.
-    monkeypatch.setattr(_fgt_grid, "STACK_TILES", 1)
-    split = stacked_moment_sums(x, Vx, SIGMAS, 2, 1 << 17)
-    assert len(passes) >= 2
-    served = [h for heads in passes for h in heads]
-    for h, (a, b) in enumerate(zip(whole, split, strict=True)):
-        if h in served:
-            assert_allclose(b[0], a[0], rtol=1e-12, atol=1e-13 * np.abs(a[0]).max())
-            assert_allclose(b[1], a[1], rtol=1e-14)
-        else:  # beyond the budget alone: the smallest bandwidths' many boxes
-            assert b is None
-    assert len(served) >= len(SIGMAS) - 3
-    # The smallest working memory: no head at all.
+    # Points of 200 elements: two heads per stack (of 1.6e6 elements).
+    monkeypatch.setattr(_fgt_grid, "POINT_ELEMENTS", 200)
+    split = stacked_moment_sums(x, Vx, sigmas, 2, 1 << 17)
+    assert [len(heads) for heads in passes] == [2, 2, 2, 1]
+    for a, b in zip(whole, split, strict=True):
+        assert_allclose(b[0], a[0], rtol=1e-12, atol=1e-13 * np.abs(a[0]).max())
+        assert_allclose(b[1], a[1], rtol=1e-14)
     with config_context(working_memory=2**-12):
-        assert stacked_moment_sums(x, Vx, SIGMAS, 2, 1 << 17) == [None] * len(SIGMAS)
+        assert stacked_moment_sums(x, Vx, sigmas, 2, 1 << 17) == [None] * len(sigmas)
+    # A head beyond the budget alone: its own pass.
+    monkeypatch.setattr(_fgt_grid, "POINT_ELEMENTS", 1000)
+    assert stacked_moment_sums(x, Vx, sigmas, 2, 1 << 17) == [None] * len(sigmas)
 
 
 def test_extra_memory_within_the_budget():

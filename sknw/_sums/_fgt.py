@@ -64,7 +64,6 @@ exactly by :func:`~sknw._sums.kernel_sums`. The moments' own summation
 rounds like the dense sums do.
 """
 
-import functools
 import math
 
 import numpy as np
@@ -87,58 +86,33 @@ from ._base import (
     working_elements,
 )
 from ._dense import exact_rows
+from ._fgt_terms import (
+    _TAYLOR_SIGNS,
+    LOCAL_ROUNDING,
+    N_LOCAL,
+    N_TERMS,
+    RADIUS,
+    REACH,
+    ROUNDING,
+    SKIPPED,
+    TRUNCATION,
+    _local_bounds,
+    _power_bounds,
+    _power_terms,
+)
 from ._parallel import parallel_kernel_sums
 from ._traits import LINE_METRICS, gaussian_eligible, gaussian_sigma
 
-#: Half the width of a box, in standard deviations of the Gaussian (slightly
-#: above 1/2, for the rounding of the points' offsets from their box centre).
-RADIUS = 0.5 + 2.0**-30
 #: Significant bits of the boxes' width (:func:`box_width`): box centres
 #: ``(i + 1/2) w`` are exact for ``|i| < 2**31``, and boxes are narrower than
 #: a standard deviation by at most ``2**-19`` of it.
 WIDTH_BITS = 20
-#: Cramér's constant: :math:`|He_k(x)| e^{-x^2/4} \le K \sqrt{k!}`.
-CRAMER = 1.0865
-#: Boxes whose centre is farther than this from a query (in standard
-#: deviations) are left out of its sums: their terms are below
-#: ``exp(-(REACH - RADIUS)**2 / 2)`` (5e-32) of their weight.
-REACH = 12.5
 #: Relative error allowed for each query's sums; beyond it, exact sums.
 TOLERANCE = 1e-12
 
 
-def _truncation(p, rho=RADIUS):
-    """Bound of the terms from ``p`` on, per unit weight, times ``e^{d^2/4}``."""
-    return (
-        CRAMER
-        * rho**p
-        / math.sqrt(math.factorial(p))
-        / (1.0 - rho / math.sqrt(p + 1.0))
-    )
-
-
-def _fewest_terms(truncation, target=1e-16):
-    """The fewest terms (from 2) whose ``truncation(n)`` is at most ``target``."""
-    n = 2
-    while truncation(n) > target:
-        n += 1
-    return n
-
-
-#: Terms of the Hermite expansion (21: truncated terms below 1e-16).
-N_TERMS = _fewest_terms(_truncation)
-#: Bound of the truncated terms, per unit of weight, times ``e^{d^2/4}``.
-TRUNCATION = _truncation(N_TERMS)
-#: Rounding of the expansion, relative to the sum of its terms' magnitudes:
-#: ``8 N_TERMS`` machine epsilons (3.7e-14), over 60 times the largest error
-#: measured for ``|d| <= REACH`` and ``|u| <= 1/2`` (5 units of roundoff; the
-#: Hermite functions alone, by their recurrence, within 65 units of roundoff
-#: of their envelope).
-ROUNDING = 8.0 * N_TERMS * 2.0 * _EPS64
 #: The orders ``1 .. N_TERMS - 1`` of the Hermite moments, as divisors.
 _ORDERS = np.arange(1.0, N_TERMS)
-#: Weight of the boxes beyond the reach, per unit of weight.
-SKIPPED = math.exp(-0.5 * (REACH - RADIUS) ** 2)
 #: ``algorithm="auto"`` takes the transform from this many training points per
 #: box (on average); with fewer, a box's ``N_TERMS`` terms cost more than its
 #: points do in the dense sums.
@@ -486,6 +460,13 @@ def _windows(a, size, axis):
     )
 
 
+#: :func:`translation_terms` takes the Hermite polynomials of up to this many
+#: offsets by scipy's ``eval_hermitenorm`` and of more by one recurrence over
+#: all of them (each costs about 0.05 ms at 27 offsets, a grid's windows;
+#: the recurrence 0.2 ms and scipy 1 ms at 810, the windows of 30 grids).
+MANY_OFFSETS = 100
+
+
 def translation_terms(x, powers):
     """The Hermite functions of the translations of the source boxes'
     expansions into Taylor expansions about target boxes at the offsets
@@ -494,11 +475,20 @@ def translation_terms(x, powers):
     ``(powers + 1, x.size)``: offsets of several grids may be taken at once
     (see :func:`translation_tables`)."""
     n_h = N_TERMS + N_LOCAL + powers
-    # The Hermite polynomials by scipy's recurrence, times the Gaussian:
-    # within about 20 units of roundoff of Cramér's envelope for |x| up
-    # to the reach and orders up to n_h (measured against extended
-    # precision), as the recurrence of the Hermite functions it replaced.
-    H = eval_hermitenorm(np.arange(n_h)[:, None], x[None, :])
+    # The Hermite polynomials by their three-term recurrence, times the
+    # Gaussian: within about 20 units of roundoff of Cramér's envelope for
+    # |x| up to the reach and orders up to n_h (measured against extended
+    # precision: 9 units). scipy's takes each order's recurrence on its own,
+    # which costs less for the offsets of one grid; one recurrence over
+    # every offset costs less for many (the grids of a stacked pass).
+    if x.size <= MANY_OFFSETS:
+        H = eval_hermitenorm(np.arange(n_h)[:, None], x[None, :])
+    else:
+        H = np.empty((n_h, x.size))
+        H[0], H[1] = 1.0, x
+        for k in range(1, n_h - 1):
+            np.multiply(x, H[k], out=H[k + 1])
+            H[k + 1] -= k * H[k - 1]
     H *= np.exp(-0.5 * x * x)
     quarter = np.exp(-0.25 * x * x)
     near = np.exp(-0.25 * np.maximum(np.abs(x) - RADIUS, 0.0) ** 2)
@@ -610,76 +600,6 @@ def _box_products(by_box, counts, d, L_shape):
     return acc.reshape(d.size, L_shape[1], L_shape[2])
 
 
-def _power_terms(j):
-    """``(r, c)`` with ``(-y)**j e^{-y**2/2} = sum c He_r(y) e^{-y**2/2}``
-    in the orders ``r`` of the derivative: ``y**j = sum_m j! / (m! (j - 2m)!
-    2**m) He_{j - 2m}(y)``, each ``He_r e^{-y^2/2}`` of ``y = d - u`` times
-    ``(-1)**r`` a derivative in ``d``, so that the sum over a box's moments
-    ``A_k`` of ``He_{k + r}(d) e^{-d^2/2}`` gives the power's sum."""
-    return [
-        (
-            j - 2 * i,
-            (-1.0) ** j
-            * math.factorial(j)
-            / (math.factorial(i) * math.factorial(j - 2 * i) * 2.0**i),
-        )
-        for i in range(j // 2 + 1)
-    ]
-
-
-@functools.cache
-def _power_bounds(j, rho=RADIUS):
-    """Bounds, per unit weight and times ``e^{d^2/4}``, of the truncated
-    terms and of the magnitudes of the terms (the rounding's scale) of the
-    power ``j``: by Cramér's inequality, each ``|He_r(d)| e^{-d^2/2}`` is at
-    most ``CRAMER sqrt(r!) e^{-d^2/4}``."""
-
-    def size(k):
-        return sum(
-            abs(c) * math.sqrt(math.factorial(k + r)) for r, c in _power_terms(j)
-        )
-
-    def term(k):
-        return CRAMER * rho**k / math.factorial(k) * size(k)
-
-    truncated = sum(term(k) for k in range(N_TERMS, N_TERMS + 60))
-    total = sum(term(k) for k in range(N_TERMS + 60))
-    return truncated, total
-
-
-def _cramer_sum(j, ells, rho=RADIUS):
-    """``CRAMER`` times the sum over ``k < N_TERMS`` and ``l`` in ``ells`` of
-    ``rho**(k + l) / (k! l!)`` times the Cramér bounds ``sqrt((k + r + l)!)``
-    of the Hermite functions of the power ``j`` (per unit weight, times
-    ``e^{x^2/4}``): the size of the terms ``(k, l)`` of a box's translated
-    expansion."""
-    terms = _power_terms(j)
-    total = 0.0
-    for k in range(N_TERMS):
-        for ell in ells:
-            size = sum(
-                abs(c) * math.sqrt(math.factorial(k + r + ell)) for r, c in terms
-            )
-            total += rho ** (k + ell) / (math.factorial(k) * math.factorial(ell)) * size
-    return CRAMER * total
-
-
-def _taylor_truncation(n, rho=RADIUS, j=0):
-    """Bound, per unit weight and times ``e^{x^2/4}``, of the Taylor terms
-    from ``n`` on of a box's translated expansion (power ``j``)."""
-    return _cramer_sum(j, range(n, n + 80), rho)
-
-
-#: Terms of the local (Taylor) expansion of a box's sums about a query box.
-N_LOCAL = _fewest_terms(_taylor_truncation)
-#: Rounding of the local expansion, in units of roundoff of its terms'
-#: magnitudes (by Cramér's inequality) times ``|x| + 2``: over 60 times the
-#: largest error measured (1.5 units, over boxes of 500 to 20000 points,
-#: bandwidths 0.003 to 2 of data spans 1 to 1000, powers 0 to 2, by Horner's
-#: rule). The products per box (:func:`_box_products`) err by at most
-#: ``2 N_LOCAL`` units of the same magnitudes: the powers of the offset, each
-#: within ``N_LOCAL`` units, and their sum of ``N_LOCAL`` products.
-LOCAL_ROUNDING = 100.0
 #: Sorted queries per box (on average over a run of boxes) from which the
 #: boxes' local expansions are used: a box's expansion costs about as much as
 #: one query's sums by the Hermite expansions of the boxes within its reach.
@@ -700,20 +620,6 @@ LOCAL_RUN_TILES = 4
 #: queries' offsets, rather than by Horner's rule over the queries: the
 #: product's per-box cost is then paid back.
 PRODUCT_QUERIES = 16
-#: ``(-1)**l / l!``: the Taylor coefficients of ``He_m(x + delta)
-#: e^{-(x + delta)**2 / 2}`` in powers of ``delta``, times ``He_{m+l}``.
-_TAYLOR_SIGNS = np.array(
-    [(-1.0) ** ell / math.factorial(ell) for ell in range(N_LOCAL)],
-    dtype=np.float64,
-)
-
-
-@functools.cache
-def _local_bounds(j, rho=RADIUS):
-    """Bounds, per unit weight and times ``e^{x^2/4}``, of the Taylor terms
-    beyond :data:`N_LOCAL` and of the magnitudes of all the terms (the
-    rounding's scale) of a translated expansion of power ``j`` (Cramér)."""
-    return _taylor_truncation(N_LOCAL, rho, j), _cramer_sum(j, range(N_LOCAL), rho)
 
 
 def fgt_kernel_sums(

@@ -12,9 +12,20 @@ several heads side by side (the points once per head) and computes their
 moments, their Taylor coefficients, the polynomials' values and the bounds
 for all of them at once; only the translation of each head's expansions
 (one product of its coefficients with its windows of boxes) is taken head by
-head. The expansions, their terms and their bounds are those of the local
-expansions of :mod:`sknw._sums._fgt`, so each head's sums and bounds are
-those of its own pass, to rounding.
+head.
+
+Each box is cut into segments of a few points (:data:`SEGMENT_POINTS`, the
+last one padded). The powers ``u**k / k!`` of a segment's offsets serve
+twice: their product with the segment's values gives its part of the box's
+Hermite moments, and their product with the box's Taylor coefficients
+(without the ``1 / l!`` the powers hold) gives its points' sums. Both are
+batches of products of small matrices over every segment of every head,
+which cost about half of one product per box or of Horner's rule.
+
+The expansions, their terms and their bounds are those of the local
+expansions of :mod:`sknw._sums._fgt` (each product rounds as that module's
+products per box, within :data:`~sknw._sums._fgt.LOCAL_ROUNDING`), so each
+head's sums and bounds are those of its own pass, to rounding (tested).
 """
 
 import math
@@ -35,11 +46,6 @@ from ._base import (
 from ._fgt import (
     LOCAL_QUERIES,
     LOCAL_RUN,
-    N_LOCAL,
-    N_TERMS,
-    RADIUS,
-    REACH,
-    SKIPPED,
     _taylor_coefficients,
     _windows,
     box_width,
@@ -47,6 +53,7 @@ from ._fgt import (
     translation_tables,
     translation_terms,
 )
+from ._fgt_terms import N_LOCAL, N_TERMS, RADIUS, REACH, SKIPPED
 from ._traits import gaussian_sigma
 
 #: Powers of the offsets a stacked pass takes: those of the moments and of
@@ -60,13 +67,13 @@ _ORDERS = np.arange(1.0, N_POWERS)
 #: places, within this many tiles (of ``tile_elements``, and within
 #: ``working_memory``); heads beyond them take another pass, and a head
 #: beyond them alone its own pass of :mod:`sknw._sums._fgt`. (The powers,
-#: values and sums of its segments are taken a tile at a time.)
+#: values and sums of its segments are taken in chunks of
+#: :data:`SEGMENT_SHARE` of them.)
 STACK_TILES = 16
-#: Elements per box and column of a stacked pass's arrays: its moments
-#: (``N_TERMS``), sums of Hermite functions (``N_LOCAL + 2``) and Taylor
-#: coefficients (``3 N_LOCAL``, twice: as computed and laid out per box),
-#: and its bounds, for the powers up to 2 of the local linear fits.
-BOX_ELEMENTS = N_TERMS + 7 * N_LOCAL + 2 + 3
+#: The powers, values and sums of a stacked pass's segments are taken in
+#: chunks of this share of its :data:`STACK_TILES` tiles (each chunk costs
+#: about 30 array operations); its other arrays keep the rest.
+SEGMENT_SHARE = 0.25
 #: Elements per point of a stacked pass's arrays: its box and offset, its
 #: padded offset and place, and its box's bounds (and per box, a segment's
 #: padding).
@@ -169,7 +176,10 @@ def stacked_moment_sums(x, Vx, sigmas, powers, tile_elements):
     the heads a stacked pass does not serve (see :func:`_head_grid`).
     """
     n, c = Vx.shape
-    budget = min(STACK_TILES * tile_elements, working_elements())
+    total = min(STACK_TILES * tile_elements, working_elements())
+    # A share of it for the chunks of segments, the rest for the arrays.
+    chunk = int(total * SEGMENT_SHARE)
+    budget = total - chunk
     grids = [_head_grid(x, s, c, budget) for s in sigmas]
     out = [None] * len(sigmas)
     stack, used = [], 0
@@ -177,20 +187,27 @@ def stacked_moment_sums(x, Vx, sigmas, powers, tile_elements):
         if grid is None:
             continue
         boxes = grid.starts.size
-        need = POINT_ELEMENTS * n + (BOX_ELEMENTS * c + grid.segment) * boxes
+        need = POINT_ELEMENTS * n + (_box_elements(powers, c) + grid.segment) * boxes
         if need > budget:
             continue  # its own pass, in runs of boxes
         other = stack and grids[stack[0]].segment != grid.segment
         if stack and (used + need > budget or other):
-            _stack_pass([grids[h] for h in stack], stack, Vx, powers,
-                        tile_elements, out)  # fmt: skip
+            _stack_pass([grids[h] for h in stack], stack, Vx, powers, chunk,
+                        out)  # fmt: skip
             stack, used = [], 0
         stack.append(g)
         used += need
     if stack:
-        _stack_pass([grids[h] for h in stack], stack, Vx, powers, tile_elements,
-                    out)  # fmt: skip
+        _stack_pass([grids[h] for h in stack], stack, Vx, powers, chunk, out)
     return out
+
+
+def _box_elements(powers, c):
+    """Elements per box of a stacked pass's arrays: its moments
+    (``N_TERMS``), sums of Hermite functions (``N_LOCAL + powers``) and
+    Taylor coefficients (``(powers + 1) N_LOCAL``, twice: as computed and
+    laid out per box) of each of the ``c`` columns, and its bounds."""
+    return (N_TERMS + N_LOCAL + powers + 2 * (powers + 1) * N_LOCAL) * c + powers + 1
 
 
 def _segments(counts, size):
@@ -206,14 +223,14 @@ def _segments(counts, size):
     return np.repeat(np.arange(counts.size), n_segments), first, place
 
 
-def _stack_pass(grids, heads, Vx, powers, tile_elements, out):
+def _stack_pass(grids, heads, Vx, powers, chunk, out):
     """The sums and bounds of the heads ``heads`` (of boxes ``grids``, of
     one segment size), all at once, into ``out``: the points of each head
     side by side, its boxes after the previous heads', each box cut into
     segments (:func:`_segments`). A segment's moments are the product of its
     values with the powers ``u**k / k!`` of its points' offsets, its sums
     the product of the same powers with its box's Taylor coefficients; both
-    over chunks of segments within ``tile_elements``."""
+    over chunks of segments within ``chunk`` elements."""
     n, c = Vx.shape
     size = grids[0].segment
     n_boxes = np.array([grid.starts.size for grid in grids])
@@ -223,7 +240,7 @@ def _stack_pass(grids, heads, Vx, powers, tile_elements, out):
     seg_box, first_seg, place = _segments(counts, size)
     u = np.zeros(seg_box.size * size)
     u[place] = np.concatenate([g.offsets for g in grids])
-    step = max(1, tile_elements // (size * (N_POWERS + (powers + 1) * c)))
+    step = max(1, chunk // (size * (N_POWERS + (powers + 1) * c)))
     chunks = [(s0, min(s0 + step, seg_box.size)) for s0 in range(0, seg_box.size, step)]
     # Each chunk's points: those of the places before its last segment's end.
     ends = np.searchsorted(place, [s1 * size for _, s1 in chunks])
