@@ -117,8 +117,8 @@ def test_stacks_within_the_budget(monkeypatch):
         return original(grids, heads, *args)
 
     monkeypatch.setattr(_fgt_grid, "_stack_pass", spy)
-    # Points of 200 elements: two heads per stack (of 1.6e6 elements).
-    monkeypatch.setattr(_fgt_grid, "POINT_ELEMENTS", 200)
+    # Points of 600 elements: two heads per stack (of 4.2e6 elements).
+    monkeypatch.setattr(_fgt_grid, "POINT_ELEMENTS", 600)
     split = stacked_moment_sums(x, Vx, sigmas, 2, 1 << 17)
     assert [len(heads) for heads in passes] == [2, 2, 2, 1]
     for a, b in zip(whole, split, strict=True):
@@ -126,8 +126,16 @@ def test_stacks_within_the_budget(monkeypatch):
         assert_allclose(b[1], a[1], rtol=1e-14)
     with config_context(working_memory=2**-12):
         assert stacked_moment_sums(x, Vx, sigmas, 2, 1 << 17) == [None] * len(sigmas)
+    # Powers beyond the budget (its arrays within it): taken again, the same.
+    monkeypatch.setattr(_fgt_grid, "POINT_ELEMENTS", 8)
+    monkeypatch.setattr(_fgt_grid, "STACK_TILES", 1)
+    again = stacked_moment_sums(x, Vx, sigmas[:1], 2, 1 << 17)[0]
+    assert_allclose(
+        again[0], whole[0][0], rtol=1e-12, atol=1e-13 * np.abs(again[0]).max()
+    )
+    monkeypatch.setattr(_fgt_grid, "STACK_TILES", 64)
     # A head beyond the budget alone: its own pass.
-    monkeypatch.setattr(_fgt_grid, "POINT_ELEMENTS", 1000)
+    monkeypatch.setattr(_fgt_grid, "POINT_ELEMENTS", 2000)
     assert stacked_moment_sums(x, Vx, sigmas, 2, 1 << 17) == [None] * len(sigmas)
 
 
