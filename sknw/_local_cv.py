@@ -4,8 +4,11 @@ With one feature, the 1-D backends that sum local moments (fgt, sorted) give
 every left-out point's moments about itself in one pass per candidate and
 training fold (the point's own term holds only in the moments of order 0, its
 offset being 0); :func:`~sknw._local_frame.query_centred_fit` solves them and
-bounds their error. Points beyond the bound are left to the exact passes of
-the cross-validation (:meth:`CVSelectionMixin._cv_estimates`).
+bounds their error. For leave-one-out, the candidates of one scale and
+kernel go to the core together (:func:`~sknw._sums.grid_local_moments`): the
+transform takes many of them in one stacked pass. Points beyond the bound are
+left to the exact passes of the cross-validation
+(:meth:`CVSelectionMixin._cv_estimates`).
 """
 
 import warnings

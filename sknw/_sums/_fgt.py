@@ -462,8 +462,8 @@ def _windows(a, size, axis):
 
 #: :func:`translation_terms` takes the Hermite polynomials of up to this many
 #: offsets by scipy's ``eval_hermitenorm`` and of more by one recurrence over
-#: all of them (each costs about 0.05 ms at 27 offsets, a grid's windows;
-#: the recurrence 0.2 ms and scipy 1 ms at 810, the windows of 30 grids).
+#: all of them: measured, 0.04 ms against 0.12 ms at 27 offsets (the windows
+#: of one grid), 1 ms against 0.2 ms at 810 (those of 30 grids).
 MANY_OFFSETS = 100
 
 

@@ -90,16 +90,16 @@ SEGMENT_POINTS = ((10.0, 8), (20.0, 16), (math.inf, 32))
 @dataclass
 class _HeadGrid:
     """One head's boxes of the sorted points: its standard deviation and box
-    width, each point's box (``cell``) and offset from its centre (in standard
-    deviations), the first point of each box, the span of the boxes in
+    width, each point's offset from its box's centre (in standard
+    deviations), each box's first point and cell, the span of the boxes in
     cells, the reach of a box's sums (in boxes) and the points of its
     boxes' segments."""
 
     sigma: float
     width: float
-    cell: np.ndarray
     offsets: np.ndarray
     starts: np.ndarray
+    cells: np.ndarray
     span: int
     reach: int
     segment: int
@@ -130,7 +130,7 @@ def _head_grid(x, sigma, columns, budget):
     starts = np.concatenate([np.zeros(1, dtype=starts.dtype), starts])
     mean = x.size / starts.size
     segment = next(size for top, size in SEGMENT_POINTS if mean <= top)
-    return _HeadGrid(sigma, width, cell, offsets, starts, span, reach, segment)
+    return _HeadGrid(sigma, width, offsets, starts, cell[starts], span, reach, segment)
 
 
 def grid_moments(request, heads, powers, **params):
@@ -179,25 +179,24 @@ def stacked_moment_sums(x, Vx, sigmas, powers, tile_elements):
     # Half for the arrays, half for the powers kept (and the chunks).
     budget = min(STACK_TILES * tile_elements, working_elements()) // 2
     sizes = (budget, SEGMENT_TILES * tile_elements)
-    grids = [_head_grid(x, s, c, budget) for s in sigmas]
     out = [None] * len(sigmas)
-    stack, used = [], 0
-    for g, grid in enumerate(grids):
+    stack, grids, used = [], [], 0  # the heads of the next pass
+    for h, sigma in enumerate(sigmas):
+        grid = _head_grid(x, sigma, c, budget)
         if grid is None:
             continue
         boxes = grid.starts.size
         need = POINT_ELEMENTS * n + (_box_elements(powers, c) + grid.segment) * boxes
         if need > budget:
             continue  # its own pass, in runs of boxes
-        other = stack and grids[stack[0]].segment != grid.segment
-        if stack and (used + need > budget or other):
-            _stack_pass([grids[h] for h in stack], stack, Vx, powers, sizes,
-                        out)  # fmt: skip
-            stack, used = [], 0
-        stack.append(g)
+        if stack and (used + need > budget or grids[0].segment != grid.segment):
+            _stack_pass(grids, stack, Vx, powers, sizes, out)
+            stack, grids, used = [], [], 0
+        stack.append(h)
+        grids.append(grid)
         used += need
     if stack:
-        _stack_pass([grids[h] for h in stack], stack, Vx, powers, sizes, out)
+        _stack_pass(grids, stack, Vx, powers, sizes, out)
     return out
 
 
@@ -310,8 +309,7 @@ def _translated(grids, first_box, n_boxes, moments, box_weight, powers):
     for i, grid in enumerate(grids):
         b0, b1 = first_box[i], first_box[i] + n_boxes[i]
         x0, x1 = first_x[i], first_x[i] + xs[i].size
-        reach, span = grid.reach, grid.span
-        cells = grid.cell[grid.starts]
+        reach, span, cells = grid.reach, grid.span, grid.cells
         # The source boxes on the grid, from reach boxes before the first:
         # window o of a target box is the source box reach - o before it.
         on_grid = (cells - (cells[0] - reach)).astype(np.intp)
