@@ -20,7 +20,8 @@ _SCALE_SUBSAMPLE = 500
 
 
 def _weighted_quantile(x, w, q, unit=1.0):
-    """Quantile ``q`` of ``x`` with frequency weights ``w``, linear interpolation.
+    """Quantile ``q`` of ``x`` with frequency weights ``w``, linear interpolation
+    (``q`` a number, or an array of them: one sort for all).
 
     For unit weights this is :func:`numpy.quantile`'s default (``"linear"``);
     integer weights give the quantile of the data with rows repeated. ``unit``
@@ -29,18 +30,20 @@ def _weighted_quantile(x, w, q, unit=1.0):
     order = np.argsort(x, kind="stable")
     cum = np.cumsum(w[order])
     xs = x[order]
+    q = np.asarray(q, dtype=np.float64)
     with np.errstate(over="ignore"):
         cum_units = cum / unit
     if not np.isfinite(cum_units[-1]):
         # More units than floats can count: the interpolation between two
         # consecutive units is immaterial; take the inverted CDF at q.
         idx = np.searchsorted(cum, q * cum[-1], side="left")
-        return xs[min(idx, len(xs) - 1)]
+        return xs[np.minimum(idx, len(xs) - 1)]
     cum = cum_units
-    t = max(q * (cum[-1] - 1.0), 0.0)
+    t = np.maximum(q * (cum[-1] - 1.0), 0.0)
     k = np.floor(t)
-    idx = np.searchsorted(cum, [k, k + 1.0], side="right")
-    lo, hi = xs[np.minimum(idx, len(xs) - 1)]
+    last = len(xs) - 1
+    lo = xs[np.minimum(np.searchsorted(cum, k, side="right"), last)]
+    hi = xs[np.minimum(np.searchsorted(cum, k + 1.0, side="right"), last)]
     return lo + (t - k) * (hi - lo)
 
 
@@ -63,11 +66,7 @@ def _weighted_spread(X, w, unit=1.0):
     var = (w @ (Xn - mean) ** 2) / total
     std = np.sqrt(np.maximum(var, 0.0)) * magnitude
     iqr = np.array(
-        [
-            _weighted_quantile(col, w, 0.75, unit)
-            - _weighted_quantile(col, w, 0.25, unit)
-            for col in X.T
-        ]
+        [np.diff(_weighted_quantile(col, w, [0.25, 0.75], unit))[0] for col in X.T]
     )
     return std, iqr
 

@@ -290,7 +290,9 @@ def every_point(m, n, n_jobs=None, **params):
     own = own_rows(m, **params)
     if own is None or m != n or batch_bounds(m, n_jobs) is not None:
         return False
-    return bool(np.array_equal(np.sort(own), np.arange(n)))
+    every = np.arange(n)
+    # In order (the common case) without sorting: a sort costs 4 ms at 1e5.
+    return bool(np.array_equal(own, every) or np.array_equal(np.sort(own), every))
 
 
 def grid_local_moments(
