@@ -510,7 +510,8 @@ def translation_tables(H, powers):
     window ``i`` the source box ``reach - i`` boxes before the target), before
     the powers' combinations and signs (:func:`_taylor_coefficients`):
     ``N_LOCAL + powers`` by ``(2 reach + 1) N_TERMS``, the Hermite functions
-    of order ``k + m`` in rows ``m``."""
+    of order ``k + m`` in rows ``m`` (the ``N_TERMS`` columns of each offset
+    side by side: the offsets of several grids give each grid's columns)."""
     # tables[m, i, k] = H[k + m, i]
     window = np.arange(N_LOCAL + powers)[:, None] + np.arange(N_TERMS)[None, :]
     return H[window].transpose(0, 2, 1).reshape(N_LOCAL + powers, -1)

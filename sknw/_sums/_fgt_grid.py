@@ -303,6 +303,9 @@ def _translated(grids, first_box, n_boxes, moments, box_weight, powers):
     c = moments.shape[2]
     xs = [(g.reach - np.arange(2 * g.reach + 1)) * g.width / g.sigma for g in grids]
     H, per_box = translation_terms(np.concatenate(xs), powers)
+    # Every head's coefficients at once: head i's are the columns of its
+    # offsets (each offset's N_TERMS columns side by side).
+    tables = translation_tables(H, powers)
     first_x = np.cumsum([x.size for x in xs]) - xs[0].size
     G = np.empty((N_LOCAL + powers, c, moments.shape[0]))
     box_bound = np.empty((moments.shape[0], powers + 1))
@@ -312,15 +315,19 @@ def _translated(grids, first_box, n_boxes, moments, box_weight, powers):
         reach, span, cells = grid.reach, grid.span, grid.cells
         # The source boxes on the grid, from reach boxes before the first:
         # window o of a target box is the source box reach - o before it.
-        on_grid = (cells - (cells[0] - reach)).astype(np.intp)
+        # (A slice where no cell of the span is empty.)
+        on_grid = slice(reach, reach + span)
+        targets = slice(None)  # the boxes holding points, on the span
+        if n_boxes[i] < span:
+            on_grid = (cells - (cells[0] - reach)).astype(np.intp)
+            targets = on_grid - reach
         dense = np.zeros((N_TERMS, span + 2 * reach, c))
         dense[:, on_grid, :] = moments[b0:b1].transpose(1, 0, 2)
         weight = np.zeros(span + 2 * reach)
         weight[on_grid] = box_weight[b0:b1]
         windows = _windows(dense, span, axis=1).transpose(1, 0, 2, 3)
         windows = windows.reshape(-1, c * span)
-        sums = translation_tables(H[:, x0:x1], powers) @ windows
-        targets = on_grid - reach  # the boxes holding points, on the span
+        sums = tables[:, x0 * N_TERMS : x1 * N_TERMS] @ windows
         G[:, :, b0:b1] = sums.reshape(N_LOCAL + powers, c, span)[:, :, targets]
         bounds = _windows(weight, 2 * reach + 1, axis=0) @ per_box[:, x0:x1].T
         box_bound[b0:b1] = bounds[targets]
