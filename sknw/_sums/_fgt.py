@@ -139,7 +139,7 @@ def grid_boxes(x, sigma, order=None):
     to a unit of roundoff of the box width). None where the boxes cannot be
     formed: a box beyond ``2**31``, an offset not finite or beyond
     :data:`RADIUS`. ``order``: an order that sorts ``x`` (by default
-    computed).
+    computed; ``slice(None)`` where ``x`` is sorted).
     """
     width = box_width(sigma)
     order = np.argsort(x, kind="stable") if order is None else order
@@ -377,26 +377,20 @@ class GaussIndex:
         reach = self._reach()
         lo = int(np.searchsorted(self.cells, base - reach, side="left"))
         hi = int(np.searchsorted(self.cells, base + width + reach, side="left"))
-        c = self.moments.shape[2]
         # The source boxes on the grid, from box base - reach: window i of a
         # target box is the source box o = reach - i boxes before it.
         on_grid = (self.cells[lo:hi] - (base - reach)).astype(np.intp)
-        dense = np.zeros((N_TERMS, width + 2 * reach, c))
-        dense[:, on_grid, :] = self.moments[:, lo:hi, :]
-        weight = np.zeros(width + 2 * reach)
-        weight[on_grid] = self.box_weight[lo:hi]
         if powers not in self._tables:
             self._tables[powers] = self._translations(reach, powers)
         tables, per_box = self._tables[powers]
-        # windows[i, k, c, t] = dense[k, t + i, c]
-        windows = _windows(dense, width, axis=1).transpose(1, 0, 2, 3)
-        windows = windows.reshape(-1, c * width)
         # G[m, c, t]: the sums of the Hermite functions of order k + m over
         # the windows, shared by the powers (_power_terms); L[l, j, c, t]: the
         # Taylor coefficients of each target box.
-        G = (tables @ windows).reshape(N_LOCAL + powers, c, width)
+        G, box_bound = window_sums(
+            tables, per_box, self.moments[:, lo:hi, :], self.box_weight[lo:hi],
+            on_grid, width, reach,
+        )  # fmt: skip
         L = _taylor_coefficients(G, powers)
-        box_bound = _windows(weight, 2 * reach + 1, axis=0) @ per_box.T
         evaluate(L, box_bound, box, delta, rows, out, bound, tile_elements)
 
     def _translations(self, reach, powers):
@@ -502,6 +496,27 @@ def translation_terms(x, powers):
         # the offsets x and delta, and of the Hermite recurrence.
         per_box[j] = trunc * near + (taylor + units * size) * quarter
     return H, per_box
+
+
+def window_sums(tables, per_box, moments, weight, on_grid, span, reach):
+    """The sums ``G`` of the Hermite functions over the windows of the
+    ``span`` target boxes from box ``reach`` of a grid (``(rows, c,
+    span)``), one product of the translations' coefficients
+    (:func:`translation_tables`) with the source boxes' ``moments``
+    (``(N_TERMS, boxes, c)``) laid out on the grid (``on_grid``: each box's
+    cell from the grid's first, an index or slice), and each target box's
+    bound from their ``weight`` (``per_box`` of :func:`translation_terms`):
+    ``(span, powers + 1)``. Window ``i`` of target box ``t`` is the source
+    box ``t + i``."""
+    c = moments.shape[2]
+    dense = np.zeros((N_TERMS, span + 2 * reach, c))
+    dense[:, on_grid, :] = moments
+    placed = np.zeros(span + 2 * reach)
+    placed[on_grid] = weight
+    # windows[i, k, c, t] = dense[k, t + i, c]
+    windows = _windows(dense, span, axis=1).transpose(1, 0, 2, 3)
+    G = (tables @ windows.reshape(-1, c * span)).reshape(tables.shape[0], c, span)
+    return G, _windows(placed, 2 * reach + 1, axis=0) @ per_box.T
 
 
 def translation_tables(H, powers):

@@ -47,11 +47,12 @@ from ._fgt import (
     LOCAL_QUERIES,
     LOCAL_RUN,
     _taylor_coefficients,
-    _windows,
     box_width,
+    grid_boxes,
     line_order,
     translation_tables,
     translation_terms,
+    window_sums,
 )
 from ._fgt_terms import N_LOCAL, N_TERMS, RADIUS, REACH, SKIPPED
 from ._traits import gaussian_sigma
@@ -108,29 +109,23 @@ class _HeadGrid:
 def _head_grid(x, sigma, columns, budget):
     """The :class:`_HeadGrid` of the sorted offsets ``x`` for a Gaussian of
     standard deviation ``sigma``, or None where a stacked pass cannot serve
-    it: boxes not formed (as :func:`~sknw._sums._fgt.grid_boxes` decides),
-    too few points for a run of local expansions (``LOCAL_RUN``, and
+    it: boxes not formed (:func:`~sknw._sums._fgt.grid_boxes`), too few
+    points for a run of local expansions (``LOCAL_RUN``, and
     ``LOCAL_QUERIES`` per cell of their span), or windows beyond ``budget``
     elements."""
+    boxes = grid_boxes(x, sigma, slice(None)) if x.size >= LOCAL_RUN else None
+    if boxes is None:
+        return None
+    _, cells, starts, _, offsets = boxes
     width = box_width(sigma)
-    if x.size < LOCAL_RUN or not (width > 0.0 and np.all(np.isfinite(x[[0, -1]]))):
-        return None
-    cell = np.floor(x / width)
-    if not max(abs(cell[0]), abs(cell[-1])) < 2.0**31:
-        return None
-    offsets = (x - (cell + 0.5) * width) / sigma
-    if not np.max(np.abs(offsets)) <= RADIUS:
-        return None
-    span = int(cell[-1] - cell[0]) + 1
+    span = int(cells[-1] - cells[0]) + 1
     reach = int(math.floor((REACH + RADIUS) * sigma / width))
     windows = N_TERMS * columns * ((2 * reach + 1) * span + span + 2 * reach)
     if x.size < LOCAL_QUERIES * span or windows > budget:
         return None
-    starts = np.flatnonzero(cell[1:] != cell[:-1]) + 1
-    starts = np.concatenate([np.zeros(1, dtype=starts.dtype), starts])
     mean = x.size / starts.size
     segment = next(size for top, size in SEGMENT_POINTS if mean <= top)
-    return _HeadGrid(sigma, width, offsets, starts, cell[starts], span, reach, segment)
+    return _HeadGrid(sigma, width, offsets, starts, cells, span, reach, segment)
 
 
 def grid_moments(request, heads, powers, **params):
@@ -321,14 +316,11 @@ def _translated(grids, first_box, n_boxes, moments, box_weight, powers):
         if n_boxes[i] < span:
             on_grid = (cells - (cells[0] - reach)).astype(np.intp)
             targets = on_grid - reach
-        dense = np.zeros((N_TERMS, span + 2 * reach, c))
-        dense[:, on_grid, :] = moments[b0:b1].transpose(1, 0, 2)
-        weight = np.zeros(span + 2 * reach)
-        weight[on_grid] = box_weight[b0:b1]
-        windows = _windows(dense, span, axis=1).transpose(1, 0, 2, 3)
-        windows = windows.reshape(-1, c * span)
-        sums = tables[:, x0 * N_TERMS : x1 * N_TERMS] @ windows
-        G[:, :, b0:b1] = sums.reshape(N_LOCAL + powers, c, span)[:, :, targets]
-        bounds = _windows(weight, 2 * reach + 1, axis=0) @ per_box[:, x0:x1].T
+        sums, bounds = window_sums(
+            tables[:, x0 * N_TERMS : x1 * N_TERMS], per_box[:, x0:x1],
+            moments[b0:b1].transpose(1, 0, 2), box_weight[b0:b1], on_grid, span,
+            reach,
+        )  # fmt: skip
+        G[:, :, b0:b1] = sums[:, :, targets]
         box_bound[b0:b1] = bounds[targets]
     return G, box_bound
