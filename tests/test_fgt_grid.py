@@ -46,6 +46,39 @@ def test_stacked_sums_equal_each_heads_own_pass(weighted):
         assert_allclose(sums[1], bound, rtol=1e-13)
 
 
+def test_runs_of_target_boxes_give_the_same_sums(monkeypatch):
+    """Each head's translations in runs of target boxes (windows within a
+    tile): the sums of one run, bit for bit nearly, with and without empty
+    cells between the boxes."""
+    rng = np.random.default_rng(7)
+    dense = np.sort(rng.uniform(0.0, 1.0, 4000))  # no empty cell
+    gapped = np.where(dense < 0.5, dense, dense + 0.2)  # a gap of 0.2
+    runs = []
+    original = _fgt_grid._run_boxes
+
+    def spy(grid, n_boxes, t0, t1):
+        runs.append((n_boxes == grid.span, t0))
+        return original(grid, n_boxes, t0, t1)
+
+    monkeypatch.setattr(_fgt_grid, "_run_boxes", spy)
+    for x in (dense, gapped):
+        v = np.cos(5 * x)
+        Vx = _weighted_values(v[:, None], None, slice(None))
+        sigmas = [0.003, 0.02]
+        whole = stacked_moment_sums(x, Vx, sigmas, 2, 1 << 20)  # one run each
+        split = stacked_moment_sums(x, Vx, sigmas, 2, 1 << 14)  # 14 boxes a run
+        for a, b in zip(whole, split, strict=True):
+            assert_allclose(b[0], a[0], rtol=1e-13, atol=1e-14 * np.abs(a[0]).max())
+            assert_allclose(b[1], a[1], rtol=1e-14)
+    # Both kinds of runs were taken, and runs after the first.
+    assert {(full, t0 > 0) for full, t0 in runs} == {
+        (True, False),
+        (True, True),
+        (False, False),
+        (False, True),
+    }
+
+
 def _brute_moments(x, v, w, kept, sigma):
     """Each point's sums of ``K u**j [w v, w]`` over the others (its own
     point keeping ``kept``), ``u`` in standard deviations, and the sums of

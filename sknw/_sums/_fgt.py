@@ -527,9 +527,13 @@ def translation_tables(H, powers):
     ``N_LOCAL + powers`` by ``(2 reach + 1) N_TERMS``, the Hermite functions
     of order ``k + m`` in rows ``m`` (the ``N_TERMS`` columns of each offset
     side by side: the offsets of several grids give each grid's columns)."""
-    # tables[m, i, k] = H[k + m, i]
-    window = np.arange(N_LOCAL + powers)[:, None] + np.arange(N_TERMS)[None, :]
-    return H[window].transpose(0, 2, 1).reshape(N_LOCAL + powers, -1)
+    # tables[m, i, k] = H[k + m, i]: a view of H, then one copy.
+    rows, (by_order, by_offset) = N_LOCAL + powers, H.strides
+    view = np.lib.stride_tricks.as_strided(
+        H, (rows, H.shape[1], N_TERMS), (by_order, by_offset, by_order),
+        writeable=False,
+    )  # fmt: skip
+    return view.reshape(rows, -1)
 
 
 def _taylor_coefficients(G, powers, factorials=True):

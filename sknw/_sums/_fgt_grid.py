@@ -173,7 +173,7 @@ def stacked_moment_sums(x, Vx, sigmas, powers, tile_elements):
     n, c = Vx.shape
     # Half for the arrays, half for the powers kept (and the chunks).
     budget = min(STACK_TILES * tile_elements, working_elements()) // 2
-    sizes = (budget, SEGMENT_TILES * tile_elements)
+    sizes = (budget, SEGMENT_TILES * tile_elements, tile_elements)
     out = [None] * len(sigmas)
     stack, grids, used = [], [], 0  # the heads of the next pass
     for h, sigma in enumerate(sigmas):
@@ -223,8 +223,12 @@ def _stack_pass(grids, heads, Vx, powers, sizes, out):
     segments (:func:`_segments`). A segment's moments are the product of its
     values with the powers ``u**k / k!`` of its points' offsets, its sums
     the product of the same powers with its box's Taylor coefficients; both
-    over chunks of segments (``sizes``: the elements of the powers kept, and
-    of a chunk)."""
+    over chunks of segments (``sizes``: the elements of the powers kept, of
+    a chunk, and of a run of target boxes' windows). The powers are kept in
+    one array from the first product to the second where they fit (else
+    taken again, a chunk at a time, in one array), so that a pass allocates
+    few large arrays: fresh ones cost a page fault per 512 elements, about
+    the time of the products on them."""
     n, c = Vx.shape
     size = grids[0].segment
     n_boxes = np.array([grid.starts.size for grid in grids])
@@ -241,7 +245,7 @@ def _stack_pass(grids, heads, Vx, powers, sizes, out):
     # Each chunk's points: those of the places before its last segment's end.
     ends = np.searchsorted(place, [s1 * size for _, s1 in chunks])
     moments = np.empty((seg_box.size, N_TERMS, c))
-    kept = []
+    buffer = np.empty((N_POWERS, u.size if keep else step * size))
     p0 = 0
     for (s0, s1), p1 in zip(chunks, ends, strict=True):
         values = np.zeros((c, (s1 - s0) * size))  # a column at a time
@@ -249,22 +253,24 @@ def _stack_pass(grids, heads, Vx, powers, sizes, out):
         for j in range(c):
             values[j, place[p0:p1] - s0 * size] = Vx[rows, j]
         values = values.reshape(c, s1 - s0, size).transpose(1, 2, 0)
-        P = _powers(u[s0 * size : s1 * size], size)
+        P = _powers(u[s0 * size : s1 * size], size, buffer, s0 * size if keep else 0)
         np.matmul(P[:, :N_TERMS], values, out=moments[s0:s1])
-        kept.append(P if keep else None)
         p0 = p1
     moments = np.add.reduceat(moments, first_seg, axis=0)  # (boxes, k, c)
     box_weight = moments[:, 0, -1]
     G, box_bound = _translated(grids, first_box, n_boxes, moments, box_weight,
-                               powers)  # fmt: skip
+                               powers, sizes[2])  # fmt: skip
     # The Taylor coefficients of each box, for powers holding the 1 / l!.
     L = _taylor_coefficients(G, powers, factorials=False)
     L = L.reshape(N_LOCAL, -1, starts.size).transpose(2, 0, 1)
     sums = np.empty((len(grids) * n, powers + 1, c))
     p0 = 0
-    for (s0, s1), p1, P in zip(chunks, ends, kept, strict=True):
-        if P is None:
-            P = _powers(u[s0 * size : s1 * size], size)
+    for (s0, s1), p1 in zip(chunks, ends, strict=True):
+        if keep:
+            P = buffer[:, s0 * size : s1 * size].reshape(N_POWERS, -1, size)
+            P = P.transpose(1, 0, 2)
+        else:
+            P = _powers(u[s0 * size : s1 * size], size, buffer, 0)
         products = np.matmul(P[:, :N_LOCAL].transpose(0, 2, 1), L[seg_box[s0:s1]])
         np.take(products.reshape(-1, powers + 1, c), place[p0:p1] - s0 * size,
                 axis=0, out=sums[p0:p1])  # fmt: skip
@@ -278,11 +284,11 @@ def _stack_pass(grids, heads, Vx, powers, sizes, out):
         out[h] = (sums[i * n : (i + 1) * n], bound[i * n : (i + 1) * n])
 
 
-def _powers(u, size):
+def _powers(u, size, buffer, at):
     """The powers ``u**k / k!`` (``k < N_POWERS``, products of ``u / k``) of
     the offsets ``u`` of whole segments of ``size`` places, as ``(segment,
     power, place)`` views whose matrices BLAS takes as they are."""
-    P = np.empty((N_POWERS, u.size))
+    P = buffer[:, at : at + u.size]
     P[0] = 1.0
     np.divide(u, _ORDERS[:, None], out=P[1:])
     for k in range(2, N_POWERS):
@@ -290,37 +296,49 @@ def _powers(u, size):
     return P.reshape(N_POWERS, -1, size).transpose(1, 0, 2)
 
 
-def _translated(grids, first_box, n_boxes, moments, box_weight, powers):
+def _translated(grids, first_box, n_boxes, moments, box_weight, powers, run_elements):
     """The sums ``G`` (``(N_LOCAL + powers, c, boxes)``) of the Hermite
     functions over each box's windows of each head (its source boxes'
-    ``moments``, ``(boxes, N_TERMS, c)``, translated: one product per head),
-    and each box's bound (``(boxes, powers + 1)``)."""
+    ``moments``, ``(boxes, N_TERMS, c)``, translated: one product per run of
+    target boxes whose windows hold ``run_elements``), and each box's bound
+    (``(boxes, powers + 1)``)."""
     c = moments.shape[2]
     xs = [(g.reach - np.arange(2 * g.reach + 1)) * g.width / g.sigma for g in grids]
     H, per_box = translation_terms(np.concatenate(xs), powers)
-    # Every head's coefficients at once: head i's are the columns of its
-    # offsets (each offset's N_TERMS columns side by side).
-    tables = translation_tables(H, powers)
     first_x = np.cumsum([x.size for x in xs]) - xs[0].size
     G = np.empty((N_LOCAL + powers, c, moments.shape[0]))
     box_bound = np.empty((moments.shape[0], powers + 1))
     for i, grid in enumerate(grids):
-        b0, b1 = first_box[i], first_box[i] + n_boxes[i]
+        b0 = first_box[i]
         x0, x1 = first_x[i], first_x[i] + xs[i].size
-        reach, span, cells = grid.reach, grid.span, grid.cells
-        # The source boxes on the grid, from reach boxes before the first:
-        # window o of a target box is the source box reach - o before it.
-        # (A slice where no cell of the span is empty.)
-        on_grid = slice(reach, reach + span)
-        targets = slice(None)  # the boxes holding points, on the span
-        if n_boxes[i] < span:
-            on_grid = (cells - (cells[0] - reach)).astype(np.intp)
-            targets = on_grid - reach
-        sums, bounds = window_sums(
-            tables[:, x0 * N_TERMS : x1 * N_TERMS], per_box[:, x0:x1],
-            moments[b0:b1].transpose(1, 0, 2), box_weight[b0:b1], on_grid, span,
-            reach,
-        )  # fmt: skip
-        G[:, :, b0:b1] = sums[:, :, targets]
-        box_bound[b0:b1] = bounds[targets]
+        # Head i's coefficients: the columns of its offsets.
+        tables = translation_tables(H[:, x0:x1], powers)
+        run = max(1, run_elements // (N_TERMS * c * xs[i].size))
+        for t0 in range(0, grid.span, run):
+            t1 = min(t0 + run, grid.span)
+            (lo, hi), on_grid, (a, b), at = _run_boxes(grid, n_boxes[i], t0, t1)
+            lo, hi = b0 + lo, b0 + hi
+            sums, bounds = window_sums(
+                tables, per_box[:, x0:x1], moments[lo:hi].transpose(1, 0, 2),
+                box_weight[lo:hi], on_grid, t1 - t0, grid.reach,
+            )  # fmt: skip
+            G[:, :, b0 + a : b0 + b] = sums[:, :, at]
+            box_bound[b0 + a : b0 + b] = bounds[at]
     return G, box_bound
+
+
+def _run_boxes(grid, n_boxes, t0, t1):
+    """The boxes of a run of target cells ``t0 <= t < t1`` (from the grid's
+    first cell): its source boxes (within ``reach`` cells), their places on
+    the run's grid (from ``reach`` cells before ``t0``), its target boxes,
+    and their places on the run: ``(lo, hi), on_grid, (a, b), at``, the
+    places slices where no cell of the span is empty."""
+    reach = grid.reach
+    if n_boxes == grid.span:  # box t in cell t
+        lo, hi = max(0, t0 - reach), min(grid.span, t1 + reach)
+        on_grid = slice(lo - (t0 - reach), hi - (t0 - reach))
+        return (lo, hi), on_grid, (t0, t1), slice(None)
+    cells = grid.cells - grid.cells[0]
+    lo, a, b, hi = np.searchsorted(cells, [t0 - reach, t0, t1, t1 + reach])
+    on_grid = (cells[lo:hi] - (t0 - reach)).astype(np.intp)
+    return (lo, hi), on_grid, (a, b), (cells[a:b] - t0).astype(np.intp)
