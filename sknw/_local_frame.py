@@ -420,7 +420,9 @@ def ridge_to_leverage(C, dz, target, iterations=100):
     squared Mahalanobis distance ``dz' (C + rho I)^-1 dz`` of its query is
     ``target`` (where it exceeds it at ``rho = 0``), by bisection on the
     eigenvalues (the distance decreases with ``rho``; it is at most ``|dz|**2
-    / rho``)."""
+    / rho``); for one coordinate, in closed form (:func:`_line_ridge`)."""
+    if C.shape[1] == 1:
+        return _line_ridge(C[:, 0, 0], dz[:, 0], target)
     lam, vec = np.linalg.eigh(C)
     lam = np.maximum(lam, 0.0)
     c2 = np.einsum("mdk,md->mk", vec, dz) ** 2
@@ -433,6 +435,23 @@ def ridge_to_leverage(C, dz, target, iterations=100):
         above = f > target
         lo, hi = np.where(above, mid, lo), np.where(above, hi, mid)
     return hi
+
+
+def _line_ridge(c, z, target):
+    """:func:`ridge_to_leverage` for one coordinate: the root ``rho = z**2 /
+    target - c`` of ``z**2 / (c + rho) = target`` (``c`` the variance, at
+    least 0), raised by units of roundoff where the distance, as computed,
+    still exceeds ``target`` (as the bisection's upper end would not)."""
+    c = np.maximum(c, 0.0)
+    z2 = z * z
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        rho = np.maximum(z2 / target - c, 0.0)
+        for _ in range(4):
+            above = z2 / (c + rho) > target
+            if not above.any():
+                break
+            rho = np.where(above, rho + 2 * _EPS * (c + rho), rho)
+    return rho
 
 
 @dataclass(frozen=True)
@@ -604,7 +623,8 @@ class QueryCentredFit:
     """Local linear estimates from :class:`~sknw._sums.MomentSums` about each
     query (of values centred on their mid-range): ``estimate`` (m, k), the
     queries it ``served`` (its bound within tolerance) and, among them, those
-    whose design is ``singular`` (local-constant estimate); ``empty`` marks
+    whose design is ``singular`` (local-constant estimate) and those whose
+    design is ``ridged`` to ``max_leverage`` (None: none); ``empty`` marks
     the windows without a point of positive weight (set by the caller)."""
 
     estimate: np.ndarray
@@ -612,6 +632,7 @@ class QueryCentredFit:
     singular: np.ndarray
     error: np.ndarray
     empty: object = None
+    ridged: object = None
 
 
 def query_centred_fit(
@@ -639,9 +660,10 @@ def query_centred_fit(
     + d_m1 d_a0``; plus the solve's own rounding. A query is served where that is within
     :data:`QUERY_CENTRED_TOLERANCE` times ``value_range`` (per output), its
     window holds a positive weight, and its design is not singular but for
-    too few points (a decision exact from the counts; near-singular designs,
-    and those ``max_leverage`` ridges, take the exact path, which decides in
-    its own frame).
+    too few points (a decision exact from the counts; near-singular designs
+    take the exact path, which decides in its own frame). Designs that
+    ``max_leverage`` ridges are served where the ridge is certain, with the
+    bound of :func:`_ridged_error`.
     """
     S, bound = moments.sums, moments.bound
     m, k = S.shape[0], S.shape[2] - 1
@@ -697,12 +719,43 @@ def query_centred_fit(
     # Too few points: the local-constant estimate a0, whose error is d_a0.
     error = np.where(few[:, None], da0, error)
     error[~sol.ok & ~few] = np.inf
-    # Ridged designs take the exact path (which ridges in its own frame).
-    error[sol.ridged] = np.inf
-    error[sol.ok & ~(low > 0)] = np.inf
+    error[sol.ok & ~sol.ridged & ~(low > 0)] = np.inf
+    if sol.ridged.any():
+        r = sol.ridged
+        error[r] = _ridged_error(
+            a0[r], m1[r], c[r], sol.a[r], var[r], da0[r], dm1[r], dc[r], dvar[r],
+            vmax, max_leverage - 1.0,
+        )  # fmt: skip
     served = (
         positive
         & sol.finite
         & np.all(error <= QUERY_CENTRED_TOLERANCE * np.asarray(value_range), axis=1)
     )
-    return QueryCentredFit(sol.estimate, served, few & served, error)
+    return QueryCentredFit(
+        sol.estimate, served, few & served, error, ridged=sol.ridged & served
+    )
+
+
+def _ridged_error(a0, m1, c, a, var, da0, dm1, dc, dvar, vmax, target):
+    """The error bound of :func:`query_centred_fit`'s estimates whose design
+    is ridged to the leverage ``target + 1``: their slope is ``a = target /
+    m1`` whatever the variance (``var + rho = m1**2 / target``), so that
+    ``beta = a0 - target c / m1`` errs by at most::
+
+        d_a0 + target (d_c |m1| + |c| d_m1) / (|m1| (|m1| - d_m1))
+
+    plus the rounding (a few units of the terms). Served only where the
+    ridge is certain: the smallest distance the bounds allow, ``(|m1| -
+    d_m1)**2 / (var + d_var)``, still above ``target`` (else infinite, the
+    exact path decides)."""
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        far = np.abs(m1) - dm1
+        sure = (far > 0) & (far * far > target * (var + dvar))
+        error = (
+            da0
+            + target
+            * (dc * np.abs(m1)[:, None] + np.abs(c) * dm1[:, None])
+            / (np.abs(m1) * far)[:, None]
+        )
+        error += 16 * _EPS * (np.abs(a0) + np.abs(a * c) + vmax)
+    return np.where(sure[:, None], error, np.inf)

@@ -39,6 +39,15 @@ from .kernels import Boxcar
 _EPS = np.finfo(np.float64).eps
 
 
+def _ridged_message(n_ridged, m, max_leverage):
+    return (
+        f"{n_ridged} of {m} queries have a local design of "
+        f"leverage above max_leverage={max_leverage!r} (few points "
+        "in their window, or a query beyond them): their slopes are "
+        "ridged towards the local-constant fit."
+    )
+
+
 def _singular_message(n_singular, m):
     return (
         f"{n_singular} of {m} queries have a singular local design (too few "
@@ -199,6 +208,10 @@ class LocalPolynomialFit(NadarayaWatsonRegressor):
             n_few = int(fast.singular.sum())
             if n_few:
                 warn(_singular_message(n_few, n_few), SingularDesignWarning)
+            n_ridged = 0 if fast.ridged is None else int(fast.ridged.sum())
+            if n_ridged:
+                message = _ridged_message(n_ridged, n_ridged, self.max_leverage)
+                warn(message, RidgedDesignWarning)
         _merge_warnings(caught, Q.shape[0])
         return LocalFit(estimate, *([None] * 8))
 
@@ -256,8 +269,9 @@ class LocalPolynomialFit(NadarayaWatsonRegressor):
             if exact is not None:
                 exact.counts = None if counts is None else counts[rows]
                 again = fit_of(exact)
-                for name in ("estimate", "served", "singular", "error"):
-                    getattr(fit, name)[rows] = getattr(again, name)
+                for name in ("estimate", "served", "singular", "error", "ridged"):
+                    if getattr(fit, name) is not None:
+                        getattr(fit, name)[rows] = getattr(again, name)
         fit.estimate = (fit.estimate + mid) * y_scale
         fit.empty = np.zeros(Q.shape[0], dtype=bool) if counts is None else counts == 0
         return fit
@@ -288,13 +302,7 @@ class LocalPolynomialFit(NadarayaWatsonRegressor):
             warn(_singular_message(n_singular, m), SingularDesignWarning)
         n_ridged = int(sol.ridged.sum())
         if n_ridged:
-            warn(
-                f"{n_ridged} of {m} queries have a local design of "
-                f"leverage above max_leverage={self.max_leverage!r} (few points "
-                "in their window, or a query beyond them): their slopes are "
-                "ridged towards the local-constant fit.",
-                RidgedDesignWarning,
-            )
+            warn(_ridged_message(n_ridged, m, self.max_leverage), RidgedDesignWarning)
 
     def _gradient_rows(self, Q):
         """The slopes of the local fits at the validated queries ``Q``, in

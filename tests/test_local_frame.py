@@ -11,6 +11,7 @@ from sknw._local_frame import (
     _solution,
     local_solution,
     moment_columns,
+    ridge_to_leverage,
 )
 
 
@@ -62,7 +63,7 @@ def test_one_coordinate_solves_as_any_number(
             assert got is None, name
             continue
         assert got.shape == want.shape, name
-        # The same arithmetic: equal to the last bit (the ridge's bisection
+        # The same arithmetic: equal to the last bit (the ridge's closed form
         # included).
         np.testing.assert_array_equal(got, want, err_msg=name)
         np.testing.assert_array_equal(getattr(routed, name), want, err_msg=name)
@@ -125,3 +126,30 @@ def test_frame_batches_cover_the_frames_in_order_within_the_work(
         assert queries * n_columns * len(batch) * n_train <= FRAME_BATCH_WORK
         if limit is not None:
             assert n_columns * len(batch) * n_train <= limit
+
+
+def test_the_ridge_of_one_coordinate_is_the_root_of_the_bisection():
+    """One coordinate's ridge in closed form: the root that the bisection of
+    two coordinates finds (the second one's offset zero),
+    at which the distance, as computed, is the target to rounding and never
+    above it."""
+    rng = np.random.default_rng(5)
+    m = 2000
+    c = rng.choice([0.0, 1e-200, 1e-12, 1e-3, 1.0, 50.0], m) * rng.uniform(0.5, 2, m)
+    target = rng.choice([0.5, 3.0, 99.0], m)
+    # Distances above the target at rho = 0, some barely.
+    z = np.sqrt(target * c * rng.choice([1 + 1e-15, 1 + 1e-9, 2.0, 1e6], m))
+    z[c == 0.0] = rng.uniform(0.1, 3.0, int(np.sum(c == 0.0)))
+    z *= rng.choice([-1.0, 1.0], m)
+    rho = ridge_to_leverage(c[:, None, None], z[:, None], target)
+    assert np.all(rho >= 0.0)
+    distance = z * z / (c + rho)
+    assert np.all(distance <= target)
+    assert np.all(distance >= target * (1 - 8 * np.finfo(float).eps))
+    C2 = np.zeros((m, 2, 2))
+    C2[:, 0, 0], C2[:, 1, 1] = c, 3.0 * c
+    dz2 = np.stack([z, np.zeros(m)], axis=1)
+    bisected = ridge_to_leverage(C2, dz2, target)
+    # The ridged variances agree to rounding (the root itself is a difference
+    # of nearly equal numbers where the distance barely exceeds the target).
+    np.testing.assert_allclose(c + rho, c + bisected, rtol=1e-13)

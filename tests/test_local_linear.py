@@ -542,6 +542,57 @@ def test_fast_paths_equal_weighted_least_squares(kernel):
     assert_allclose(est.predict(Q), ref, rtol=0, atol=1e-8 * np.ptp(y))
 
 
+def ridged_lstsq(Q, X, y, w, kernel, h, max_leverage):
+    """The ridged local linear fit at each query (one feature) from its
+    definition: the weighted mean and variance of the window, and the slope
+    ``cov_xy / (var + rho)`` with ``rho`` the ridge at which the query's
+    squared distance from the mean, ``(q - mean)**2 / (var + rho)``, is
+    ``max_leverage - 1`` (none where it is below)."""
+    K = np.exp(KERNELS[kernel]().log_value(cdist(Q, X) / h)) * w
+    W = K.sum(axis=1)
+    mx, my = K @ X[:, 0] / W, K @ y / W
+    dx = X[:, 0][None, :] - mx[:, None]
+    var = np.sum(K * dx * dx, axis=1) / W
+    cov = np.sum(K * dx * (y[None, :] - my[:, None]), axis=1) / W
+    dz2 = (Q[:, 0] - mx) ** 2
+    target = max_leverage - 1.0
+    spread = np.where(dz2 / var > target, dz2 / target, var)
+    return my + cov / spread * (Q[:, 0] - mx)
+
+
+@pytest.mark.parametrize("kernel", sorted(FAST_PATHS))
+@pytest.mark.parametrize("max_leverage", [4.0, 10.0])
+def test_fast_paths_serve_ridged_designs(kernel, max_leverage):
+    # Just beyond the data, the window is one-sided and the leverage of the
+    # query above max_leverage: its slope is ridged. Where the bound allows,
+    # the fast paths serve it (the slope max_leverage - 1 over the window's
+    # mean offset), as the definition and algorithm="brute" give it, and
+    # count it in the same warning.
+    X, y, w = _fast_data(seed=15)
+    h = 0.02 if kernel == "gaussian" else 0.05
+    est = LocalLinearRegressor(
+        kernel=kernel, bandwidth=h, max_leverage=max_leverage
+    ).fit(X, y, sample_weight=w)
+    brute = LocalLinearRegressor(
+        kernel=kernel, bandwidth=h, max_leverage=max_leverage, algorithm="brute"
+    ).fit(X, y, sample_weight=w)
+    # Within the support of compact kernels (no empty window).
+    side = np.linspace(0.0, (2.5 if kernel == "gaussian" else 0.95) * h, 40)
+    Q = np.r_[X.max() + side, X.min() - side, 0.5][:, None]
+    fast = est._query_centred(Q)
+    assert fast.ridged.sum() >= 40 and np.all(fast.served[fast.ridged])
+    ref = ridged_lstsq(Q, X, y, w, kernel, h, max_leverage)
+    assert_allclose(est.predict(Q), ref, rtol=0, atol=1e-9 * np.ptp(y))
+    messages = []
+    for model in (est, brute):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            model.predict(Q)
+        messages.append(sorted(str(c.message) for c in caught))
+    assert messages[0] == messages[1]
+    assert any("ridged" in text for text in messages[0])
+
+
 @pytest.mark.parametrize("kernel", ["gaussian", "epanechnikov"])
 def test_fast_paths_leave_extrapolating_queries_to_the_exact_path(kernel):
     # Far beyond the data, the window is one-sided: the local variance about
