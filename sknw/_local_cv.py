@@ -28,7 +28,7 @@ from ._sums import (
     local_moments,
     power_of_two_scale,
 )
-from ._sums._base import removed_entirely
+from ._sums._base import removed_entirely, scale_of
 
 #: Left-out points of the exact passes (one frame for all the data) whose
 #: local covariance rounds, in that frame, by more than this many bandwidths
@@ -74,10 +74,12 @@ def query_centred_cv(est, X, Y, w, unit, cands, folds):
     and accepted algorithms); ``w`` the normalised weights, ``unit`` one unit
     of them (see :func:`~sknw._selection.normalised_weights`). Returns ``{i:
     (estimates (n, k), missing)}`` for the candidates ``i`` served, with
-    ``missing`` a list of ``(train, rows)`` whose estimates the exact path
-    must give (``train`` None for leave-one-out, see
-    :func:`exact_estimates`). The candidates are taken in batches of
-    :data:`FIT_ROWS` rows, whose local fits are solved together.
+    ``missing`` a list of ``(train, rows, means)`` whose estimates the exact
+    path must give (``train`` None for leave-one-out, see
+    :func:`exact_estimates`), ``means`` their windows' means as the moments
+    give them (NaN where they hold no weight): where its frames start. The
+    candidates are taken in batches of :data:`FIT_ROWS` rows, whose local
+    fits are solved together.
     """
     if X.shape[1] != 1 or est._discrete is not None:
         return {}
@@ -126,12 +128,15 @@ def query_centred_cv(est, X, Y, w, unit, cands, folds):
                         continue
                     preds[i][rows[served]] = (estimate[served] + mid) * y_scale
                     if not served.all():
-                        missing[i].append((train, rows[~served]))
+                        left = rows[~served]
+                        means = _window_means(got[i][0], ~served, X[left],
+                                              scaled[i][0])  # fmt: skip
+                        missing[i].append((train, left, means))
         for i, pred in preds.items():
             if orders is not None:  # back to the points' order
                 order, inverse = orders
                 pred = pred[inverse]
-                missing[i] = [(train, order[rows]) for train, rows in missing[i]]
+                missing[i] = [(tr, order[rows], c) for tr, rows, c in missing[i]]
             out[i] = (pred, missing[i])
     return out
 
@@ -291,7 +296,22 @@ def _joint_fits(got, est, spread):
     )
 
 
-def exact_estimates(est, cand, X, w, unit, train, rows):
+def _window_means(moments, left, Q, scale):
+    """The means of the windows of the queries ``Q`` (one feature), from
+    their moments about themselves (rows ``left`` of the
+    :class:`~sknw._sums.MomentSums`, offsets in units of ``moments.unit`` of
+    the feature divided by ``scale``): NaN where a window holds no
+    weight."""
+    S = moments.sums[left]
+    s = 1.0 if scale is None else float(np.ravel(scale_of(scale))[0])
+    unit = np.asarray(moments.unit, dtype=np.float64)
+    unit = unit[left] if unit.ndim else unit
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        mean = Q[:, 0] + S[:, 1, -1] / S[:, 0, -1] * unit * s
+    return np.where(np.isfinite(mean), mean, np.nan)
+
+
+def exact_estimates(est, cand, X, w, unit, train, rows, centres=None):
     """Out-of-sample estimates of candidate ``cand`` at ``X[rows]`` by the
     exact path of predictions (moments in frames near each point), and the
     number of empty windows among them: leave-one-out (``train`` None) on
@@ -299,6 +319,8 @@ def exact_estimates(est, cand, X, w, unit, train, rows):
     (one unit of its weight), or the fit to ``X[train]``, as a refit would
     give them. ``w`` are the normalised weights, ``unit`` one unit of them;
     empty windows under ``empty_window`` ``"nan"`` and ``"raise"`` give NaN.
+    ``centres``: where each point's first frame is (see
+    :meth:`~sknw.LocalLinearRegressor._exact_local_fit`).
     """
     policy = est.empty_window if est.empty_window in ("nearest", "mean") else "nan"
     plain = est._plain(cand, policy)
@@ -312,6 +334,7 @@ def exact_estimates(est, cand, X, w, unit, train, rows):
         warnings.simplefilter("ignore")
         plain.fit(X[keep], Y[keep], sample_weight=None if w is None else w[keep])
         Q = X[rows]
-        estimate = plain._exact_local_fit(Q, False, own=own).estimate
+        fit = plain._exact_local_fit(Q, False, own=own, centres=centres)
+        estimate = fit.estimate
         empty = int(np.sum(plain._window_counts(Q, own) == 0))
     return estimate, empty

@@ -276,16 +276,19 @@ class LocalPolynomialFit(NadarayaWatsonRegressor):
         fit.empty = np.zeros(Q.shape[0], dtype=bool) if counts is None else counts == 0
         return fit
 
-    def _exact_local_fit(self, Q, with_std, own=None):
+    def _exact_local_fit(self, Q, with_std, own=None, centres=None):
         """The local fit by the exact path: moments about a centre near each
         query's window (see :meth:`_local_moments`), of the targets divided
         by a power of two per output, minus a level near the query. ``own``:
         the queries are these training points, each left out of its own fit
-        (leave-one-out, without ``with_std``)."""
+        (leave-one-out, without ``with_std``). ``centres``: where each
+        query's first frame is (one feature; NaN: its cell's centre)."""
         y = self._values()
         y_scale = power_of_two_scale(y, axis=0)
         counts = self._window_counts(Q, own)
-        mom, sol, cols = self._local_moments(Q, y / y_scale, counts, with_std, own)
+        mom, sol, cols = self._local_moments(
+            Q, y / y_scale, counts, with_std, own, centres
+        )
         self._warn_designs(sol, counts)
         estimate = (sol.estimate + mom.level) * y_scale
         if not with_std:
@@ -361,13 +364,15 @@ class LocalPolynomialFit(NadarayaWatsonRegressor):
         (head,) = self._span_heads(Q, [unit], own)
         return feature_bandwidths(self._scale(), head.divisor, d)
 
-    def _local_moments(self, Q, yn, counts, with_std, own=None):
+    def _local_moments(self, Q, yn, counts, with_std, own=None, centres=None):
         """Moments at every query and their local solution.
 
         A first pass takes each query's moments about the centre of its cell
-        (:meth:`LocalFrame.cell_centres`); queries whose window mean is far
-        from that centre for the spread of their window (an extrapolating
-        query, a one-sided window) take them again about that mean (rounded),
+        (:meth:`LocalFrame.cell_centres`), or about ``centres`` where given
+        (its window's mean, as a fast path found it); queries whose window
+        mean is far from that centre for the spread of their window (an
+        extrapolating query, a one-sided window) take them again about that
+        mean (rounded),
         and those whose window is thin across the features in its principal
         axes (:meth:`LocalFrame.recentred`), so that the local covariance, a
         difference of moments, loses few digits to cancellation. Every frame
@@ -382,7 +387,10 @@ class LocalPolynomialFit(NadarayaWatsonRegressor):
         n_terms = len(monomial_terms(d, p))
         few = counts < n_terms + 1
         cols = moment_columns(np.zeros((1, d)), np.zeros((1, k)), with_std, p)[1]
-        mom = Moments.allocate(frame.cell_centres(Q64), cols[-1], k, with_std)
+        start = frame.cell_centres(Q64)
+        if centres is not None:  # placed in the box; NaN: the cell's centre
+            start = frame.place(np.reshape(centres, start.shape), start)
+        mom = Moments.allocate(start, cols[-1], k, with_std)
         empty = counts == 0
         if empty.any():
             A, level, *sq = self._empty_moments(Q, empty, yn, with_std, own)

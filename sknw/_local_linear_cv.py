@@ -174,9 +174,9 @@ class LocalPolynomialCVFit(CVSelectionMixin, LocalPolynomialFit):
                         )[0]
         for i, (pred, missing) in local.items():
             preds[i] = pred
-            for train, left in missing:
+            for train, left, means in missing:
                 preds[i][left], empty = exact_estimates(
-                    self, cands[i], X, w, unit, train, left
+                    self, cands[i], X, w, unit, train, left, means
                 )
                 n_empty[i] += empty
         return preds, n_empty

@@ -14,6 +14,7 @@ from sknw import (
     NadarayaWatsonRegressor,
     NadarayaWatsonRegressorCV,
 )
+from sknw._local_frame import Moments
 from sknw.exceptions import EmptyWindowWarning, SingularDesignWarning
 from sknw.kernels import KERNELS
 
@@ -593,6 +594,51 @@ def test_fast_paths_serve_ridged_designs(kernel, max_leverage):
     assert any("ridged" in text for text in messages[0])
 
 
+def test_exact_path_from_given_centres_gives_the_same_fits():
+    # The first frames at given centres (a window's mean, NaN for the cell's
+    # centre): the same fits, to rounding, as from the cells' centres.
+    X, y, w = _fast_data(seed=16)
+    est = LocalLinearRegressor(bandwidth=0.01, algorithm="brute").fit(X, y, w)
+    Q = np.r_[np.linspace(-0.05, 1.05, 50), X[:20, 0]][:, None]
+    centres = Q[:, 0] + np.random.default_rng(1).normal(0.0, 0.02, Q.shape[0])
+    centres[::7] = np.nan
+    starts = []
+    allocate = Moments.allocate
+
+    def spy(C, *args):
+        starts.append(C.copy())
+        return allocate(C, *args)
+
+    with warnings.catch_warnings(), pytest.MonkeyPatch.context() as mp:
+        warnings.simplefilter("ignore")
+        mp.setattr(Moments, "allocate", spy)
+        plain = est._exact_local_fit(Q, False).estimate
+        moved = est._exact_local_fit(Q, False, centres=centres).estimate
+    assert_allclose(moved, plain, rtol=0, atol=1e-11 * np.ptp(y))
+    given = np.isfinite(centres)
+    lo, hi = X.min(), X.max()
+    assert_array_equal(starts[1][given, 0], np.clip(centres[given], lo, hi))
+    assert_array_equal(starts[1][~given], starts[0][~given])
+    assert not np.array_equal(starts[0], starts[1])
+
+
+def test_cv_on_tailed_inputs_equals_the_exact_passes():
+    # Normal inputs: the fast path leaves the tails' one-sided windows to the
+    # exact path (from their windows' means) and serves their ridged designs;
+    # the scores equal those of the exact passes (algorithm="brute").
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(600, 1))
+    y = np.sin(2 * X[:, 0]) + rng.normal(0, 0.2, 600)
+    fast = LocalLinearRegressorCV().fit(X, y)
+    exact = LocalLinearRegressorCV(algorithm="brute").fit(X, y)
+    assert_allclose(
+        fast.cv_results_["mean_test_score"],
+        exact.cv_results_["mean_test_score"],
+        rtol=1e-9,
+    )
+    assert_allclose(fast.bandwidth_, exact.bandwidth_, rtol=1e-8)
+
+
 @pytest.mark.parametrize("kernel", ["gaussian", "epanechnikov"])
 def test_fast_paths_leave_extrapolating_queries_to_the_exact_path(kernel):
     # Far beyond the data, the window is one-sided: the local variance about
@@ -955,9 +1001,9 @@ def test_cv_fits_of_several_candidates_solved_together_equal_one_at_a_time(cv):
             out.append((fit.estimate, fit.served))
         return out
 
-    def record_exact(est, cand, X, w, unit, train, rows):
+    def record_exact(est, cand, X, w, unit, train, rows, centres=None):
         exact.append((cand["kernel"], float(cand["bandwidth"]), tuple(rows)))
-        return original_exact(est, cand, X, w, unit, train, rows)
+        return original_exact(est, cand, X, w, unit, train, rows, centres)
 
     def search():
         return LocalLinearRegressorCV(
