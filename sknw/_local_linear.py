@@ -372,13 +372,13 @@ class LocalPolynomialFit(NadarayaWatsonRegressor):
         (its window's mean, as a fast path found it); queries whose window
         mean is far from that centre for the spread of their window (an
         extrapolating query, a one-sided window) take them again about that
-        mean (rounded),
-        and those whose window is thin across the features in its principal
-        axes (:meth:`LocalFrame.recentred`), so that the local covariance, a
-        difference of moments, loses few digits to cancellation. Every frame
-        depends on the query alone (and the fitted state): a query's answer
-        does not depend on the other queries of its batch. Empty windows take
-        the ``empty_window`` policy, as in :meth:`_weighted_average`.
+        mean (rounded), and those whose window is thin across the features
+        in its principal axes (:meth:`LocalFrame.recentred`), so that the
+        local covariance, a difference of moments, loses few digits to
+        cancellation. Every frame depends on the query alone (and the fitted
+        state, and its given centre): a query's answer does not depend on
+        the other queries of its batch. Empty windows take the
+        ``empty_window`` policy, as in :meth:`_weighted_average`.
         """
         Q64 = np.asarray(self._continuous(Q), dtype=np.float64)
         frame, d, k, p = self._frame, Q64.shape[1], yn.shape[1], self._degree()
