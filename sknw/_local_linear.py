@@ -436,26 +436,20 @@ class LocalPolynomialFit(NadarayaWatsonRegressor):
         frames, groups = row_groups(frames)
         groups = [rows[g] for g in groups]
         # Without squared weights, frames of few queries share a pass (their
-        # columns side by side, with their normalised copy within the
-        # working memory); each frame's own pass otherwise.
+        # columns side by side, taken from their points stacked, and their
+        # normalised copy: four such arrays within the working memory); each
+        # frame's own pass otherwise.
         c, n = mom.A.shape[1], self.X_fit_.shape[0]
         batches = [[f] for f in range(len(groups))]
         if not with_std:
             sizes = [g.size for g in groups]
-            batches = frame_batches(sizes, c, n, working_elements() // 2)
+            batches = frame_batches(sizes, c, n, working_elements() // 4)
         try:
             for batch in batches:
-                V, levels = None, []
-                for j, f in enumerate(batch):
-                    Vf, level = self._moment_values(
-                        frames[f, :d], frames[f, d:].reshape(d, d), yn, with_std
-                    )
-                    if len(batch) == 1:
-                        V = Vf
-                    else:
-                        V = np.empty((n, c * len(batch))) if V is None else V
-                        V[:, j * c : (j + 1) * c] = Vf
-                    levels.append(level)
+                V, levels = self._moment_values(
+                    frames[batch, :d], frames[batch, d:].reshape(-1, d, d), yn,
+                    with_std,
+                )  # fmt: skip
                 group = np.concatenate([groups[f] for f in batch])
                 got = self._weighted_average(
                     Q[group], V, squared=with_std, validated=True,
@@ -476,22 +470,35 @@ class LocalPolynomialFit(NadarayaWatsonRegressor):
                 Qc, Xc, self.metric_, self.metric_params_, self._scale()
             ) from None
 
-    def _moment_values(self, centre, rotation, yn, with_std):
+    def _moment_values(self, centres, rotations, yn, with_std):
         """Per-point moments (:func:`moment_columns`) of the coordinates in
-        the frame of ``centre`` and ``rotation`` and of the targets ``yn``
-        minus the level: the target of the training point nearest to the
-        centre (in bandwidth units)."""
+        the frames of ``centres`` (f, d) and ``rotations`` (f, d, d) and of
+        the targets ``yn`` minus each frame's level: the target of the
+        training point nearest to its centre (in bandwidth units). The
+        frames' columns side by side, ``(n, f c)``, from one call over their
+        points stacked (several frames of few queries cost little more than
+        one), and the levels ``(f, k)``."""
         X = np.asarray(self._continuous(self.X_fit_), dtype=np.float64)
-        Z = self._frame.coordinates(X, centre, rotation)
-        level = yn[np.argmin(np.einsum("ij,ij->i", Z, Z))]
-        return moment_columns(Z, yn - level, with_std, self._degree())[0], level
+        Z = np.stack([
+            self._frame.coordinates(X, centre, rotation)
+            for centre, rotation in zip(centres, rotations, strict=True)
+        ])  # fmt: skip
+        levels = yn[np.argmin(np.einsum("fij,fij->fi", Z, Z), axis=1)]
+        f, n, d = Z.shape
+        V = moment_columns(
+            Z.reshape(f * n, d), (yn[None] - levels[:, None]).reshape(f * n, -1),
+            with_std, self._degree(),
+        )[0]  # fmt: skip
+        return V.reshape(f, n, -1).transpose(1, 0, 2).reshape(n, -1), levels
 
     def _empty_moments(self, Q, empty, yn, with_std, own=None):
         """Moments of the queries ``Q[empty]``, whose window is empty, by the
         ``empty_window`` policy (its warning counts them among all queries),
         as :meth:`_weighted_average` gives them."""
         d = self._frame.lo.size
-        V, level = self._moment_values(self._frame.lo, np.eye(d), yn, with_std)
+        V, (level,) = self._moment_values(
+            self._frame.lo[None], np.eye(d)[None], yn, with_std
+        )
         if with_std:
             w0 = self.sample_weight_
             recip = np.ones(V.shape[0])
