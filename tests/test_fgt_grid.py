@@ -48,8 +48,8 @@ def test_stacked_sums_equal_each_heads_own_pass(weighted):
 
 def test_runs_of_target_boxes_give_the_same_sums(monkeypatch):
     """Each head's translations in runs of target boxes (windows within a
-    tile): the sums of one run, bit for bit nearly, with and without empty
-    cells between the boxes."""
+    tile): the sums and bounds of one run, to rounding, with and without
+    empty cells between the boxes."""
     rng = np.random.default_rng(7)
     dense = np.sort(rng.uniform(0.0, 1.0, 4000))  # no empty cell
     gapped = np.where(dense < 0.5, dense, dense + 0.2)  # a gap of 0.2

@@ -130,9 +130,8 @@ def test_frame_batches_cover_the_frames_in_order_within_the_work(
 
 def test_the_ridge_of_one_coordinate_is_the_root_of_the_bisection():
     """One coordinate's ridge in closed form: the root that the bisection of
-    two coordinates finds (the second one's offset zero),
-    at which the distance, as computed, is the target to rounding and never
-    above it."""
+    two coordinates finds (the second one's offset zero), at which the
+    distance, as computed, is the target to rounding and never above it."""
     rng = np.random.default_rng(5)
     m = 2000
     c = rng.choice([0.0, 1e-200, 1e-12, 1e-3, 1.0, 50.0], m) * rng.uniform(0.5, 2, m)
