@@ -17,7 +17,7 @@ import numpy as np
 from joblib import effective_n_jobs
 
 from ._local_frame import query_centred_fit
-from ._scaling import group_candidates
+from ._scaling import group_candidates, scaling_of
 from ._sums import (
     BACKENDS,
     FitRequest,
@@ -25,6 +25,7 @@ from ._sums import (
     choose,
     default_tile_elements,
     grid_local_moments,
+    line_support,
     local_moments,
     power_of_two_scale,
 )
@@ -321,6 +322,11 @@ def exact_estimates(est, cand, X, w, unit, train, rows, centres=None):
     empty windows under ``empty_window`` ``"nan"`` and ``"raise"`` give NaN.
     ``centres``: where each point's first frame is (see
     :meth:`~sknw.LocalLinearRegressor._exact_local_fit`).
+
+    With one feature, the fit holds only the training points whose terms
+    can weigh in these points' sums (:func:`~sknw._sums.line_support`):
+    the same estimates to rounding, in time of the windows rather than of
+    all the training points.
     """
     policy = est.empty_window if est.empty_window in ("nearest", "mean") else "nan"
     plain = est._plain(cand, policy)
@@ -328,8 +334,9 @@ def exact_estimates(est, cand, X, w, unit, train, rows, centres=None):
     if w is not None:
         with np.errstate(over="ignore", invalid="ignore"):
             w = w / unit if np.isfinite(unit) else w
-    keep = slice(None) if train is None else train
+    keep = np.arange(X.shape[0]) if train is None else np.asarray(train)
     own = rows if train is None else None
+    keep, own = _windowed(est, cand, X, w, keep, rows, own, policy)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         plain.fit(X[keep], Y[keep], sample_weight=None if w is None else w[keep])
@@ -338,3 +345,32 @@ def exact_estimates(est, cand, X, w, unit, train, rows, centres=None):
         estimate = fit.estimate
         empty = int(np.sum(plain._window_counts(Q, own) == 0))
     return estimate, empty
+
+
+def _windowed(est, cand, X, w, keep, rows, own, policy):
+    """The training points ``keep`` (indices into ``X``) restricted to those
+    whose terms can weigh in the sums of the points ``X[rows]``
+    (:func:`~sknw._sums.line_support`), and ``own`` (leave-one-out: the
+    points' indices into ``keep``, None for K-fold) as indices into them.
+    Unchanged where the estimates could depend on the other points: a
+    bandwidth per point (a span), discrete features, or an empty window
+    whose ``empty_window`` estimate holds points outside the windows."""
+    if cand.get("span") is not None or est._discrete is not None:
+        return keep, own
+    scaling = scaling_of(cand["bandwidth"], est.metric, X[keep])
+    wk = None if w is None else w[keep]
+    loo = {}
+    if own is not None:
+        kept = None if w is None else wk - np.minimum(wk, 1.0)
+        loo = {"exclude_self": True, "self_index": own, "self_weight": kept}
+    support, empty = line_support(
+        X[rows], X[keep], scaling.head(cand["kernel"]), metric=est.metric,
+        metric_params=est.metric_params_, scale=scaling.scale, sample_weight=wk,
+        **loo,
+    )  # fmt: skip
+    if support is None or support.size in (0, keep.size):
+        return keep, own
+    if policy != "nan" and empty.any():
+        return keep, own
+    own = None if own is None else np.searchsorted(support, own)
+    return keep[support], own

@@ -99,6 +99,7 @@ from ._nearest import (
 )
 from ._pairs import PairCache
 from ._parallel import parallel_kernel_sums
+from ._support import line_support
 
 __all__ = [
     "ALGORITHMS",
@@ -125,6 +126,7 @@ __all__ = [
     "kernel_sums",
     "line_offsets",
     "line_origin",
+    "line_support",
     "log_weight_rows",
     "nearest_mask",
     "nearest_scale",
