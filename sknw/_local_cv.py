@@ -25,6 +25,7 @@ from ._sums import (
     choose,
     default_tile_elements,
     grid_local_moments,
+    line_moments,
     line_support,
     local_moments,
     power_of_two_scale,
@@ -128,10 +129,13 @@ def query_centred_cv(est, X, Y, w, unit, cands, folds):
                         preds[i] = (estimate + mid) * y_scale
                         continue
                     preds[i][rows[served]] = (estimate[served] + mid) * y_scale
-                    if not served.all():
-                        left = rows[~served]
-                        means = _window_means(got[i][0], ~served, X[left],
-                                              scaled[i][0])  # fmt: skip
+                    if served.all():
+                        continue
+                    left, means = _line_fits(
+                        est, X, V, w, kept, scaled[i], (train, test, share),
+                        got[i], ~served, spread, preds[i], (mid, y_scale),
+                    )  # fmt: skip
+                    if left.size:
                         missing[i].append((train, left, means))
         for i, pred in preds.items():
             if orders is not None:  # back to the points' order
@@ -295,6 +299,76 @@ def _joint_fits(got, est, spread):
     return list(
         zip(np.split(fit.estimate, cuts), np.split(fit.served, cuts), strict=True)
     )
+
+
+def _line_fits(est, X, V, w, kept, scaled, split, got, left, spread, pred, level):
+    """Serve the points of a split the fast path left (the mask ``left`` of
+    the rows of ``got``, of :func:`_split_moments`) from their moments term
+    by term over their windows (:func:`~sknw._sums.line_moments`), about
+    their windows' means as the fast path gives them (the points
+    themselves where it gives none), and again about the means found where
+    these are more than a window's spread away; solved and bounded by
+    :func:`~sknw._local_frame.query_centred_fit` with the offsets from the
+    centres, so that one-sided windows lose no digits to cancellation.
+    Their estimates go into ``pred`` (``level``: the targets' mid-range and
+    scale). Returns the points still left to the exact path and their
+    windows' means (where their frames start)."""
+    moments, rows, n_positive = got
+    train, _, share = split
+    scale, head = scaled
+    points = rows[left]
+    means = _window_means(moments, left, X[points], scale)
+    if train is None:  # leave-one-out: the points are sorted
+        Xt, Vt, wt, order = X, V, w, np.arange(X.shape[0])
+        loo = {"exclude_self": True, "self_weight": kept}
+    else:
+        Xt, Vt, wt = X[train], V[train], None if w is None else w[train]
+        if "line_order" not in share:
+            share["line_order"] = np.argsort(Xt[:, 0], kind="stable")
+        order, loo = share["line_order"], {}
+    params = {
+        "metric": est.metric, "metric_params": est.metric_params_, "scale": scale,
+        "sample_weight": wt, "order": order, **loo,
+    }  # fmt: skip
+    if np.ndim(n_positive):
+        n_positive = n_positive[left]
+    centres = np.where(np.isfinite(means), means, X[points, 0])
+    unit = float(head.divisor) * (1.0 if scale is None else float(np.ravel(scale)[0]))
+    fit, todo = None, np.arange(points.size)
+    for _ in range(2):
+        sub = {**params, "self_index": points[todo]} if loo else params
+        line, offsets = line_moments(X[points[todo]], centres[todo], Xt, Vt, head,
+                                     2, **sub)  # fmt: skip
+        if line is None:
+            return points, means
+        npos = n_positive[todo] if np.ndim(n_positive) else n_positive
+        got_fit = query_centred_fit(
+            line, spread / 2, spread, est.min_eigenvalue, npos,
+            max_leverage=est.max_leverage, offsets=offsets,
+        )  # fmt: skip
+        fit = got_fit if fit is None else _merged(fit, got_fit, todo)
+        # Where the window's mean is over a spread from the centre: again,
+        # about that mean.
+        S = line.sums
+        with np.errstate(divide="ignore", invalid="ignore"):
+            m1 = S[:, 1, -1] / S[:, 0, -1]
+            spread2 = S[:, 2, -1] / S[:, 0, -1] - m1 * m1
+            far = np.isfinite(m1) & ~(m1 * m1 <= spread2)
+        if not far.any():
+            break
+        centres[todo[far]] += m1[far] * unit
+        todo = todo[far]
+    served = fit.served
+    pred[points[served]] = (fit.estimate[served] + level[0]) * level[1]
+    return points[~served], centres[~served]
+
+
+def _merged(fit, again, rows):
+    """``fit`` with the estimates and decisions of its ``rows`` from
+    ``again``."""
+    fit.estimate[rows] = again.estimate
+    fit.served[rows] = again.served
+    return fit
 
 
 def _window_means(moments, left, Q, scale):

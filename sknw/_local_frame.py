@@ -636,9 +636,11 @@ class QueryCentredFit:
 
 
 def query_centred_fit(
-    moments, vmax, value_range, min_eigenvalue, n_positive=None, max_leverage=None
-):
-    """The local linear fit at each query from its moments about itself.
+    moments, vmax, value_range, min_eigenvalue, n_positive=None, max_leverage=None,
+    offsets=None,
+):  # fmt: skip
+    """The local linear fit at each query from its moments about itself
+    (or about a centre near its window's mean, ``offsets``).
 
     The averages of :func:`moment_columns` in the frame of the query (``z = u``,
     ``Zq = 0``) come from the moments of orders 0 to 2; the design is
@@ -664,6 +666,17 @@ def query_centred_fit(
     take the exact path, which decides in its own frame). Designs that
     ``max_leverage`` ridges are served where the ridge is certain, with the
     bound of :func:`_ridged_error`.
+
+    ``offsets`` (m,): the moments are about centres rather than the queries,
+    each query at this offset from its centre (in units of
+    ``moments.unit``): ``beta = a0 - (m1 - zq) c / var``, and the bound
+    above holds with ``m1 - zq`` for ``m1`` where it is the query's offset
+    from the window's mean (``|m1|`` before ``d_c``, in ``slope`` and in the
+    ridge), its error ``d_m1`` plus the rounding of ``zq``. About a centre
+    near the mean, the variance does not cancel; a design singular for
+    rounding there is served with the local-constant estimate where every
+    estimate the exact path could give is within the bound of
+    :func:`_thin_error` of it (with ``max_leverage``).
     """
     S, bound = moments.sums, moments.bound
     m, k = S.shape[0], S.shape[2] - 1
@@ -687,8 +700,9 @@ def query_centred_fit(
     elif n_positive is not None:  # a number, or one per query
         few[:] = np.asarray(n_positive) < 2
     cols = column_bounds(1, k)
+    zq = np.zeros(m) if offsets is None else np.asarray(offsets, dtype=np.float64)
     sol = local_solution(
-        A, cols, 1, k, np.zeros((m, 1)), min_eigenvalue, few=few,
+        A, cols, 1, k, zq[:, None], min_eigenvalue, few=few,
         max_leverage=max_leverage,
     )  # fmt: skip
     a0, m1, a1, m2 = A[:, :k], A[:, k], A[:, k + 1 : 2 * k + 1], A[:, -1]
@@ -707,10 +721,12 @@ def query_centred_fit(
         dc = da1 + (np.abs(m1) * da0.T).T + np.abs(a0) * dm1[:, None]
         dc += dm1[:, None] * da0
         low = var - dvar
-        slope = np.abs(m1)[:, None] * np.abs(c) / var[:, None]
+        # The query's offset from the window's mean, and its error.
+        off, doff = np.abs(m1 - zq), dm1 + 2 * _EPS * np.abs(zq)
+        slope = off[:, None] * np.abs(c) / var[:, None]
         error = (
             da0
-            + (dm1[:, None] * np.abs(c) + np.abs(m1)[:, None] * dc + dm1[:, None] * dc)
+            + (doff[:, None] * np.abs(c) + off[:, None] * dc + doff[:, None] * dc)
             / low[:, None]
         )
         error += slope * (dvar / low)[:, None]
@@ -719,11 +735,17 @@ def query_centred_fit(
     # Too few points: the local-constant estimate a0, whose error is d_a0.
     error = np.where(few[:, None], da0, error)
     error[~sol.ok & ~few] = np.inf
+    if offsets is not None and max_leverage is not None:
+        thin = ~sol.ok & ~few & positive
+        error[thin] = _thin_error(
+            off[thin], doff[thin], var[thin], dvar[thin], da0[thin], a0[thin],
+            vmax, max_leverage - 1.0,
+        )  # fmt: skip
     error[sol.ok & ~sol.ridged & ~(low > 0)] = np.inf
     if sol.ridged.any():
         r = sol.ridged
         error[r] = _ridged_error(
-            a0[r], m1[r], c[r], sol.a[r], var[r], da0[r], dm1[r], dc[r], dvar[r],
+            a0[r], off[r], c[r], sol.a[r], var[r], da0[r], doff[r], dc[r], dvar[r],
             vmax, max_leverage - 1.0,
         )  # fmt: skip
     served = (
@@ -734,6 +756,25 @@ def query_centred_fit(
     return QueryCentredFit(
         sol.estimate, served, few & served, error, ridged=sol.ridged & served
     )
+
+
+def _thin_error(off, doff, var, dvar, da0, a0, vmax, target):
+    """The error bound of the local-constant estimate ``a0`` of a design
+    :func:`local_solution` finds singular for rounding, about a centre near
+    its window's mean (where the variance does not cancel): its variance
+    is at most ``v = max(var, 0) + d_var``, so that where ``(|dz| -
+    d_dz)**2 > target v`` (``dz`` the query's offset from the window's
+    mean), the exact path's estimate is ``a0`` (a singular design) or the
+    ridged one, whose slope term ``target c / dz`` is at most ``target
+    sqrt(v) vmax / (|dz| - d_dz)`` (``|c| <= sqrt(v) vmax``), twice that
+    for a ridge decided at the edge; infinite elsewhere."""
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        v = np.maximum(var, 0.0) + dvar
+        far = off - doff
+        sure = (far > 0) & (far * far > target * v)
+        error = da0 + (2 * target * np.sqrt(v) / far)[:, None] * vmax
+        error += 16 * _EPS * (np.abs(a0) + vmax)
+    return np.where(sure[:, None], error, np.inf)
 
 
 def _ridged_error(a0, m1, c, a, var, da0, dm1, dc, dvar, vmax, target):

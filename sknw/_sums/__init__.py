@@ -99,7 +99,7 @@ from ._nearest import (
 )
 from ._pairs import PairCache
 from ._parallel import parallel_kernel_sums
-from ._support import line_support
+from ._support import line_moments, line_support
 
 __all__ = [
     "ALGORITHMS",
@@ -126,6 +126,7 @@ __all__ = [
     "kernel_sums",
     "line_offsets",
     "line_origin",
+    "line_moments",
     "line_support",
     "log_weight_rows",
     "nearest_mask",

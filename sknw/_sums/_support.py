@@ -20,14 +20,32 @@ import math
 
 import numpy as np
 
-from ._base import per_query, working_elements
+from ._base import (
+    _EPS64,
+    MomentSums,
+    _check_user_kernel,
+    _log_weights,
+    per_query,
+    working_elements,
+)
 from ._cells import discrete_of
-from ._traits import is_compact, line_metric, log_linear_form
+from ._traits import (
+    is_compact,
+    is_user,
+    line_metric,
+    log_linear_form,
+    use_squared,
+)
 
 #: What the terms left out by :func:`line_support` weigh at most, in all,
 #: relative to each query's largest term, as a log: ``exp(-750)`` is below
 #: the smallest float64 (``exp(-745.2)``).
 MARGIN = 750.0
+
+#: Rows of :func:`line_moments` with a point of positive weight within
+#: this share of the edge of a compact kernel's support (where rounding
+#: could decide whether it is inside) get no bound: the exact path decides.
+EDGE_SHARE = 1e-12
 
 #: The reach of a compact kernel is its support times this: a little more,
 #: so that the window holds every point the sums decide is inside it.
@@ -78,13 +96,8 @@ def line_support(
         positive weight inside its support (an empty window, whose estimate
         may depend on points outside ``rows``).
     """
-    if X.shape[1] != 1 or discrete_of([head]) is not None or per_query(head):
-        return None, None
-    if not line_metric(metric, metric_params):
-        return None, None
-    kernel = head.kernel
-    form = None if is_compact(kernel) else log_linear_form(kernel)
-    if not is_compact(kernel) and (form is None or form[0] >= 0):
+    form = _line_form(X, head, metric, metric_params)
+    if form is False:
         return None, None
     s = 1.0 if scale is None else float(np.ravel(np.asarray(scale, float))[0])
     q = np.asarray(Q, dtype=np.float64)[:, 0] / s
@@ -93,26 +106,49 @@ def line_support(
         return None, None
     w = None if sample_weight is None else np.asarray(sample_weight, np.float64)
     positive = np.ones(x.size, dtype=bool) if w is None else w > 0
-    h = float(head.divisor)
     near = _nearest(q, x, positive, exclude_self, self_index, self_weight, w)
+    radius, empty = _radius(near, head, form, x.size, w, positive)
+    if not np.all(np.isfinite(radius)):  # no point of positive weight
+        return np.arange(x.size), empty
+    return _within(q, x, radius), empty
+
+
+def _line_form(X, head, metric, metric_params):
+    """``(a, p)`` of a kernel ``log K(u) = a u**p`` (``a < 0``), None for a
+    compact kernel, False where the windows are not decided here (see
+    :func:`line_support`)."""
+    if X.shape[1] != 1 or discrete_of([head]) is not None or per_query(head):
+        return False
+    if not line_metric(metric, metric_params):
+        return False
+    if not head.kernel.nonnegative:
+        return False
+    if is_compact(head.kernel):
+        return None
+    form = log_linear_form(head.kernel)
+    return False if form is None or form[0] >= 0 else form
+
+
+def _radius(near, head, form, n, w, positive):
+    """Each query's reach in the scaled coordinates, from its distance to
+    its nearest point of positive weight (``near``), and whether a compact
+    kernel's window may be empty."""
+    h = float(head.divisor)
     u0 = near / h
-    if is_compact(kernel):
-        reach = np.full(q.size, float(kernel.support) * SUPPORT_SLACK)
+    if form is None:  # a compact kernel
+        reach = np.full(near.size, float(head.kernel.support) * SUPPORT_SLACK)
         empty = ~(u0 < reach)
     else:
         a, p = form
-        margin = MARGIN + math.log(max(x.size, 1))
+        margin = MARGIN + math.log(max(n, 1))
         if w is not None and positive.any():
             wp = w[positive]
             margin += math.log(float(wp.max())) - math.log(float(wp.min()))
         with np.errstate(over="ignore", invalid="ignore"):
             reach = (u0**p + margin / -a) ** (1.0 / p)
-        empty = np.zeros(q.size, dtype=bool)
+        empty = np.zeros(near.size, dtype=bool)
     with np.errstate(over="ignore", invalid="ignore"):
-        radius = reach * h
-    if not np.all(np.isfinite(radius)):  # no point of positive weight
-        return np.arange(x.size), empty
-    return _within(q, x, radius), empty
+        return reach * h, empty
 
 
 def _nearest(q, x, positive, exclude_self, self_index, self_weight, w):
@@ -156,3 +192,208 @@ def _within(q, x, radius):
     at = np.searchsorted(lo, x, side="right") - 1
     inside = (at >= 0) & (x <= hi[np.maximum(at, 0)])
     return np.flatnonzero(inside)
+
+
+def line_moments(
+    Q,
+    C,
+    X,
+    V,
+    head,
+    powers,
+    *,
+    order=None,
+    metric="euclidean",
+    metric_params=None,
+    scale=None,
+    sample_weight=None,
+    exclude_self=False,
+    self_index=None,
+    self_weight=None,
+    budget=None,
+    **unused,
+):
+    """Kernel-weighted moments of the queries about given centres, term by
+    term over each query's window, in one feature.
+
+    Parameters
+    ----------
+    Q : ndarray of shape (m, 1)
+        Queries.
+    C : ndarray of shape (m,)
+        Each query's centre (in the units of ``Q``): the moments' origin.
+    X : ndarray of shape (n, 1)
+        Training points.
+    V : ndarray of shape (n, k)
+        Values.
+    head : Head
+        The kernel and its divisor (one for all queries).
+    powers : int
+        The highest power of the offsets.
+    order : ndarray of shape (n,) or None
+        The training points in ascending order of their coordinate (sorted
+        here where None).
+    metric, metric_params, scale, sample_weight, exclude_self, self_index, \
+self_weight
+        As for :func:`line_support`.
+    budget : int or None
+        Elements of the terms taken at once (the working memory where
+        None); a window beyond it gets no bound.
+
+    Returns
+    -------
+    moments : MomentSums or None
+        ``sums[i, j] = exp(-M_i) sum_l w_l K(|x_l - q_i| / h) z_il**j [v_l,
+        1]`` with ``z_il = (x_l - c_i) / h`` in the scaled coordinates
+        (``unit = h``) over the points of :func:`line_support`, shifted by
+        each query's largest log weight ``M_i``. ``bound[i, j]`` bounds,
+        with the same shift, the error of its weight column (and, times the
+        largest ``|v|``, of the others) from the rounding of the terms
+        (their offsets, log weights and ``exp``, relative to the scaled
+        coordinates) and of their sums; it is infinite for the queries
+        left to the exact path (a window beyond the budget, or a point of
+        positive weight at the edge of a compact kernel's support).
+        ``counts``: the points of positive weight inside a compact kernel's
+        support (None for the others). None where :func:`line_support`
+        does not decide.
+    offsets : ndarray of shape (m,)
+        Each query's offset from its centre, ``(q_i - c_i) / h``, computed
+        as the terms' (the moments' origin is ``c_i`` as rounded in the
+        scaled coordinates).
+    """
+    form = _line_form(X, head, metric, metric_params)
+    if form is False:
+        return None, None
+    s = 1.0 if scale is None else float(np.ravel(np.asarray(scale, float))[0])
+    q = np.asarray(Q, dtype=np.float64)[:, 0] / s
+    c = np.asarray(C, dtype=np.float64) / s
+    x = np.asarray(X, dtype=np.float64)[:, 0] / s
+    if not (np.all(np.isfinite(q)) and np.all(np.isfinite(c))):
+        return None, None
+    w = None if sample_weight is None else np.asarray(sample_weight, np.float64)
+    positive = np.ones(x.size, dtype=bool) if w is None else w > 0
+    order = np.argsort(x, kind="stable") if order is None else order
+    ids = order[positive[order]]  # the points of positive weight, sorted
+    xs = x[ids]
+    own, kept = _own_weights(q.size, exclude_self, self_index, self_weight, w)
+    near = _sorted_nearest(q, xs, ids, own, kept)
+    radius, _ = _radius(near, head, form, x.size, w, positive)
+    with np.errstate(invalid="ignore"):
+        lo = np.searchsorted(xs, q - radius, side="left")
+        hi = np.searchsorted(xs, q + radius, side="right")
+    size = np.maximum(hi - lo, 0)
+    m, k = q.size, V.shape[1]
+    out = MomentSums(
+        np.zeros((m, powers + 1, k + 1)),
+        np.zeros((m, powers + 1)),
+        np.zeros(m) if form is None else None,
+        float(head.divisor),
+    )
+    cap = (working_elements() if budget is None else budget) // (2 * k + 8)
+    out.bound[size > cap] = np.inf
+    size[size > cap] = 0
+    ends = np.cumsum(size)
+    a = 0
+    while a < m:
+        start = ends[a] - size[a]
+        b = max(a + 1, int(np.searchsorted(ends, start + cap, side="right")))
+        rows = np.arange(a, b)
+        segment = _Segment(lo[a:b], size[a:b], rows, ids, xs, q, c, w, own, kept)
+        if segment.total:
+            _segment_moments(out, segment, head, V, powers, metric, metric_params)
+        a = b
+    return out, (q - c) / float(head.divisor)
+
+
+def _own_weights(m, exclude_self, self_index, self_weight, w):
+    """For leave-one-out, each query's training index and the weight its
+    own term keeps (0: none); ``(None, None)`` otherwise."""
+    if not exclude_self:
+        return None, None
+    own = np.asarray(self_index, dtype=np.intp)
+    if self_weight is None or w is None:
+        return own, np.zeros(m)
+    return own, np.asarray(self_weight, dtype=np.float64)[own]
+
+
+def _sorted_nearest(q, xs, ids, own, kept):
+    """Each query's distance to its nearest point of positive weight among
+    the sorted ``xs`` (indices ``ids``), not itself where it keeps none of
+    its weight (``inf``: none)."""
+    near = np.full(q.size, np.inf)
+    if not xs.size:
+        return near
+    at = np.searchsorted(xs, q)
+    # The point itself lies at or after ``at`` (among equal coordinates):
+    # without it, the nearest is among the three around ``at``.
+    for step in (-1, 0, 1, 2):
+        j = at + step
+        ok = (j >= 0) & (j < xs.size)
+        jj = np.clip(j, 0, xs.size - 1)
+        d = np.abs(xs[jj] - q)
+        if own is not None:
+            ok &= ~((ids[jj] == own) & ~(kept > 0))
+        near = np.where(ok & (d < near), d, near)
+    return near
+
+
+class _Segment:
+    """The terms of the queries ``rows`` over their windows (``lo``, ``size``
+    in the sorted points of positive weight), flattened: each term's
+    training index, coordinate, query row, weight (its own term's kept
+    weight for leave-one-out) and the segments' starts."""
+
+    def __init__(self, lo, size, rows, ids, xs, q, c, w, own, kept):
+        self.total = int(size.sum())
+        self.rows, self.sizes = rows[size > 0], size[size > 0]
+        self.first = (np.cumsum(size) - size)[size > 0]
+        at = np.arange(self.total) - np.repeat(np.cumsum(size) - size - lo, size)
+        self.pts, self.x = ids[at], xs[at]
+        self.row = np.repeat(rows, size)
+        self.q, self.c = q[self.row], c[self.row]
+        self.w = np.ones(self.total) if w is None else w[self.pts]
+        if own is not None:
+            mine = self.pts == own[self.row]
+            self.w[mine] = kept[self.row[mine]]
+
+
+def _segment_moments(out, seg, head, V, powers, metric, metric_params):
+    """The moments (and bounds, and counts) of one segment's queries into
+    ``out`` (see :func:`line_moments`)."""
+    squared = use_squared(metric, [head], metric_params)
+    diff = seg.q - seg.x
+    D = diff * diff if squared else np.abs(diff)
+    L = _log_weights(D, head, squared)
+    if is_user(head.kernel):
+        _check_user_kernel(L, head)
+    live = (seg.w > 0) & (L > -np.inf)
+    L = np.where(live, L, -np.inf)
+    M = np.maximum.reduceat(L, seg.first)
+    M = np.where(np.isfinite(M), M, 0.0)
+    Mt = np.repeat(M, seg.sizes)
+    E = np.exp(L - Mt) * seg.w
+    z = (seg.x - seg.c) / float(head.divisor)
+    rows, first = seg.rows, seg.first
+    # The terms' own rounding (offsets, log weights, exp), in units of
+    # roundoff, and the sums' (one unit per term of a segment). A log weight
+    # errs by a few units of itself (the distance's rounding); the largest
+    # term's cancels with the shift (exp(0) = 1 exactly).
+    below = live & (L < Mt)
+    units = 8.0 + 4.0 * np.where(below, np.abs(L) + np.abs(Mt), 0.0)
+    units += np.repeat(seg.sizes, seg.sizes)
+    Vt = V[seg.pts]
+    t = E
+    for j in range(powers + 1):
+        if j:
+            t = t * z
+        out.sums[rows, j, :-1] = np.add.reduceat(t[:, None] * Vt, first)
+        out.sums[rows, j, -1] = np.add.reduceat(t, first)
+        bound = 2 * _EPS64 * np.add.reduceat(np.abs(t) * (units + 2 * j), first)
+        out.bound[rows, j] = np.where(np.isinf(out.bound[rows, j]), np.inf, bound)
+    if out.counts is not None:
+        out.counts[rows] = np.add.reduceat(live.astype(np.float64), first)
+        edge = float(head.kernel.support) * float(head.divisor)
+        edge = edge * edge if squared else edge
+        near_edge = live & (np.abs(D - edge) <= EDGE_SHARE * edge)
+        at_edge = np.add.reduceat(near_edge.astype(np.float64), first) > 0
+        out.bound[rows[at_edge]] = np.inf
