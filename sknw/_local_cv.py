@@ -307,12 +307,13 @@ def _line_fits(est, X, V, w, kept, scaled, split, got, left, spread, pred, level
     by term over their windows (:func:`~sknw._sums.line_moments`), about
     their windows' means as the fast path gives them (the points
     themselves where it gives none), and again about the means found where
-    these are more than a window's spread away; solved and bounded by
+    these are more than a window's spread away (for the points not served
+    about the first centres); solved and bounded by
     :func:`~sknw._local_frame.query_centred_fit` with the offsets from the
     centres, so that one-sided windows lose no digits to cancellation.
     Their estimates go into ``pred`` (``level``: the targets' mid-range and
-    scale). Returns the points still left to the exact path and their
-    windows' means (where their frames start)."""
+    scale). Returns the points still left to the exact path and the centres
+    where their frames start (their windows' means, as found)."""
     moments, rows, n_positive = got
     train, _, share = split
     scale, head = scaled
@@ -339,7 +340,7 @@ def _line_fits(est, X, V, w, kept, scaled, split, got, left, spread, pred, level
         sub = {**params, "self_index": points[todo]} if loo else params
         line, offsets = line_moments(X[points[todo]], centres[todo], Xt, Vt, head,
                                      2, **sub)  # fmt: skip
-        if line is None:
+        if line is None:  # not decided here (the same for every pass)
             return points, means
         npos = n_positive[todo] if np.ndim(n_positive) else n_positive
         got_fit = query_centred_fit(
@@ -347,13 +348,13 @@ def _line_fits(est, X, V, w, kept, scaled, split, got, left, spread, pred, level
             max_leverage=est.max_leverage, offsets=offsets,
         )  # fmt: skip
         fit = got_fit if fit is None else _merged(fit, got_fit, todo)
-        # Where the window's mean is over a spread from the centre: again,
-        # about that mean.
+        # Not served, and the window's mean over a spread from the centre:
+        # again, about that mean.
         S = line.sums
         with np.errstate(divide="ignore", invalid="ignore"):
             m1 = S[:, 1, -1] / S[:, 0, -1]
             spread2 = S[:, 2, -1] / S[:, 0, -1] - m1 * m1
-            far = np.isfinite(m1) & ~(m1 * m1 <= spread2)
+            far = ~got_fit.served & np.isfinite(m1) & ~(m1 * m1 <= spread2)
         if not far.any():
             break
         centres[todo[far]] += m1[far] * unit

@@ -65,3 +65,63 @@ def test_estimates_from_the_windows_equal_those_from_every_point(
     # window's estimate needs the other points).
     if kernel == "gaussian" or policy == "nan":
         assert fits[0]
+
+
+@pytest.mark.parametrize("kernel", ["gaussian", "tricube"])
+@pytest.mark.parametrize("kfold", [False, True])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_points_the_fast_path_leaves_are_served_from_their_windows(
+    kernel, kfold, weighted
+):
+    # Tailed inputs at small bandwidths: the fast path leaves the tails'
+    # one-sided windows; their moments term by term about their windows'
+    # means serve nearly all of them, with the exact path's estimates.
+    X, y, w = _tailed(seed=5)
+    w = w if weighted else None
+    est = LocalLinearRegressorCV(kernels=[kernel], bandwidths=[100.0])
+    est.fit(X, y, sample_weight=w)
+    est._cv_targets = y[:, None]
+    wn, unit = normalised_weights(w)
+    folds = list(KFold(3, shuffle=True, random_state=1).split(X)) if kfold else None
+    # (The sorted path leaves only the empty windows of compact kernels but
+    # at large bandwidths, where one-sided windows hold many points.)
+    hs = (0.002, 0.01, 0.05) if kernel == "gaussian" else (2.0, 3.0, 5.0)
+    cands = [{"kernel": est.kernel_, "bandwidth": np.array([h])} for h in hs]
+    counted = []
+    original = _local_cv._line_fits
+
+    def spy(est, Xs, V, w, kept, scaled, split, got, left, *rest):
+        out = original(est, Xs, V, w, kept, scaled, split, got, left, *rest)
+        # The points left, and still left, whose window holds another point
+        # of positive weight (the others' estimates are the empty window's).
+        scale, head = scaled
+        reach = float(head.divisor) * float(np.ravel(scale)[0])
+        reach *= float(head.kernel.support)  # inf for the Gaussian
+        train = np.arange(Xs.shape[0]) if split[0] is None else split[0]
+        positive = train if w is None else train[w[train] > 0]
+
+        def filled(points):
+            d = np.abs(Xs[positive, 0][None, :] - Xs[points, 0][:, None])
+            inside = (d < reach) & (positive[None, :] != points[:, None])
+            return int(np.sum(inside.sum(axis=1) >= 2))
+
+        counted.append((filled(got[1][left]), filled(out[0])))
+        return out
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_local_cv, "_line_fits", spy)
+        got = _local_cv.query_centred_cv(est, X, y[:, None], wn, unit, cands, folds)
+    before, after = np.sum(counted, axis=0)
+    assert before >= 5 and after <= before // 5
+    splits = [(None, np.arange(X.shape[0]))] if folds is None else folds
+    for i, cand in enumerate(cands):
+        pred, missing = got[i]
+        for train, test in splits:
+            want, _ = _local_cv.exact_estimates(est, cand, X, wn, unit, train, test)
+            for tr, rows, _ in missing:  # left to the exact path
+                if (tr is None) == (train is None) and (
+                    tr is None or np.array_equal(tr, train)
+                ):
+                    want[np.isin(test, rows)] = np.nan
+            assert_allclose(pred[test], want, rtol=0, atol=1e-9 * np.ptp(y),
+                            equal_nan=True)  # fmt: skip

@@ -11,6 +11,7 @@ from sknw._local_frame import (
     _solution,
     local_solution,
     moment_columns,
+    query_centred_fit,
     ridge_to_leverage,
 )
 
@@ -152,3 +153,112 @@ def test_the_ridge_of_one_coordinate_is_the_root_of_the_bisection():
     # The ridged variances agree to rounding (the root itself is a difference
     # of nearly equal numbers where the distance barely exceeds the target).
     np.testing.assert_allclose(c + rho, c + bisected, rtol=1e-13)
+
+
+def _window_moments(seed, n=1500, h=0.004, m=40):
+    """Moments of tailed inputs, at points of the data (leave-one-out),
+    about the points themselves and about centres near their windows'
+    means, with the offsets."""
+    from sknw._sums import Head, line_moments
+    from sknw.kernels import Gaussian
+
+    rng = np.random.default_rng(seed)
+    X = rng.standard_t(2, (n, 1))
+    V = np.sin(X) + rng.normal(0.0, 0.1, (n, 1))
+    V = V - (V.max() + V.min()) / 2
+    order = np.argsort(X[:, 0])
+    own = np.r_[order[: m // 2], order[-m // 2 :]]  # the tails: one-sided
+    params = {"exclude_self": True, "self_index": own}
+    head = Head(Gaussian(), h)
+    about_q, _ = line_moments(X[own], X[own, 0], X, V, head, 2, **params)
+    S = about_q.sums
+    mean = X[own, 0] + S[:, 1, -1] / S[:, 0, -1] * h
+    about_c, offsets = line_moments(X[own], mean, X, V, head, 2, **params)
+    return X, V, own, h, about_q, about_c, offsets
+
+
+def _wls(X, V, own, h, max_leverage):
+    """The local linear estimates at the left-out points by weighted least
+    squares in extended precision about each window's mean, ridged to
+    ``max_leverage`` (the reference; None where the design is singular)."""
+    out = []
+    x = X[:, 0].astype(np.longdouble)
+    for i in own:
+        u = (x - x[i]) / h
+        with np.errstate(over="ignore"):
+            k = np.exp(-(u * u - np.min(np.delete(u * u, i))) / 2)
+        k[i] = 0.0
+        mean = k @ x / k.sum()
+        z = (x - mean) / h
+        var = k @ z**2 / k.sum()
+        ybar = k @ V[:, 0] / k.sum()
+        cov = k @ (z * (V[:, 0] - ybar)) / k.sum()
+        dz = (x[i] - mean) / h
+        if var <= 0:
+            out.append(None)
+            continue
+        lev = dz * dz / var
+        if max_leverage is not None and lev > max_leverage - 1:
+            var = dz * dz / (max_leverage - 1)
+        out.append(float(ybar + dz * cov / var))
+    return out
+
+
+def test_fits_about_the_windows_means_keep_the_digits_of_one_sided_windows():
+    X, V, own, h, about_q, about_c, offsets = _window_moments(0)
+    spread = np.ptp(V)
+    kw = {"n_positive": X.shape[0] - 1, "max_leverage": 10.0}
+    at_q = query_centred_fit(about_q, spread / 2, spread, 0.0, **kw)
+    at_c = query_centred_fit(about_c, spread / 2, spread, 0.0, **kw, offsets=offsets)
+    # About the points, the variance of a one-sided window cancels: fewer
+    # served than about the windows' means, which serves every one.
+    assert at_q.served.sum() < at_c.served.sum() == own.size
+    want = _wls(X, V, own, h, 10.0)
+    for i, value in enumerate(want):
+        if value is not None:
+            assert abs(at_c.estimate[i, 0] - value) <= at_c.error[i, 0] + 1e-15
+    assert np.all(at_c.error <= 1e-10 * spread)
+
+
+def test_zero_offsets_give_the_query_centred_fit():
+    X, V, own, h, about_q, _, _ = _window_moments(1)
+    spread = np.ptp(V)
+    kw = {"n_positive": X.shape[0] - 1, "max_leverage": None}
+    plain = query_centred_fit(about_q, spread / 2, spread, 0.0, **kw)
+    zero = query_centred_fit(about_q, spread / 2, spread, 0.0, **kw,
+                             offsets=np.zeros(own.size))  # fmt: skip
+    np.testing.assert_array_equal(zero.estimate, plain.estimate)
+    np.testing.assert_array_equal(zero.error, plain.error)
+    np.testing.assert_array_equal(zero.served, plain.served)
+
+
+def test_thin_designs_are_served_where_every_answer_is_near_the_local_constant():
+    # Two points dominate the window (the others 40 bandwidths further). At
+    # one coordinate, the design is singular: with a ridge, every answer the
+    # exact path could give (singular: the local constant; ridged: within
+    # target sqrt(var) vmax / |dz| of it) is within the bound. 1e-9 apart,
+    # the variance about their mean is resolved: the ridged estimate, as
+    # weighted least squares gives it.
+    from sknw._sums import Head, line_moments
+    from sknw.kernels import Gaussian
+
+    head = Head(Gaussian(), 1.0)
+    for gap, singular in [(0.0, True), (1e-9, False)]:
+        x = np.array([0.0, 40.0, 80.0, 80.0 + gap, 300.0])
+        X, V = x[:, None], np.array([[1.0], [-1.0], [0.5], [0.25], [2.0]])
+        spread = np.ptp(V)
+        moments, offsets = line_moments(np.array([[120.0]]), np.array([80.0]), X,
+                                        V, head, 2)  # fmt: skip
+        fits = [
+            query_centred_fit(
+                moments, spread / 2, spread, 0.0, 5, max_leverage=lev, offsets=offsets
+            )  # fmt: skip
+            for lev in (10.0, None)
+        ]
+        # Without a ridge, the slope of a thin window is not bounded.
+        assert fits[0].served[0] and not fits[1].served[0]
+        want = 0.375 if singular else _wls(np.vstack([X, [[120.0]]]),
+                                          np.vstack([V, [[0.0]]]), [5], 1.0,
+                                          10.0)[0]  # fmt: skip
+        assert abs(fits[0].estimate[0, 0] - want) <= fits[0].error[0, 0]
+        assert fits[0].error[0, 0] <= 1e-10 * spread

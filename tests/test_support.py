@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose, assert_array_equal
 
-from sknw._sums import Head, kernel_sums, line_support
+from sknw._sums import Head, kernel_sums, line_moments, line_support
 from sknw._sums._cells import DiscreteFactors, DiscreteHead
 from sknw.kernels import (
     Boxcar,
@@ -201,3 +201,145 @@ def test_no_point_of_positive_weight_keeps_every_point():
                                sample_weight=np.zeros(20))  # fmt: skip
     assert_array_equal(rows, np.arange(20))
     assert not empty.any()
+
+
+def _reference_moments(Q, C, X, V, head, powers, w=None, own=None, kept=None):
+    """The moments of :func:`line_moments` from the definitions, over every
+    point, in extended precision: shifted by each query's largest log
+    weight over the points of positive weight (without itself where it
+    keeps none of its weight)."""
+    h = head.divisor
+    L = _log_terms(Q, X, head, w, own, kept)
+    weight = np.ones(X.shape[0]) if w is None else w
+    W = np.broadcast_to(weight, L.shape).astype(np.longdouble).copy()
+    if own is not None:
+        W[np.arange(own.size), own] = 0.0 if kept is None else kept[own]
+    M = L.max(axis=1)
+    M = np.where(np.isfinite(M), M, 0.0)
+    E = np.exp((L - M[:, None]).astype(np.longdouble)) * W
+    z = (X[:, 0][None, :] - C[:, None]).astype(np.longdouble) / h
+    Vx = np.column_stack([V, np.ones(X.shape[0])]).astype(np.longdouble)
+    return np.stack([(E * z**j) @ Vx for j in range(powers + 1)], axis=1)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    kernel=st.sampled_from(KERNELS),
+    seed=st.integers(0, 2**16),
+    h=st.sampled_from([0.003, 0.02, 0.1]),
+    loo=st.booleans(),
+    weighted=st.booleans(),
+)
+def test_line_moments_equal_the_definitions_within_their_bound(
+    kernel, seed, h, loo, weighted
+):
+    X, V, w = _data(seed, n=1500, zeros=weighted)
+    rng = np.random.default_rng(seed + 2)
+    head = Head(kernel, h)
+    if loo:
+        own = rng.choice(X.shape[0], 20, replace=False)
+        Q = X[own]
+        kept = None if w is None else w - np.minimum(w, 1.0)
+        params = {"exclude_self": True, "self_index": own, "self_weight": kept}
+    else:
+        own = kept = None
+        Q = rng.normal(0.0, 2.0, (20, 1)) ** 3
+        params = {}
+    C = Q[:, 0] + rng.normal(0.0, 3 * h, 20)
+    moments, offsets = line_moments(Q, C, X, V, head, 2, sample_weight=w, **params)
+    want = _reference_moments(Q, C, X, V, head, 2, w, own, kept)
+    assert_allclose(offsets, (Q[:, 0] - C) / h, rtol=1e-14, atol=1e-14)
+    got = moments.sums
+    vmax = np.max(np.abs(V))
+    err = np.abs(got - want).astype(float)
+    # The weight column within its bound, the others within it times the
+    # largest |v| (the bound is finite: no point at a compact edge here).
+    finite = np.isfinite(moments.bound)
+    assert np.all(err[..., -1][finite] <= moments.bound[finite])
+    assert np.all(err[..., :-1][finite] <= (moments.bound * vmax)[finite][:, None])
+    assert finite.mean() > 0.9
+    if np.isfinite(kernel.support):
+        L = _log_terms(Q, X, head, w, own, kept)
+        assert_array_equal(moments.counts, np.sum(np.isfinite(L), axis=1))
+    else:
+        assert moments.counts is None
+
+
+def test_line_moments_about_their_centres_give_a_window_s_variance():
+    # A one-sided window far from its query: about its mean, the variance
+    # keeps its digits (about the query it would cancel).
+    X = np.array([[10.0], [10.001], [10.002], [0.0]])
+    V = np.zeros((4, 1))
+    head = Head(Gaussian(), 0.01)
+    Q = np.array([[9.8]])
+    moments, offsets = line_moments(Q, np.array([10.001]), X, V, head, 2)
+    S = moments.sums[0, :, -1]
+    mean, second = S[1] / S[0], S[2] / S[0]
+    # Weights exp(-u**2 / 2) at u = 20, 20.1, 20.2 relative to the first.
+    u = np.array([20.0, 20.1, 20.2])
+    p = np.exp(-(u**2 - 400.0) / 2)
+    z = np.array([-0.1, 0.0, 0.1])
+    assert_allclose(mean, p @ z / p.sum(), rtol=1e-12)
+    assert_allclose(second - mean**2, p @ (z - p @ z / p.sum()) ** 2 / p.sum(),
+                    rtol=1e-10)  # fmt: skip
+    assert_allclose(offsets, [-20.1], rtol=1e-14)
+
+
+def test_line_moments_leave_long_windows_and_compact_edges_unbounded():
+    X = np.linspace(0.0, 1.0, 1001)[:, None]
+    V = X.copy()
+    Q = np.array([[0.5003], [0.9003]])  # no point at a window's edge
+    moments, _ = line_moments(Q, Q[:, 0], X, V, Head(Epanechnikov(), 0.01), 2,
+                              budget=40 * 10)  # fmt: skip
+    assert np.all(np.isfinite(moments.bound))  # windows of 20 points
+    moments, _ = line_moments(Q, Q[:, 0], X, V, Head(Epanechnikov(), 0.1), 2,
+                              budget=40 * 10)  # fmt: skip
+    assert np.all(np.isinf(moments.bound))  # 200 points each: beyond
+    # A point of positive weight at the support's edge (0.5 + 0.01 = 0.51).
+    moments, _ = line_moments(np.array([[0.5]]), np.array([0.5]), X, V,
+                              Head(Boxcar(), 0.01), 2)  # fmt: skip
+    assert np.all(np.isinf(moments.bound))
+    moments, _ = line_moments(np.array([[0.5005]]), np.array([0.5]), X, V,
+                              Head(Boxcar(), 0.01), 2)  # fmt: skip
+    assert np.all(np.isfinite(moments.bound))
+    assert_array_equal(moments.counts, [20])
+
+
+def test_line_moments_follow_the_sorted_order_given():
+    X, V, w = _data(7, n=800)
+    Q = X[:10]
+    head = Head(Gaussian(), 0.02)
+    order = np.argsort(X[:, 0], kind="stable")
+    a, _ = line_moments(Q, Q[:, 0], X, V, head, 2, sample_weight=w)
+    b, _ = line_moments(Q, Q[:, 0], X, V, head, 2, sample_weight=w, order=order)
+    assert_array_equal(a.sums, b.sums)
+    # Each query's moments do not depend on the others'.
+    one = np.vstack([
+        line_moments(Q[i : i + 1], Q[i, :1], X, V, head, 2, sample_weight=w)[0].sums
+        for i in range(10)
+    ])  # fmt: skip
+    assert_allclose(one, a.sums, rtol=1e-15, atol=0)
+
+
+def test_line_moments_undecided_requests_give_none():
+    X = np.linspace(0.0, 1.0, 50)[:, None]
+    V = X.copy()
+    assert line_moments(X[:2], X[:2, 0], X, V, Head(Cauchy(), 0.1), 2) == (None, None)
+    C = np.array([0.5, np.inf])
+    assert line_moments(X[:2], C, X, V, Head(Gaussian(), 0.1), 2) == (None, None)
+
+
+def test_an_isolated_point_left_out_reaches_its_nearest_other_point():
+    # Left out of its own sums, a point 50 bandwidths from the others takes
+    # its reach from them (its own distance, 0, would stop it at 39).
+    X = np.array([[0.0], [50.0], [50.1], [-70.0]])
+    V = X.copy()
+    head = Head(Gaussian(), 1.0)
+    own = np.array([0])
+    rows, _ = line_support(X[:1], X, head, exclude_self=True, self_index=own)
+    assert_array_equal(rows, [0, 1, 2])
+    moments, _ = line_moments(X[:1], X[:1, 0], X, V, head, 2, exclude_self=True,
+                              self_index=own)  # fmt: skip
+    want = _reference_moments(X[:1], X[:1, 0], X, V, head, 2, own=own)
+    assert_allclose(moments.sums, want.astype(float), rtol=1e-13)
+    assert_allclose(moments.sums[0, 0, -1], 1.0 + np.exp(-(50.1**2 - 50.0**2) / 2))

@@ -394,6 +394,6 @@ def _segment_moments(out, seg, head, V, powers, metric, metric_params):
         out.counts[rows] = np.add.reduceat(live.astype(np.float64), first)
         edge = float(head.kernel.support) * float(head.divisor)
         edge = edge * edge if squared else edge
-        near_edge = live & (np.abs(D - edge) <= EDGE_SHARE * edge)
+        near_edge = (seg.w > 0) & (np.abs(D - edge) <= EDGE_SHARE * edge)
         at_edge = np.add.reduceat(near_edge.astype(np.float64), first) > 0
         out.bound[rows[at_edge]] = np.inf
