@@ -105,14 +105,46 @@ def query_centred_cv(est, X, Y, w, unit, cands, folds):
         for scale, members in group_candidates(cands, est.metric, X)
         for i, head in members
     }
-    out = {}
+    preds_all, pending = _fast_passes(
+        est, accepted, X, V, w, kept, Y.shape, cands, scaled,
+        list(zip(splits, shared, strict=True)), params, (mid, y_scale), spread,
+    )  # fmt: skip
+    # The points the fast path left, of every candidate of a split at once.
+    out = {i: [] for i in preds_all}
+    for s, ((train, test), share) in enumerate(zip(splits, shared, strict=True)):
+        items = [item for item in pending[s] if item[0] in preds_all]
+        left = _line_fits(
+            est, X, V, w, kept, scaled, (train, test, share), items, spread,
+            preds_all, (mid, y_scale),
+        )  # fmt: skip
+        for i, (points, centres) in left.items():
+            if points.size:
+                out[i].append((train, points, centres))
+    for i, pred in preds_all.items():
+        missing = out[i]
+        if orders is not None:  # back to the points' order
+            order, inverse = orders
+            pred = pred[inverse]
+            missing = [(tr, order[rows], c) for tr, rows, c in missing]
+        out[i] = (pred, missing)
+    return out
+
+
+def _fast_passes(est, accepted, X, V, w, kept, shape, cands, scaled, splits,
+                 params, level, spread):  # fmt: skip
+    """The fast paths' passes of :func:`query_centred_cv`: ``(preds,
+    pending)``, the estimates of the candidates served on every split
+    (``shape`` each, NaN where the fast path left a point), and per split
+    the points it left (:func:`_left`). The candidates are taken in batches
+    of :data:`MOMENT_ROWS` rows, their fits solved together in batches of
+    :data:`FIT_ROWS`."""
     n = max(1, X.shape[0])
     per_batch, per_fit = max(1, MOMENT_ROWS // n), max(1, FIT_ROWS // n)
+    preds_all, pending = {}, [[] for _ in splits]
     for b0 in range(0, len(cands), per_batch):
         batch = range(b0, min(b0 + per_batch, len(cands)))
-        preds = {i: np.full(Y.shape, np.nan) for i in batch}
-        missing = {i: [] for i in batch}
-        for (train, test), share in zip(splits, shared, strict=True):
+        preds = {i: np.full(shape, np.nan) for i in batch}
+        for s, ((train, test), share) in enumerate(splits):
             got = _batch_moments(
                 est, accepted, X, V, w, kept, list(preds), scaled,
                 (train, test, share), params,
@@ -126,24 +158,13 @@ def query_centred_cv(est, X, Y, w, unit, cands, folds):
                 for i, (estimate, served) in zip(part, fits, strict=True):
                     rows = got[i][1]
                     if train is None and served.all():  # every point, in order
-                        preds[i] = (estimate + mid) * y_scale
+                        preds[i] = (estimate + level[0]) * level[1]
                         continue
-                    preds[i][rows[served]] = (estimate[served] + mid) * y_scale
-                    if served.all():
-                        continue
-                    left, means = _line_fits(
-                        est, X, V, w, kept, scaled[i], (train, test, share),
-                        got[i], ~served, spread, preds[i], (mid, y_scale),
-                    )  # fmt: skip
-                    if left.size:
-                        missing[i].append((train, left, means))
-        for i, pred in preds.items():
-            if orders is not None:  # back to the points' order
-                order, inverse = orders
-                pred = pred[inverse]
-                missing[i] = [(tr, order[rows], c) for tr, rows, c in missing[i]]
-            out[i] = (pred, missing[i])
-    return out
+                    preds[i][rows[served]] = (estimate[served] + level[0]) * level[1]
+                    if not served.all():
+                        pending[s].append(_left(i, got[i], ~served, X, scaled[i]))
+        preds_all.update(preds)
+    return preds_all, pending
 
 
 def _prepared(est, X, Y, w, unit, folds):
@@ -271,13 +292,14 @@ def _split_moments(est, accepted, X, V, w, kept, head, scale, split, params):
     return moments, rows, _positive(request, rows, query)
 
 
-def _joint_fits(got, est, spread):
+def _joint_fits(got, est, spread, offsets=None):
     """``[(estimates, served), ...]`` of the moments ``got`` (of
     :func:`_split_moments`) of several candidates, by one
     :func:`~sknw._local_frame.query_centred_fit` over all their rows (each
     row's fit depends on its own moments only). A window's count of points,
     where the backend gives one, is its number of training points of
-    positive weight."""
+    positive weight. ``offsets``: one array per candidate, its queries'
+    offsets from the moments' centres (None: about the queries)."""
     if not got:
         return []
     sizes = [moments.sums.shape[0] for moments, _, _ in got]
@@ -294,6 +316,7 @@ def _joint_fits(got, est, spread):
     fit = query_centred_fit(
         joint, spread / 2, spread, est.min_eigenvalue, positive,
         max_leverage=est.max_leverage,
+        offsets=None if offsets is None else np.concatenate(offsets),
     )  # fmt: skip
     cuts = np.cumsum(sizes)[:-1]
     return list(
@@ -301,25 +324,91 @@ def _joint_fits(got, est, spread):
     )
 
 
-def _line_fits(est, X, V, w, kept, scaled, split, got, left, spread, pred, level):
-    """Serve the points of a split the fast path left (the mask ``left`` of
-    the rows of ``got``, of :func:`_split_moments`) from their moments term
-    by term over their windows (:func:`~sknw._sums.line_moments`), about
-    their windows' means as the fast path gives them (the points
-    themselves where it gives none), and again about the means found where
-    these are more than a window's spread away (for the points not served
-    about the first centres); solved and bounded by
-    :func:`~sknw._local_frame.query_centred_fit` with the offsets from the
-    centres, so that one-sided windows lose no digits to cancellation.
-    Their estimates go into ``pred`` (``level``: the targets' mid-range and
-    scale). Returns the points still left to the exact path and the centres
-    where their frames start (their windows' means, as found)."""
+def _left(i, got, left, X, scaled):
+    """``(i, points, means, n_positive)`` of the points of candidate ``i``
+    the fast path left (the mask ``left`` of the rows of ``got``, of
+    :func:`_split_moments`): their windows' means as its moments give them
+    (NaN where they give none) and their numbers of training points of
+    positive weight."""
     moments, rows, n_positive = got
-    train, _, share = split
-    scale, head = scaled
     points = rows[left]
-    means = _window_means(moments, left, X[points], scale)
-    if train is None:  # leave-one-out: the points are sorted
+    means = _window_means(moments, left, X[points], scaled[0])
+    return i, points, means, n_positive[left] if np.ndim(n_positive) else n_positive
+
+
+def _line_fits(est, X, V, w, kept, scaled, split, items, spread, preds, level):
+    """Serve the points of a split the fast path left (``items`` of
+    :func:`_left`) from their moments term by term over their windows
+    (:func:`~sknw._sums.line_moments`), about their windows' means as the
+    fast path gives them (the points themselves where it gives none), and,
+    for the points not served so, again about the means found where these
+    are more than a window's spread away; solved and bounded by
+    :func:`_joint_fits` with the offsets from the centres (one solve for all
+    the candidates of a pass), so that one-sided windows lose no digits to
+    cancellation. Their estimates go into ``preds[i]`` (``level``: the
+    targets' mid-range and scale). Returns ``{i: (points, centres)}``: the
+    points still left to the exact path and where their frames start
+    (their windows' means, as found)."""
+    out, state = {}, []
+    train_params = _line_params(est, X, V, w, kept, split)
+    for i, points, means, n in items:
+        if train_params is None:
+            out[i] = (points, means)
+            continue
+        centres = np.where(np.isfinite(means), means, X[points, 0])
+        served = np.zeros(points.size, dtype=bool)
+        estimate = np.full((points.size, V.shape[1]), np.nan)
+        state.append((i, points, centres, n, served, estimate))
+    todo = [np.arange(s[1].size) for s in state]
+    for _ in range(2):
+        passes = []  # (state, rows, moments, offsets) of this pass
+        for k, (i, points, centres, *_) in enumerate(state):
+            rows = todo[k]
+            if rows.size:
+                line, offsets = _line_pass(X, train_params, scaled[i],
+                                           points[rows], centres[rows])  # fmt: skip
+                if line is not None:  # else the exact path's
+                    passes.append((k, rows, line, offsets))
+            todo[k] = rows[:0]
+        if not passes:
+            break
+        fits = _joint_fits(
+            [(line, None, state[k][3][rows] if np.ndim(state[k][3]) else state[k][3])
+             for k, rows, line, _ in passes],
+            est, spread, [offsets for *_, offsets in passes],
+        )  # fmt: skip
+        for (k, rows, line, _), (fit_estimate, fit_served) in zip(
+            passes, fits, strict=True
+        ):
+            i, points, centres, _, served, estimate = state[k]
+            estimate[rows[fit_served]] = fit_estimate[fit_served]
+            served[rows] |= fit_served
+            # Not served, and the window's mean over a spread from the
+            # centre: again, about that mean.
+            S = line.sums
+            with np.errstate(divide="ignore", invalid="ignore"):
+                m1 = S[:, 1, -1] / S[:, 0, -1]
+                far = ~fit_served & np.isfinite(m1)
+                far &= ~(m1 * m1 <= S[:, 2, -1] / S[:, 0, -1] - m1 * m1)
+            scale, head = scaled[i]
+            s = 1.0 if scale is None else float(np.ravel(scale_of(scale))[0])
+            centres[rows[far]] += m1[far] * float(head.divisor) * s
+            todo[k] = rows[far]
+    for i, points, centres, _, served, estimate in state:
+        preds[i][points[served]] = (estimate[served] + level[0]) * level[1]
+        out[i] = (points[~served], centres[~served])
+    return out
+
+
+def _line_params(est, X, V, w, kept, split):
+    """The training points, values and parameters of
+    :func:`~sknw._sums.line_moments` on a split (``(train, test, shared)``,
+    ``train`` None for leave-one-out, whose points are sorted; the order of
+    a training fold is kept in ``shared``); None with several features."""
+    train, _, share = split
+    if X.shape[1] != 1:
+        return None
+    if train is None:
         Xt, Vt, wt, order = X, V, w, np.arange(X.shape[0])
         loo = {"exclude_self": True, "self_weight": kept}
     else:
@@ -327,49 +416,21 @@ def _line_fits(est, X, V, w, kept, scaled, split, got, left, spread, pred, level
         if "line_order" not in share:
             share["line_order"] = np.argsort(Xt[:, 0], kind="stable")
         order, loo = share["line_order"], {}
-    params = {
-        "metric": est.metric, "metric_params": est.metric_params_, "scale": scale,
-        "sample_weight": wt, "order": order, **loo,
-    }  # fmt: skip
-    if np.ndim(n_positive):
-        n_positive = n_positive[left]
-    centres = np.where(np.isfinite(means), means, X[points, 0])
-    unit = float(head.divisor) * (1.0 if scale is None else float(np.ravel(scale)[0]))
-    fit, todo = None, np.arange(points.size)
-    for _ in range(2):
-        sub = {**params, "self_index": points[todo]} if loo else params
-        line, offsets = line_moments(X[points[todo]], centres[todo], Xt, Vt, head,
-                                     2, **sub)  # fmt: skip
-        if line is None:  # not decided here (the same for every pass)
-            return points, means
-        npos = n_positive[todo] if np.ndim(n_positive) else n_positive
-        got_fit = query_centred_fit(
-            line, spread / 2, spread, est.min_eigenvalue, npos,
-            max_leverage=est.max_leverage, offsets=offsets,
-        )  # fmt: skip
-        fit = got_fit if fit is None else _merged(fit, got_fit, todo)
-        # Not served, and the window's mean over a spread from the centre:
-        # again, about that mean.
-        S = line.sums
-        with np.errstate(divide="ignore", invalid="ignore"):
-            m1 = S[:, 1, -1] / S[:, 0, -1]
-            spread2 = S[:, 2, -1] / S[:, 0, -1] - m1 * m1
-            far = ~got_fit.served & np.isfinite(m1) & ~(m1 * m1 <= spread2)
-        if not far.any():
-            break
-        centres[todo[far]] += m1[far] * unit
-        todo = todo[far]
-    served = fit.served
-    pred[points[served]] = (fit.estimate[served] + level[0]) * level[1]
-    return points[~served], centres[~served]
+    params = {"metric": est.metric, "metric_params": est.metric_params_,
+              "sample_weight": wt, "order": order, **loo}  # fmt: skip
+    return Xt, Vt, params
 
 
-def _merged(fit, again, rows):
-    """``fit`` with the estimates and decisions of its ``rows`` from
-    ``again``."""
-    fit.estimate[rows] = again.estimate
-    fit.served[rows] = again.served
-    return fit
+def _line_pass(X, train_params, scaled, points, centres):
+    """``(moments, offsets)`` of :func:`~sknw._sums.line_moments` at the
+    points ``X[points]`` about ``centres`` (empty where there are none)."""
+    Xt, Vt, params = train_params
+    scale, head = scaled
+    if params.get("exclude_self"):
+        params = {**params, "self_index": points}
+    line, offsets = line_moments(X[points], centres, Xt, Vt, head, 2, scale=scale,
+                                 **params)  # fmt: skip
+    return line, offsets
 
 
 def _window_means(moments, left, Q, scale):

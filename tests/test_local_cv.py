@@ -90,22 +90,23 @@ def test_points_the_fast_path_leaves_are_served_from_their_windows(
     counted = []
     original = _local_cv._line_fits
 
-    def spy(est, Xs, V, w, kept, scaled, split, got, left, *rest):
-        out = original(est, Xs, V, w, kept, scaled, split, got, left, *rest)
+    def spy(est, Xs, V, w, kept, scaled, split, items, *rest):
+        out = original(est, Xs, V, w, kept, scaled, split, items, *rest)
         # The points left, and still left, whose window holds another point
         # of positive weight (the others' estimates are the empty window's).
-        scale, head = scaled
-        reach = float(head.divisor) * float(np.ravel(scale)[0])
-        reach *= float(head.kernel.support)  # inf for the Gaussian
         train = np.arange(Xs.shape[0]) if split[0] is None else split[0]
         positive = train if w is None else train[w[train] > 0]
+        for i, points, *_ in items:
+            scale, head = scaled[i]
+            reach = float(head.divisor) * float(np.ravel(scale)[0])
+            reach *= float(head.kernel.support)  # inf for the Gaussian
 
-        def filled(points):
-            d = np.abs(Xs[positive, 0][None, :] - Xs[points, 0][:, None])
-            inside = (d < reach) & (positive[None, :] != points[:, None])
-            return int(np.sum(inside.sum(axis=1) >= 2))
+            def filled(points, reach=reach):
+                d = np.abs(Xs[positive, 0][None, :] - Xs[points, 0][:, None])
+                inside = (d < reach) & (positive[None, :] != points[:, None])
+                return int(np.sum(inside.sum(axis=1) >= 2))
 
-        counted.append((filled(got[1][left]), filled(out[0])))
+            counted.append((filled(points), filled(out[i][0])))
         return out
 
     with pytest.MonkeyPatch.context() as mp:

@@ -343,3 +343,22 @@ def test_an_isolated_point_left_out_reaches_its_nearest_other_point():
     want = _reference_moments(X[:1], X[:1, 0], X, V, head, 2, own=own)
     assert_allclose(moments.sums, want.astype(float), rtol=1e-13)
     assert_allclose(moments.sums[0, 0, -1], 1.0 + np.exp(-(50.1**2 - 50.0**2) / 2))
+
+
+@pytest.mark.parametrize("kernel", [Gaussian(), Laplacian()])
+def test_the_terms_beyond_the_truncation_are_within_the_bound(kernel, monkeypatch):
+    # A margin of 2 leaves out terms that weigh: the bound holds them.
+    from sknw._sums import _support
+
+    monkeypatch.setattr(_support, "TRUNCATION", 2.0)
+    X, V, w = _data(11, n=1500)
+    Q = np.array([[-4.0], [0.0], [0.3], [7.0]])
+    C = Q[:, 0] + np.array([0.05, -0.02, 0.0, -1.0])
+    head = Head(kernel, 0.05)
+    moments, _ = line_moments(Q, C, X, V, head, 2, sample_weight=w)
+    want = _reference_moments(Q, C, X, V, head, 2, w)
+    err = np.abs(moments.sums - want).astype(float)
+    rounding = 1e-12 * np.abs(want).astype(float).max(axis=2)
+    assert np.any(err[..., -1] > rounding)  # terms were left out
+    assert np.all(err[..., -1] <= moments.bound)
+    assert np.all(err[..., :-1] <= (moments.bound * np.abs(V).max())[..., None])

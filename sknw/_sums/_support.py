@@ -47,6 +47,16 @@ MARGIN = 750.0
 #: could decide whether it is inside) get no bound: the exact path decides.
 EDGE_SHARE = 1e-12
 
+#: :func:`line_moments` leaves out the terms below ``exp(-TRUNCATION)``
+#: of a query's largest in all (a margin as :data:`MARGIN`'s, plus the log
+#: of the offsets' powers at the reach), within its bound: a reach of about
+#: 15 bandwidths of the Gaussian beyond the nearest point rather than 40.
+#: The bound on a window's variance then stays near ``exp(-100)``, whose
+#: root bounds the slope of a design singular for rounding (see
+#: :func:`~sknw._local_frame.query_centred_fit`): ``exp(-40)`` left the
+#: thinnest windows to the exact path.
+TRUNCATION = 100.0
+
 #: The reach of a compact kernel is its support times this: a little more,
 #: so that the window holds every point the sums decide is inside it.
 SUPPORT_SLACK = 1.0 + 1e-9
@@ -107,7 +117,8 @@ def line_support(
     w = None if sample_weight is None else np.asarray(sample_weight, np.float64)
     positive = np.ones(x.size, dtype=bool) if w is None else w > 0
     near = _nearest(q, x, positive, exclude_self, self_index, self_weight, w)
-    radius, empty = _radius(near, head, form, x.size, w, positive)
+    margin = _margin(MARGIN, x.size, w, positive)
+    radius, empty = _radius(near, head, form, margin)
     if not np.all(np.isfinite(radius)):  # no point of positive weight
         return np.arange(x.size), empty
     return _within(q, x, radius), empty
@@ -129,10 +140,23 @@ def _line_form(X, head, metric, metric_params):
     return False if form is None or form[0] >= 0 else form
 
 
-def _radius(near, head, form, n, w, positive):
+def _margin(base, n, w, positive):
+    """``base + log n + log(w_max / w_min)`` over the points of positive
+    weight: the terms beyond it weigh at most ``exp(-base)`` of the
+    nearest, in all."""
+    margin = base + math.log(max(n, 1))
+    if w is not None and positive.any():
+        wp = w[positive]
+        margin += math.log(float(wp.max())) - math.log(float(wp.min()))
+    return margin
+
+
+def _radius(near, head, form, margin):
     """Each query's reach in the scaled coordinates, from its distance to
-    its nearest point of positive weight (``near``), and whether a compact
-    kernel's window may be empty."""
+    its nearest point of positive weight (``near``): the support of a
+    compact kernel (``form`` None), else where ``log K`` falls ``margin``
+    below its value there; and whether a compact kernel's window may be
+    empty."""
     h = float(head.divisor)
     u0 = near / h
     if form is None:  # a compact kernel
@@ -140,10 +164,6 @@ def _radius(near, head, form, n, w, positive):
         empty = ~(u0 < reach)
     else:
         a, p = form
-        margin = MARGIN + math.log(max(n, 1))
-        if w is not None and positive.any():
-            wp = w[positive]
-            margin += math.log(float(wp.max())) - math.log(float(wp.min()))
         with np.errstate(over="ignore", invalid="ignore"):
             reach = (u0**p + margin / -a) ** (1.0 / p)
         empty = np.zeros(near.size, dtype=bool)
@@ -277,7 +297,14 @@ self_weight
     xs = x[ids]
     own, kept = _own_weights(q.size, exclude_self, self_index, self_weight, w)
     near = _sorted_nearest(q, xs, ids, own, kept)
-    radius, _ = _radius(near, head, form, x.size, w, positive)
+    margin = _margin(TRUNCATION, x.size, w, positive)
+    radius, _ = _radius(near, head, form, margin)
+    h = float(head.divisor)
+    offsets = (q - c) / h
+    if form is not None:  # and the offsets' powers the terms beyond carry
+        with np.errstate(over="ignore", invalid="ignore"):
+            margin = margin + powers * np.log1p(radius / h + np.abs(offsets))
+        radius, _ = _radius(near, head, form, margin)
     with np.errstate(invalid="ignore"):
         lo = np.searchsorted(xs, q - radius, side="left")
         hi = np.searchsorted(xs, q + radius, side="right")
@@ -302,7 +329,23 @@ self_weight
         if segment.total:
             _segment_moments(out, segment, head, V, powers, metric, metric_params)
         a = b
-    return out, (q - c) / float(head.divisor)
+    if form is not None:  # the terms beyond the reach
+        _add_truncation(out, radius / h, offsets, margin, w, x.size)
+    return out, offsets
+
+
+def _add_truncation(out, reach, offsets, margin, w, n):
+    """Add to the bounds of :func:`line_moments` the terms beyond each
+    query's ``reach`` (in bandwidths): each weighs at most ``exp(-margin)``
+    times its weight relative to the largest term, times its offset
+    ``|z| <= u + |zq|`` to the power ``j``, which decreases beyond the reach
+    (``exp(a u**p) (u + |zq|)**j`` does for ``u**p`` over ``j / (p |a|)``):
+    at most ``exp(-margin) W (reach + |zq|)**j``, ``W`` the total weight."""
+    total = float(n) if w is None else float(np.sum(w[w > 0]))
+    with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+        scale = np.exp(-margin) * total
+        for j in range(out.bound.shape[1]):
+            out.bound[:, j] += scale * (reach + np.abs(offsets)) ** j
 
 
 def _own_weights(m, exclude_self, self_index, self_weight, w):
@@ -320,21 +363,17 @@ def _sorted_nearest(q, xs, ids, own, kept):
     """Each query's distance to its nearest point of positive weight among
     the sorted ``xs`` (indices ``ids``), not itself where it keeps none of
     its weight (``inf``: none)."""
-    near = np.full(q.size, np.inf)
     if not xs.size:
-        return near
-    at = np.searchsorted(xs, q)
-    # The point itself lies at or after ``at`` (among equal coordinates):
-    # without it, the nearest is among the three around ``at``.
-    for step in (-1, 0, 1, 2):
-        j = at + step
-        ok = (j >= 0) & (j < xs.size)
-        jj = np.clip(j, 0, xs.size - 1)
-        d = np.abs(xs[jj] - q)
-        if own is not None:
-            ok &= ~((ids[jj] == own) & ~(kept > 0))
-        near = np.where(ok & (d < near), d, near)
-    return near
+        return np.full(q.size, np.inf)
+    # The point itself lies at or after its insertion point (among equal
+    # coordinates): without it, the nearest is among the three around it.
+    j = np.searchsorted(xs, q)[:, None] + np.arange(-1, 3)
+    ok = (j >= 0) & (j < xs.size)
+    j = np.clip(j, 0, xs.size - 1)
+    if own is not None:
+        ok &= ~((ids[j] == own[:, None]) & ~(kept > 0)[:, None])
+    d = np.where(ok, np.abs(xs[j] - q[:, None]), np.inf)
+    return d.min(axis=1)
 
 
 class _Segment:
