@@ -21,6 +21,7 @@ from ._scaling import group_candidates, scaling_of
 from ._sums import (
     BACKENDS,
     FitRequest,
+    Head,
     MomentSums,
     choose,
     default_tile_elements,
@@ -361,15 +362,8 @@ def _line_fits(est, X, V, w, kept, scaled, split, items, spread, preds, level):
         state.append((i, points, centres, n, served, estimate))
     todo = [np.arange(s[1].size) for s in state]
     for _ in range(2):
-        passes = []  # (state, rows, moments, offsets) of this pass
-        for k, (i, points, centres, *_) in enumerate(state):
-            rows = todo[k]
-            if rows.size:
-                line, offsets = _line_pass(X, train_params, scaled[i],
-                                           points[rows], centres[rows])  # fmt: skip
-                if line is not None:  # else the exact path's
-                    passes.append((k, rows, line, offsets))
-            todo[k] = rows[:0]
+        passes = _line_passes(X, train_params, scaled, state, todo)
+        todo = [rows[:0] for rows in todo]
         if not passes:
             break
         fits = _joint_fits(
@@ -421,16 +415,43 @@ def _line_params(est, X, V, w, kept, split):
     return Xt, Vt, params
 
 
-def _line_pass(X, train_params, scaled, points, centres):
-    """``(moments, offsets)`` of :func:`~sknw._sums.line_moments` at the
-    points ``X[points]`` about ``centres`` (empty where there are none)."""
+def _line_passes(X, train_params, scaled, state, todo):
+    """``[(k, rows, moments, offsets)]``: the moments of
+    :func:`~sknw._sums.line_moments` of the rows ``todo[k]`` of each state
+    ``k`` of :func:`_line_fits` (its candidate's points about their
+    centres), from one call per scale and kernel (each row with its
+    candidate's divisor); none for the states the call does not decide."""
     Xt, Vt, params = train_params
-    scale, head = scaled
-    if params.get("exclude_self"):
-        params = {**params, "self_index": points}
-    line, offsets = line_moments(X[points], centres, Xt, Vt, head, 2, scale=scale,
-                                 **params)  # fmt: skip
-    return line, offsets
+    groups = {}
+    for k, (i, *_) in enumerate(state):
+        if todo[k].size:
+            scale, head = scaled[i]
+            groups.setdefault((id(scale), head.kernel), []).append(k)
+    out = []
+    for members in groups.values():
+        scale, head = scaled[state[members[0]][0]]
+        points = np.concatenate([state[k][1][todo[k]] for k in members])
+        centres = np.concatenate([state[k][2][todo[k]] for k in members])
+        divisors = np.concatenate([
+            np.full(todo[k].size, float(scaled[state[k][0]][1].divisor))
+            for k in members
+        ])  # fmt: skip
+        sub = {**params, "self_index": points} if params.get("exclude_self") else params
+        line, offsets = line_moments(
+            X[points], centres, Xt, Vt, Head(head.kernel, divisors), 2, scale=scale,
+            **sub,
+        )  # fmt: skip
+        if line is None:  # the exact path's
+            continue
+        a = 0
+        for k in members:
+            b = a + todo[k].size
+            part = MomentSums(line.sums[a:b], line.bound[a:b],
+                              None if line.counts is None else line.counts[a:b],
+                              line.unit[a:b])  # fmt: skip
+            out.append((k, todo[k], part, offsets[a:b]))
+            a = b
+    return out
 
 
 def _window_means(moments, left, Q, scale):

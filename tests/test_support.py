@@ -362,3 +362,23 @@ def test_the_terms_beyond_the_truncation_are_within_the_bound(kernel, monkeypatc
     assert np.any(err[..., -1] > rounding)  # terms were left out
     assert np.all(err[..., -1] <= moments.bound)
     assert np.all(err[..., :-1] <= (moments.bound * np.abs(V).max())[..., None])
+
+
+@pytest.mark.parametrize("kernel", [Gaussian(), Tricube(), Boxcar()])
+def test_a_divisor_per_query_gives_each_query_s_own_moments(kernel):
+    X, V, w = _data(12, n=1200)
+    Q = X[[3, 50, 700, 900]]
+    C = Q[:, 0] + 0.01
+    own = np.array([3, 50, 700, 900])
+    h = np.array([0.01, 0.05, 0.2, 0.05])
+    kept = w - np.minimum(w, 1.0)
+    kw = {"sample_weight": w, "exclude_self": True, "self_weight": kept}
+    rows, offsets = line_moments(Q, C, X, V, Head(kernel, h), 2, self_index=own,
+                                 **kw)  # fmt: skip
+    for i in range(4):
+        one, off = line_moments(Q[i : i + 1], C[i : i + 1], X, V, Head(kernel, h[i]),
+                                2, self_index=own[i : i + 1], **kw)  # fmt: skip
+        assert_allclose(rows.sums[i], one.sums[0], rtol=1e-14, atol=0)
+        assert_allclose(rows.bound[i], one.bound[0], rtol=1e-14)
+        assert_allclose(offsets[i], off[0], rtol=1e-15)
+    assert_array_equal(rows.unit, h)

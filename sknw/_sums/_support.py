@@ -22,6 +22,7 @@ import numpy as np
 
 from ._base import (
     _EPS64,
+    Head,
     MomentSums,
     _check_user_kernel,
     _log_weights,
@@ -118,17 +119,20 @@ def line_support(
     positive = np.ones(x.size, dtype=bool) if w is None else w > 0
     near = _nearest(q, x, positive, exclude_self, self_index, self_weight, w)
     margin = _margin(MARGIN, x.size, w, positive)
-    radius, empty = _radius(near, head, form, margin)
+    radius, empty = _radius(near, float(head.divisor), head.kernel.support, form,
+                            margin)  # fmt: skip
     if not np.all(np.isfinite(radius)):  # no point of positive weight
         return np.arange(x.size), empty
     return _within(q, x, radius), empty
 
 
-def _line_form(X, head, metric, metric_params):
+def _line_form(X, head, metric, metric_params, per_row=False):
     """``(a, p)`` of a kernel ``log K(u) = a u**p`` (``a < 0``), None for a
     compact kernel, False where the windows are not decided here (see
-    :func:`line_support`)."""
-    if X.shape[1] != 1 or discrete_of([head]) is not None or per_query(head):
+    :func:`line_support`; ``per_row``: a divisor per query is allowed)."""
+    if X.shape[1] != 1 or discrete_of([head]) is not None:
+        return False
+    if per_query(head) and not per_row:
         return False
     if not line_metric(metric, metric_params):
         return False
@@ -151,16 +155,15 @@ def _margin(base, n, w, positive):
     return margin
 
 
-def _radius(near, head, form, margin):
+def _radius(near, h, support, form, margin):
     """Each query's reach in the scaled coordinates, from its distance to
-    its nearest point of positive weight (``near``): the support of a
-    compact kernel (``form`` None), else where ``log K`` falls ``margin``
-    below its value there; and whether a compact kernel's window may be
-    empty."""
-    h = float(head.divisor)
+    its nearest point of positive weight (``near``) and its divisor ``h``:
+    the ``support`` of a compact kernel (``form`` None), else where ``log
+    K`` falls ``margin`` below its value there; and whether a compact
+    kernel's window may be empty."""
     u0 = near / h
     if form is None:  # a compact kernel
-        reach = np.full(near.size, float(head.kernel.support) * SUPPORT_SLACK)
+        reach = np.full(near.size, float(support) * SUPPORT_SLACK)
         empty = ~(u0 < reach)
     else:
         a, p = form
@@ -247,7 +250,9 @@ def line_moments(
     V : ndarray of shape (n, k)
         Values.
     head : Head
-        The kernel and its divisor (one for all queries).
+        The kernel and its divisor: one for all queries, or one per query
+        (an array of shape (m,): each query's window, offsets and terms
+        from its own).
     powers : int
         The highest power of the offsets.
     order : ndarray of shape (n,) or None
@@ -281,12 +286,13 @@ self_weight
         as the terms' (the moments' origin is ``c_i`` as rounded in the
         scaled coordinates).
     """
-    form = _line_form(X, head, metric, metric_params)
+    form = _line_form(X, head, metric, metric_params, per_row=True)
     if form is False:
         return None, None
     s = 1.0 if scale is None else float(np.ravel(np.asarray(scale, float))[0])
     q = np.asarray(Q, dtype=np.float64)[:, 0] / s
     c = np.asarray(C, dtype=np.float64) / s
+    h = np.broadcast_to(np.asarray(head.divisor, dtype=np.float64), q.shape)
     x = np.asarray(X, dtype=np.float64)[:, 0] / s
     if not (np.all(np.isfinite(q)) and np.all(np.isfinite(c))):
         return None, None
@@ -298,13 +304,13 @@ self_weight
     own, kept = _own_weights(q.size, exclude_self, self_index, self_weight, w)
     near = _sorted_nearest(q, xs, ids, own, kept)
     margin = _margin(TRUNCATION, x.size, w, positive)
-    radius, _ = _radius(near, head, form, margin)
-    h = float(head.divisor)
+    support = head.kernel.support
+    radius, _ = _radius(near, h, support, form, margin)
     offsets = (q - c) / h
     if form is not None:  # and the offsets' powers the terms beyond carry
         with np.errstate(over="ignore", invalid="ignore"):
             margin = margin + powers * np.log1p(radius / h + np.abs(offsets))
-        radius, _ = _radius(near, head, form, margin)
+        radius, _ = _radius(near, h, support, form, margin)
     with np.errstate(invalid="ignore"):
         lo = np.searchsorted(xs, q - radius, side="left")
         hi = np.searchsorted(xs, q + radius, side="right")
@@ -314,7 +320,7 @@ self_weight
         np.zeros((m, powers + 1, k + 1)),
         np.zeros((m, powers + 1)),
         np.zeros(m) if form is None else None,
-        float(head.divisor),
+        head.divisor,
     )
     cap = (working_elements() if budget is None else budget) // (2 * k + 8)
     out.bound[size > cap] = np.inf
@@ -325,7 +331,7 @@ self_weight
         start = ends[a] - size[a]
         b = max(a + 1, int(np.searchsorted(ends, start + cap, side="right")))
         rows = np.arange(a, b)
-        segment = _Segment(lo[a:b], size[a:b], rows, ids, xs, q, c, w, own, kept)
+        segment = _Segment(lo[a:b], size[a:b], rows, ids, xs, q, c, h, w, own, kept)
         if segment.total:
             _segment_moments(out, segment, head, V, powers, metric, metric_params)
         a = b
@@ -379,17 +385,18 @@ def _sorted_nearest(q, xs, ids, own, kept):
 class _Segment:
     """The terms of the queries ``rows`` over their windows (``lo``, ``size``
     in the sorted points of positive weight), flattened: each term's
-    training index, coordinate, query row, weight (its own term's kept
-    weight for leave-one-out) and the segments' starts."""
+    training index, coordinate, query row (its query, centre and divisor),
+    weight (its own term's kept weight for leave-one-out) and the segments'
+    starts."""
 
-    def __init__(self, lo, size, rows, ids, xs, q, c, w, own, kept):
+    def __init__(self, lo, size, rows, ids, xs, q, c, h, w, own, kept):
         self.total = int(size.sum())
         self.rows, self.sizes = rows[size > 0], size[size > 0]
         self.first = (np.cumsum(size) - size)[size > 0]
         at = np.arange(self.total) - np.repeat(np.cumsum(size) - size - lo, size)
         self.pts, self.x = ids[at], xs[at]
         self.row = np.repeat(rows, size)
-        self.q, self.c = q[self.row], c[self.row]
+        self.q, self.c, self.h = q[self.row], c[self.row], h[self.row]
         self.w = np.ones(self.total) if w is None else w[self.pts]
         if own is not None:
             mine = self.pts == own[self.row]
@@ -399,10 +406,11 @@ class _Segment:
 def _segment_moments(out, seg, head, V, powers, metric, metric_params):
     """The moments (and bounds, and counts) of one segment's queries into
     ``out`` (see :func:`line_moments`)."""
-    squared = use_squared(metric, [head], metric_params)
+    # Squared distances as for one divisor, each term's own divisor.
+    squared = use_squared(metric, [Head(head.kernel)], metric_params)
     diff = seg.q - seg.x
     D = diff * diff if squared else np.abs(diff)
-    L = _log_weights(D, head, squared)
+    L = _log_weights(D[:, None], Head(head.kernel, seg.h), squared)[:, 0]
     if is_user(head.kernel):
         _check_user_kernel(L, head)
     live = (seg.w > 0) & (L > -np.inf)
@@ -411,7 +419,7 @@ def _segment_moments(out, seg, head, V, powers, metric, metric_params):
     M = np.where(np.isfinite(M), M, 0.0)
     Mt = np.repeat(M, seg.sizes)
     E = np.exp(L - Mt) * seg.w
-    z = (seg.x - seg.c) / float(head.divisor)
+    z = (seg.x - seg.c) / seg.h
     rows, first = seg.rows, seg.first
     # The terms' own rounding (offsets, log weights, exp), in units of
     # roundoff, and the sums' (one unit per term of a segment). A log weight
@@ -431,7 +439,7 @@ def _segment_moments(out, seg, head, V, powers, metric, metric_params):
         out.bound[rows, j] = np.where(np.isinf(out.bound[rows, j]), np.inf, bound)
     if out.counts is not None:
         out.counts[rows] = np.add.reduceat(live.astype(np.float64), first)
-        edge = float(head.kernel.support) * float(head.divisor)
+        edge = float(head.kernel.support) * seg.h
         edge = edge * edge if squared else edge
         near_edge = (seg.w > 0) & (np.abs(D - edge) <= EDGE_SHARE * edge)
         at_edge = np.add.reduceat(near_edge.astype(np.float64), first) > 0
