@@ -110,17 +110,19 @@ def query_centred_cv(est, X, Y, w, unit, cands, folds):
         est, accepted, X, V, w, kept, Y.shape, cands, scaled,
         list(zip(splits, shared, strict=True)), params, (mid, y_scale), spread,
     )  # fmt: skip
-    # The points the fast path left, of every candidate of a split at once.
+    # The points the fast path left, of every candidate of a split at once
+    # (in chunks of FIT_ROWS points).
     out = {i: [] for i in preds_all}
     for s, ((train, test), share) in enumerate(zip(splits, shared, strict=True)):
         items = [item for item in pending[s] if item[0] in preds_all]
-        left = _line_fits(
-            est, X, V, w, kept, scaled, (train, test, share), items, spread,
-            preds_all, (mid, y_scale),
-        )  # fmt: skip
-        for i, (points, centres) in left.items():
-            if points.size:
-                out[i].append((train, points, centres))
+        for chunk in _chunks(items, FIT_ROWS):
+            left = _line_fits(
+                est, X, V, w, kept, scaled, (train, test, share), chunk, spread,
+                preds_all, (mid, y_scale),
+            )  # fmt: skip
+            for i, (points, centres) in left.items():
+                if points.size:
+                    out[i].append((train, points, centres))
     for i, pred in preds_all.items():
         missing = out[i]
         if orders is not None:  # back to the points' order
@@ -323,6 +325,24 @@ def _joint_fits(got, est, spread, offsets=None):
     return list(
         zip(np.split(fit.estimate, cuts), np.split(fit.served, cuts), strict=True)
     )
+
+
+def _chunks(items, size):
+    """The items of :func:`_left` in chunks of at most ``size`` points (an
+    item cut where it crosses a chunk's end)."""
+    chunk, room = [], size
+    for i, points, means, n in items:
+        a = 0
+        while a < points.size:
+            b = min(points.size, a + room)
+            chunk.append((i, points[a:b], means[a:b], n[a:b] if np.ndim(n) else n))
+            room -= b - a
+            a = b
+            if not room:
+                yield chunk
+                chunk, room = [], size
+    if chunk:
+        yield chunk
 
 
 def _left(i, got, left, X, scaled):

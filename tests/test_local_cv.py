@@ -126,3 +126,43 @@ def test_points_the_fast_path_leaves_are_served_from_their_windows(
                     want[np.isin(test, rows)] = np.nan
             assert_allclose(pred[test], want, rtol=0, atol=1e-9 * np.ptp(y),
                             equal_nan=True)  # fmt: skip
+
+
+def test_the_points_left_are_taken_in_chunks_of_fit_rows(monkeypatch):
+    # Chunks of 3 points (candidates cut across chunks): the same estimates
+    # and the same points left to the exact path as all at once.
+    X, y, w = _tailed(seed=6)
+    est = LocalLinearRegressorCV(kernels=["gaussian"], bandwidths=[100.0]).fit(X, y)
+    est._cv_targets = y[:, None]
+    cands = [{"kernel": est.kernel_, "bandwidth": np.array([h])}
+             for h in (0.002, 0.004, 0.01)]  # fmt: skip
+    whole = _local_cv.query_centred_cv(est, X, y[:, None], None, 1.0, cands, None)
+    monkeypatch.setattr(_local_cv, "FIT_ROWS", 3)
+    chunked = _local_cv.query_centred_cv(est, X, y[:, None], None, 1.0, cands, None)
+    for i in range(3):
+        assert_allclose(chunked[i][0], whole[i][0], rtol=1e-15, equal_nan=True)
+        left = [np.sort(np.concatenate([r for _, r, _ in got[i][1]] or [[]]))
+                for got in (whole, chunked)]  # fmt: skip
+        np.testing.assert_array_equal(*left)
+
+
+def test_chunks_cut_the_items_at_their_ends():
+    items = [
+        (0, np.arange(5), np.zeros(5), 3),
+        (1, np.arange(7), np.ones(7), np.arange(7)),
+        (2, np.arange(0), np.zeros(0), 1),
+        (3, np.arange(2), np.zeros(2), 1),
+    ]
+    chunks = list(_local_cv._chunks(items, 4))
+    sizes = [sum(p.size for _, p, _, _ in c) for c in chunks]
+    assert sizes == [4, 4, 4, 2]
+    got = {}
+    for chunk in chunks:
+        assert len({i for i, *_ in chunk}) == len(chunk)  # once per chunk
+        for i, points, _, n in chunk:
+            got.setdefault(i, []).append(points)
+            if i == 1:
+                np.testing.assert_array_equal(n, points)
+    for i, points, _, _ in items:
+        if points.size:
+            np.testing.assert_array_equal(np.concatenate(got[i]), points)

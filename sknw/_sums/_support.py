@@ -14,6 +14,12 @@ w_min)``: the terms left out weigh at most ``exp(-MARGIN)`` of each query's
 largest term in all (each of them also underflows to 0 in a sum shifted by
 the query's largest log weight, as the dense backend's), so that sums over
 these points equal the sums over all of them to rounding, in every backend.
+
+:func:`line_moments` sums the moments of a few queries term by term over
+such windows (from the training points sorted once), about a centre per
+query (its window's mean, where the local variance does not cancel), with
+a bound on their error; it truncates the Gaussian and the Laplacian at
+:data:`TRUNCATION` instead, the terms beyond in its bound.
 """
 
 import math
