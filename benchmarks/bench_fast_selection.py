@@ -32,8 +32,9 @@ sizes, ``--only GROUP`` for some rows). One BLAS thread. Rows:
   the best of each kept (the machine's speed drifts between runs), in time
   (goal: within 20x) and in leave-one-out MSE of the chosen bandwidths
   (goal: equal or better); on uniform inputs, and at 2000 and 20000 points
-  on normal ones (tails where the fast paths leave points to the exact
-  path).
+  on normal ones (tails of one-sided windows, where the fast paths leave
+  points to the sums term by term over their windows, and a few to the
+  exact path).
 """
 
 import argparse
