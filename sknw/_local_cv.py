@@ -6,9 +6,12 @@ training fold (the point's own term holds only in the moments of order 0, its
 offset being 0); :func:`~sknw._local_frame.query_centred_fit` solves them and
 bounds their error. For leave-one-out, the candidates of one scale and
 kernel go to the core together (:func:`~sknw._sums.grid_local_moments`): the
-transform takes many of them in one stacked pass. Points beyond the bound are
-left to the exact passes of the cross-validation
-(:meth:`CVSelectionMixin._cv_estimates`).
+transform takes many of them in one stacked pass. Points beyond the bound
+(one-sided windows, in the tails) take their moments term by term over
+their windows, about their windows' means (:func:`_line_fits`); the few
+left then take the exact path of predictions over the training points of
+their windows (:func:`exact_estimates`), from the cross-validation's exact
+passes (:meth:`CVSelectionMixin._cv_estimates`).
 """
 
 import warnings

@@ -31,6 +31,29 @@ def _data(seed, n=3000, zeros=True):
     return X, V, w
 
 
+#: Kernels, seeds, bandwidths, leave-one-out or not, weights (with zeros)
+#: or none.
+_PROBLEMS = given(
+    kernel=st.sampled_from(KERNELS),
+    seed=st.integers(0, 2**16),
+    h=st.sampled_from([0.003, 0.02, 0.1]),
+    loo=st.booleans(),
+    weighted=st.booleans(),
+)
+
+
+def _queries(X, w, rng, m, loo):
+    """``(Q, own, kept, params)``: ``m`` queries with long tails, or ``m``
+    training points each left out of its own sums (``loo``, one unit of
+    its weight), and the core's parameters for them."""
+    if not loo:
+        return rng.normal(0.0, 2.0, (m, 1)) ** 3, None, None, {}
+    own = rng.choice(X.shape[0], m, replace=False)
+    kept = None if w is None else w - np.minimum(w, 1.0)
+    params = {"exclude_self": True, "self_index": own, "self_weight": kept}
+    return X[own], own, kept, params
+
+
 def _log_terms(Q, X, head, w, own=None, kept=None):
     """Each pair's log kernel value from the definitions (``-inf`` for the
     points of weight 0 and for a point left out of its own sums)."""
@@ -45,28 +68,13 @@ def _log_terms(Q, X, head, w, own=None, kept=None):
 
 
 @settings(max_examples=30, deadline=None)
-@given(
-    kernel=st.sampled_from(KERNELS),
-    seed=st.integers(0, 2**16),
-    h=st.sampled_from([0.003, 0.02, 0.1]),
-    loo=st.booleans(),
-    weighted=st.booleans(),
-)
+@_PROBLEMS
 def test_sums_over_the_support_equal_the_sums_over_all_points(
     kernel, seed, h, loo, weighted
 ):
     X, V, w = _data(seed, zeros=weighted)
-    rng = np.random.default_rng(seed + 1)
     head = Head(kernel, h)
-    if loo:
-        own = rng.choice(X.shape[0], 25, replace=False)
-        Q = X[own]
-        kept = None if w is None else w - np.minimum(w, 1.0)
-        params = {"exclude_self": True, "self_index": own, "self_weight": kept}
-    else:
-        own = kept = None
-        Q = rng.normal(0.0, 2.0, (25, 1)) ** 3
-        params = {}
+    Q, own, kept, params = _queries(X, w, np.random.default_rng(seed + 1), 25, loo)
     rows, empty = line_support(Q, X, head, sample_weight=w, **params)
     assert rows is not None and np.all(np.diff(rows) > 0)
     L = _log_terms(Q, X, head, w, own, kept)
@@ -223,28 +231,14 @@ def _reference_moments(Q, C, X, V, head, powers, w=None, own=None, kept=None):
 
 
 @settings(max_examples=30, deadline=None)
-@given(
-    kernel=st.sampled_from(KERNELS),
-    seed=st.integers(0, 2**16),
-    h=st.sampled_from([0.003, 0.02, 0.1]),
-    loo=st.booleans(),
-    weighted=st.booleans(),
-)
+@_PROBLEMS
 def test_line_moments_equal_the_definitions_within_their_bound(
     kernel, seed, h, loo, weighted
 ):
     X, V, w = _data(seed, n=1500, zeros=weighted)
     rng = np.random.default_rng(seed + 2)
     head = Head(kernel, h)
-    if loo:
-        own = rng.choice(X.shape[0], 20, replace=False)
-        Q = X[own]
-        kept = None if w is None else w - np.minimum(w, 1.0)
-        params = {"exclude_self": True, "self_index": own, "self_weight": kept}
-    else:
-        own = kept = None
-        Q = rng.normal(0.0, 2.0, (20, 1)) ** 3
-        params = {}
+    Q, own, kept, params = _queries(X, w, rng, 20, loo)
     C = Q[:, 0] + rng.normal(0.0, 3 * h, 20)
     moments, offsets = line_moments(Q, C, X, V, head, 2, sample_weight=w, **params)
     want = _reference_moments(Q, C, X, V, head, 2, w, own, kept)
