@@ -34,7 +34,7 @@ from ._sums import (
     local_moments,
     power_of_two_scale,
 )
-from ._sums._base import removed_entirely, scale_of
+from ._sums._base import line_scale, removed_entirely
 
 #: Left-out points of the exact passes (one frame for all the data) whose
 #: local covariance rounds, in that frame, by more than this many bandwidths
@@ -376,9 +376,6 @@ def _line_fits(est, X, V, w, kept, scaled, split, items, spread, preds, level):
     out, state = {}, []
     train_params = _line_params(est, X, V, w, kept, split)
     for i, points, means, n in items:
-        if train_params is None:
-            out[i] = (points, means)
-            continue
         centres = np.where(np.isfinite(means), means, X[points, 0])
         served = np.zeros(points.size, dtype=bool)
         estimate = np.full((points.size, V.shape[1]), np.nan)
@@ -407,9 +404,8 @@ def _line_fits(est, X, V, w, kept, scaled, split, items, spread, preds, level):
                 m1 = S[:, 1, -1] / S[:, 0, -1]
                 far = ~fit_served & np.isfinite(m1)
                 far &= ~(m1 * m1 <= S[:, 2, -1] / S[:, 0, -1] - m1 * m1)
-            scale, head = scaled[i]
-            s = 1.0 if scale is None else float(np.ravel(scale_of(scale))[0])
-            centres[rows[far]] += m1[far] * float(head.divisor) * s
+            mean = _window_means(line, far, centres[rows[far], None], scaled[i][0])
+            centres[rows[far]] = mean
             todo[k] = rows[far]
     for i, points, centres, _, served, estimate in state:
         preds[i][points[served]] = (estimate[served] + level[0]) * level[1]
@@ -421,10 +417,8 @@ def _line_params(est, X, V, w, kept, split):
     """The training points, values and parameters of
     :func:`~sknw._sums.line_moments` on a split (``(train, test, shared)``,
     ``train`` None for leave-one-out, whose points are sorted; the order of
-    a training fold is kept in ``shared``); None with several features."""
+    a training fold is kept in ``shared``)."""
     train, _, share = split
-    if X.shape[1] != 1:
-        return None
     if train is None:
         Xt, Vt, wt, order = X, V, w, np.arange(X.shape[0])
         loo = {"exclude_self": True, "self_weight": kept}
@@ -478,13 +472,14 @@ def _line_passes(X, train_params, scaled, state, todo):
 
 
 def _window_means(moments, left, Q, scale):
-    """The means of the windows of the queries ``Q`` (one feature), from
-    their moments about themselves (rows ``left`` of the
+    """The means of the windows of some queries (one feature), from their
+    moments about the points ``Q`` (the queries themselves, or the centres
+    of :func:`~sknw._sums.line_moments`; rows ``left`` of the
     :class:`~sknw._sums.MomentSums`, offsets in units of ``moments.unit`` of
     the feature divided by ``scale``): NaN where a window holds no
     weight."""
     S = moments.sums[left]
-    s = 1.0 if scale is None else float(np.ravel(scale_of(scale))[0])
+    s = line_scale(scale)
     unit = np.asarray(moments.unit, dtype=np.float64)
     unit = unit[left] if unit.ndim else unit
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
@@ -537,14 +532,15 @@ def _windowed(est, cand, X, w, keep, rows, own, policy):
     whose ``empty_window`` estimate holds points outside the windows."""
     if cand.get("span") is not None or est._discrete is not None:
         return keep, own
-    scaling = scaling_of(cand["bandwidth"], est.metric, X[keep])
+    Xk = X[keep]
+    scaling = scaling_of(cand["bandwidth"], est.metric, Xk)
     wk = None if w is None else w[keep]
     loo = {}
     if own is not None:
         kept = None if w is None else wk - np.minimum(wk, 1.0)
         loo = {"exclude_self": True, "self_index": own, "self_weight": kept}
     support, empty = line_support(
-        X[rows], X[keep], scaling.head(cand["kernel"]), metric=est.metric,
+        X[rows], Xk, scaling.head(cand["kernel"]), metric=est.metric,
         metric_params=est.metric_params_, scale=scaling.scale, sample_weight=wk,
         **loo,
     )  # fmt: skip

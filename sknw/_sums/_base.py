@@ -226,6 +226,11 @@ def scale_of(scale):
     return scale.scale if isinstance(scale, Frame) else scale
 
 
+def line_scale(scale):
+    """The divisor of the one feature of a scale (1.0 for None)."""
+    return 1.0 if scale is None else float(np.ravel(scale_of(scale))[0])
+
+
 def _scaled_rows(A, lo, hi, scale):
     """Rows ``lo:hi`` of ``A`` in float64, divided by ``scale`` (None: as is;
     a :class:`Frame`: measured from its origin first)."""
@@ -278,7 +283,7 @@ def line_offsets(A, origin, scale):
     ``|x - origin| / h`` units of roundoff, as any float64 offsets do.)
     """
     a = np.asarray(A[:, 0], dtype=np.float64) - origin
-    return a if scale is None else a / np.ravel(scale_of(scale))[0]
+    return a if scale is None else a / line_scale(scale)
 
 
 def _scaled_mean(A, scale, chunk=1 << 16):

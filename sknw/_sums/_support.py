@@ -32,6 +32,7 @@ from ._base import (
     MomentSums,
     _check_user_kernel,
     _log_weights,
+    line_scale,
     per_query,
     working_elements,
 )
@@ -114,15 +115,10 @@ def line_support(
         may depend on points outside ``rows``).
     """
     form = _line_form(X, head, metric, metric_params)
-    if form is False:
+    data = None if form is False else _line_data(Q, X, scale, sample_weight)
+    if data is None:
         return None, None
-    s = 1.0 if scale is None else float(np.ravel(np.asarray(scale, float))[0])
-    q = np.asarray(Q, dtype=np.float64)[:, 0] / s
-    x = np.asarray(X, dtype=np.float64)[:, 0] / s
-    if not np.all(np.isfinite(q)):
-        return None, None
-    w = None if sample_weight is None else np.asarray(sample_weight, np.float64)
-    positive = np.ones(x.size, dtype=bool) if w is None else w > 0
+    _, q, x, w, positive = data
     near = _nearest(q, x, positive, exclude_self, self_index, self_weight, w)
     margin = _margin(MARGIN, x.size, w, positive)
     radius, empty = _radius(near, float(head.divisor), head.kernel.support, form,
@@ -130,6 +126,20 @@ def line_support(
     if not np.all(np.isfinite(radius)):  # no point of positive weight
         return np.arange(x.size), empty
     return _within(q, x, radius), empty
+
+
+def _line_data(Q, X, scale, sample_weight):
+    """``(s, q, x, w, positive)``: the feature's scale, the queries' and the
+    training points' scaled coordinates, the weights (None: all 1) and
+    which are positive; None where a query is not finite."""
+    s = line_scale(scale)
+    q = np.asarray(Q, dtype=np.float64)[:, 0] / s
+    if not np.all(np.isfinite(q)):
+        return None
+    x = np.asarray(X, dtype=np.float64)[:, 0] / s
+    w = None if sample_weight is None else np.asarray(sample_weight, np.float64)
+    positive = np.ones(x.size, dtype=bool) if w is None else w > 0
+    return s, q, x, w, positive
 
 
 def _line_form(X, head, metric, metric_params, per_row=False):
@@ -293,17 +303,14 @@ self_weight
         scaled coordinates).
     """
     form = _line_form(X, head, metric, metric_params, per_row=True)
-    if form is False:
+    data = None if form is False else _line_data(Q, X, scale, sample_weight)
+    if data is None:
         return None, None
-    s = 1.0 if scale is None else float(np.ravel(np.asarray(scale, float))[0])
-    q = np.asarray(Q, dtype=np.float64)[:, 0] / s
+    s, q, x, w, positive = data
     c = np.asarray(C, dtype=np.float64) / s
-    h = np.broadcast_to(np.asarray(head.divisor, dtype=np.float64), q.shape)
-    x = np.asarray(X, dtype=np.float64)[:, 0] / s
-    if not (np.all(np.isfinite(q)) and np.all(np.isfinite(c))):
+    if not np.all(np.isfinite(c)):
         return None, None
-    w = None if sample_weight is None else np.asarray(sample_weight, np.float64)
-    positive = np.ones(x.size, dtype=bool) if w is None else w > 0
+    h = np.broadcast_to(np.asarray(head.divisor, dtype=np.float64), q.shape)
     order = np.argsort(x, kind="stable") if order is None else order
     ids = order[positive[order]]  # the points of positive weight, sorted
     xs = x[ids]
