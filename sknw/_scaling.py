@@ -16,6 +16,7 @@ candidate was scored in: the chosen candidate is predicted exactly as it was
 scored.
 """
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -54,7 +55,7 @@ def coordinate_exponent(top, bw):
 
 
 def _normal(value):
-    return bool(value >= _TINY and np.isfinite(value))
+    return bool(value >= _TINY and math.isfinite(value))
 
 
 def _size(bw, scale, degree):
@@ -81,10 +82,12 @@ def scalings(bandwidths, metric, X=None):
     # The power of two of scalar bandwidths, common to all of them.
     e = None if top is None else coordinate_exponent(np.max(top, initial=0.0), 1.0)
     for bw in bandwidths:
-        if np.ndim(bw) and degree == 1 and np.all(bw == np.ravel(bw)[0]):
-            # Equal per-feature bandwidths divide the distances as a scalar
-            # does (and so decide edges of windows the same way).
-            bw = float(np.ravel(bw)[0])
+        if np.ndim(bw) and degree == 1:
+            flat = np.ravel(bw)
+            if flat.size == 1 or np.all(flat == flat[0]):
+                # Equal per-feature bandwidths divide the distances as a
+                # scalar does (and so decide edges of windows the same way).
+                bw = float(flat[0])
         if np.ndim(bw) == 0 and degree is not None and top is not None:
             key, divisor = _scalar(bw, degree, top, e, scales)
         elif np.ndim(bw) == 0 or degree is None:
@@ -102,7 +105,10 @@ def _scalar(bw, degree, top, e, scales):
     feature (``2**e``, ``e`` the :func:`coordinate_exponent` of the largest
     coordinate ``top``) brings the coordinates near one (exact: distances and
     their ties unchanged)."""
-    divisor = float(np.ldexp(float(bw), -e * degree))
+    try:
+        divisor = math.ldexp(float(bw), -e * degree)
+    except OverflowError:  # beyond the largest float, as np.ldexp's inf
+        divisor = math.inf
     if not _normal(divisor):  # the scaled bandwidth would leave the normal range
         scales.setdefault(None, None)
         return None, float(bw)

@@ -11,6 +11,7 @@ from sknw._sums import BACKENDS, FitRequest, Head, _fgt_grid, grid_local_moments
 from sknw._sums._base import _weighted_values
 from sknw._sums._fgt import GaussIndex
 from sknw._sums._fgt_grid import stacked_moment_sums
+from sknw._sums._fgt_terms import REACH
 from sknw.kernels import Epanechnikov, Gaussian
 
 
@@ -32,7 +33,14 @@ SIGMAS = [0.3, 0.0007, 0.05, 0.002, 0.12, 0.01, 0.004, 0.02]
 
 
 @pytest.mark.parametrize("weighted", [False, True])
-def test_stacked_sums_equal_each_heads_own_pass(weighted):
+@pytest.mark.parametrize("inner", ["default", "whole reach"])
+def test_stacked_sums_equal_each_heads_own_pass(weighted, inner, monkeypatch):
+    """With translations over the whole reach, each head's sums and bounds
+    are those of its own pass; over the inner reach (the boxes beyond in
+    the bound), the sums are within the bounds of each other's and the
+    bounds at least the own pass's."""
+    if inner == "whole reach":
+        monkeypatch.setattr(_fgt_grid, "INNER_REACH", REACH)
     x, v, w = _data(3000, 0)
     w = w if weighted else None
     Vx = _weighted_values(v[:, None], w, slice(None))
@@ -42,41 +50,45 @@ def test_stacked_sums_equal_each_heads_own_pass(weighted):
                            origin=0.0)  # fmt: skip
         acc, bound = index.moment_sums(x / index.sigma, powers=2, q=x)
         scale = acc[:, :1, -1:] * np.array([np.abs(v).max(), 1.0])
-        assert np.all(np.abs(sums[0] - acc) <= 1e-13 * scale)
-        assert_allclose(sums[1], bound, rtol=1e-13)
+        if inner == "whole reach":
+            assert np.all(np.abs(sums[0] - acc) <= 1e-13 * scale)
+            assert_allclose(sums[1], bound, rtol=1e-13)
+        else:
+            both = (sums[1] + bound)[:, :, None] * np.array([np.abs(v).max(), 1.0])
+            assert np.all(np.abs(sums[0] - acc) <= both + 1e-13 * scale)
+            assert np.all(sums[1] >= bound * (1 - 1e-13))
 
 
-def test_runs_of_target_boxes_give_the_same_sums(monkeypatch):
-    """Each head's translations in runs of target boxes (windows within a
-    tile): the sums and bounds of one run, to rounding, with and without
-    empty cells between the boxes."""
-    rng = np.random.default_rng(7)
-    dense = np.sort(rng.uniform(0.0, 1.0, 4000))  # no empty cell
-    gapped = np.where(dense < 0.5, dense, dense + 0.2)  # a gap of 0.2
-    runs = []
-    original = _fgt_grid._run_boxes
-
-    def spy(grid, n_boxes, t0, t1):
-        runs.append((n_boxes == grid.span, t0))
-        return original(grid, n_boxes, t0, t1)
-
-    monkeypatch.setattr(_fgt_grid, "_run_boxes", spy)
-    for x in (dense, gapped):
-        v = np.cos(5 * x)
-        Vx = _weighted_values(v[:, None], None, slice(None))
-        sigmas = [0.003, 0.02]
-        whole = stacked_moment_sums(x, Vx, sigmas, 2, 1 << 20)  # one run each
-        split = stacked_moment_sums(x, Vx, sigmas, 2, 1 << 14)  # 14 boxes a run
-        for a, b in zip(whole, split, strict=True):
-            assert_allclose(b[0], a[0], rtol=1e-13, atol=1e-14 * np.abs(a[0]).max())
-            assert_allclose(b[1], a[1], rtol=1e-14)
-    # Both kinds of runs were taken, and runs after the first.
-    assert {(full, t0 > 0) for full, t0 in runs} == {
-        (True, False),
-        (True, True),
-        (False, False),
-        (False, True),
-    }
+def test_boxes_beyond_the_inner_reach_are_bounded():
+    """A point of tiny weight whose only neighbours lie beyond the
+    translations' inner reach (10 to 12 standard deviations away): its sums
+    leave them out and its bound holds their whole terms (every point's
+    sums within their bound of the brute-force ones)."""
+    sigma = 0.001
+    rng = np.random.default_rng(3)
+    cluster = rng.uniform(0.0, 0.02, 300)
+    ring_x = cluster.max() + 10.3 * sigma
+    x = np.sort(np.append(cluster, [ring_x, ring_x + 30 * sigma]))
+    r = np.searchsorted(x, ring_x)
+    w = np.ones_like(x)
+    w[r] = 1e-12  # its own term's rounding far below the ring's terms
+    v = np.cos(40 * x)
+    Vx = _weighted_values(v[:, None], w, slice(None))
+    ((acc, bound),) = stacked_moment_sums(x, Vx, [sigma], 2, 1 << 17)
+    exact, sizes = _brute_moments(x, v, w, w, sigma)  # own terms included
+    error = np.abs(acc - exact)
+    vmax = np.abs(v).max()
+    assert np.all(error[:, :, 1] <= bound + 8e-16 * sizes[:, :, 1])
+    assert np.all(error[:, :, 0] <= bound * vmax + 8e-16 * sizes[:, :, 0])
+    # The ring's terms: left out of its sums, within its bound.
+    u = (x - x[r]) / sigma
+    terms = np.exp(-0.5 * u * u) * w * (u != 0)
+    ring = np.stack([(terms * u**j) @ np.column_stack([v, np.ones_like(v)])
+                     for j in range(3)])  # fmt: skip
+    own = np.array([[v[r], 1.0], [0.0, 0.0], [0.0, 0.0]]) * w[r]
+    assert 1e-24 < ring[0, 1] < 1e-20
+    assert np.all(np.abs(acc[r] - own) < 1e-3 * np.abs(ring).max())
+    assert np.all(np.abs(ring) <= bound[r][:, None] * np.array([vmax, 1.0]))
 
 
 def _brute_moments(x, v, w, kept, sigma):

@@ -24,8 +24,13 @@ which cost about half of one product per box or of Horner's rule.
 
 The expansions, their terms and their bounds are those of the local
 expansions of :mod:`sknw._sums._fgt` (each product rounds as that module's
-products per box, within :data:`~sknw._sums._fgt.LOCAL_ROUNDING`), so each
-head's sums and bounds are those of its own pass, to rounding (tested).
+products per box, within :data:`~sknw._sums._fgt.LOCAL_ROUNDING`), but for
+the translations: a target box takes those of the source boxes within
+:data:`INNER_REACH` standard deviations only (the occupied target boxes
+only), and the boxes beyond, up to the reach, enter its bound with their
+whole terms. With the inner reach at the reach, each head's sums and bounds
+are those of its own pass, to rounding (tested); else its sums are within
+the bounds of each other's.
 """
 
 import math
@@ -47,12 +52,12 @@ from ._fgt import (
     LOCAL_QUERIES,
     LOCAL_RUN,
     _taylor_coefficients,
+    _windows,
     box_width,
     grid_boxes,
     line_order,
     translation_tables,
     translation_terms,
-    window_sums,
 )
 from ._fgt_terms import N_LOCAL, N_TERMS, RADIUS, REACH, SKIPPED
 from ._traits import gaussian_sigma
@@ -86,6 +91,12 @@ POINT_ELEMENTS = 8
 #: of 5, 20, 60 and 400 points on average: 8, 32, 32 and 32 points took
 #: 0.45 to 0.6 of the time of one product per box or of Horner's rule.
 SEGMENT_POINTS = ((10.0, 8), (20.0, 16), (math.inf, 32))
+#: The translations of a stacked pass take the source boxes within this
+#: many standard deviations of a target box; the boxes beyond, up to
+#: ``REACH``, enter its bound with their whole terms, at most ``e**-40`` of
+#: their weight (times ``a**j``, ``a >= 9``): the terms of the translations
+#: by windows at 9 to 13 boxes, about a third of the products.
+INNER_REACH = 8.5
 
 
 @dataclass
@@ -300,31 +311,78 @@ def _translated(grids, first_box, n_boxes, moments, box_weight, powers, run_elem
     """The sums ``G`` (``(N_LOCAL + powers, c, boxes)``) of the Hermite
     functions over each box's windows of each head (its source boxes'
     ``moments``, ``(boxes, N_TERMS, c)``, translated: one product per run of
-    target boxes whose windows hold ``run_elements``), and each box's bound
-    (``(boxes, powers + 1)``)."""
+    target cells whose windows hold ``run_elements``), and each box's bound
+    (``(boxes, powers + 1)``).
+
+    Each target box takes the translations of the source boxes within
+    :func:`_inner_reach` boxes (its occupied windows only: the empty cells
+    of a run are not targets); the boxes beyond, up to the head's reach,
+    enter its bound with their whole terms (:func:`_ring_bounds`)."""
     c = moments.shape[2]
     xs = [(g.reach - np.arange(2 * g.reach + 1)) * g.width / g.sigma for g in grids]
+    inner = [_inner_reach(g) for g in grids]
     H, per_box = translation_terms(np.concatenate(xs), powers)
     first_x = np.cumsum([x.size for x in xs]) - xs[0].size
     G = np.empty((N_LOCAL + powers, c, moments.shape[0]))
     box_bound = np.empty((moments.shape[0], powers + 1))
     for i, grid in enumerate(grids):
-        b0 = first_box[i]
+        b0, reach, r = first_box[i], grid.reach, inner[i]
         x0, x1 = first_x[i], first_x[i] + xs[i].size
-        # Head i's coefficients: the columns of its offsets.
-        tables = translation_tables(H[:, x0:x1], powers)
-        run = max(1, run_elements // (N_TERMS * c * xs[i].size))
+        bounds_of = per_box[:, x0:x1].copy()
+        ring = np.abs(np.arange(2 * reach + 1) - reach) > r
+        bounds_of[:, ring] = _ring_bounds(xs[i][ring], powers)
+        # Head i's coefficients of its inner windows (offsets reach - r to
+        # reach + r of the grid's 2 reach + 1), a row (i, k) per window and
+        # term, as the gathered windows' columns.
+        tables = translation_tables(H[:, x0 + reach - r : x0 + reach + r + 1], powers)
+        run = max(1, run_elements // (c * tables.shape[1]))
         for t0 in range(0, grid.span, run):
             t1 = min(t0 + run, grid.span)
             (lo, hi), on_grid, (a, b), at = _run_boxes(grid, n_boxes[i], t0, t1)
+            if a == b:
+                continue
             lo, hi = b0 + lo, b0 + hi
-            sums, bounds = window_sums(
-                tables, per_box[:, x0:x1], moments[lo:hi].transpose(1, 0, 2),
-                box_weight[lo:hi], on_grid, t1 - t0, grid.reach,
+            span = t1 - t0
+            dense = np.zeros((c, span + 2 * reach, N_TERMS))
+            dense[:, on_grid, :] = moments[lo:hi].transpose(2, 0, 1)
+            # windows[c, t, (i, k)] = dense[c, t + reach - r + i, k]: each
+            # target's windows a contiguous block of the view.
+            inner_dense = dense[:, reach - r :, :]
+            by_c, by_cell, by_term = inner_dense.strides
+            windows = np.lib.stride_tricks.as_strided(
+                inner_dense, (c, span, tables.shape[1]), (by_c, by_cell, by_term),
+                writeable=False,
             )  # fmt: skip
-            G[:, :, b0 + a : b0 + b] = sums[:, :, at]
+            # (Fancy indexing: np.take copies such blocks many times slower
+            # beyond about a megabyte.)
+            windows = windows[:, np.arange(span)[at]]
+            nt = windows.shape[1]
+            sums = windows.reshape(c * nt, -1) @ tables.T
+            G[:, :, b0 + a : b0 + b] = sums.reshape(c, nt, -1).transpose(2, 0, 1)
+            placed = np.zeros(span + 2 * reach)
+            placed[on_grid] = box_weight[lo:hi]
+            bounds = _windows(placed, 2 * reach + 1, axis=0) @ bounds_of.T
             box_bound[b0 + a : b0 + b] = bounds[at]
     return G, box_bound
+
+
+def _inner_reach(grid):
+    """The windows (in boxes either side) a head's translations take: those
+    within :data:`INNER_REACH` standard deviations (and a box's radius) of
+    the target box, at most the head's reach."""
+    inner = math.floor((INNER_REACH + RADIUS) * grid.sigma / grid.width)
+    return min(grid.reach, int(inner))
+
+
+def _ring_bounds(x, powers):
+    """The bound per unit of weight of the terms ``K u**j`` (``j`` up to
+    ``powers``) of a source box whose centre is ``x`` standard deviations
+    from the target box's (``|x| - 2 RADIUS >= sqrt(powers)``): the whole
+    terms, at the nearest distance ``a = |x| - 2 RADIUS`` of a query and a
+    point of the boxes, ``a**j e^{-a**2 / 2}`` (decreasing beyond
+    ``sqrt(j)``)."""
+    a = np.abs(x) - 2.0 * RADIUS
+    return a ** np.arange(powers + 1)[:, None] * np.exp(-0.5 * a * a)
 
 
 def _run_boxes(grid, n_boxes, t0, t1):
