@@ -345,19 +345,22 @@ def _translated(grids, first_box, n_boxes, moments, box_weight, powers, run_elem
             span = t1 - t0
             dense = np.zeros((c, span + 2 * reach, N_TERMS))
             dense[:, on_grid, :] = moments[lo:hi].transpose(2, 0, 1)
-            # windows[c, t, (i, k)] = dense[c, t + reach - r + i, k]: each
-            # target's windows a contiguous block of the view.
-            inner_dense = dense[:, reach - r :, :]
-            by_c, by_cell, by_term = inner_dense.strides
-            windows = np.lib.stride_tricks.as_strided(
-                inner_dense, (c, span, tables.shape[1]), (by_c, by_cell, by_term),
+            # Row (c, t) of the windows: dense[c, t + reach - r + i, k] in
+            # columns (i, k), one contiguous block of the flat cells (cell
+            # c * cells + t + reach - r), of the occupied targets t only
+            # (indexing the first axis: a contiguous copy; np.take copies
+            # such blocks many times slower beyond about a megabyte).
+            cells = span + 2 * reach
+            flat = dense.reshape(-1)[(reach - r) * N_TERMS :]
+            rows = (c - 1) * cells + span  # the last target's, and within
+            view = np.lib.stride_tricks.as_strided(
+                flat, (rows, tables.shape[1]), (N_TERMS * flat.itemsize, flat.itemsize),
                 writeable=False,
             )  # fmt: skip
-            # (Fancy indexing: np.take copies such blocks many times slower
-            # beyond about a megabyte.)
-            windows = windows[:, np.arange(span)[at]]
-            nt = windows.shape[1]
-            sums = windows.reshape(c * nt, -1) @ tables.T
+            targets = np.arange(span)[at]
+            windows = view[(np.arange(c)[:, None] * cells + targets).ravel()]
+            nt = targets.size
+            sums = windows @ tables.T
             G[:, :, b0 + a : b0 + b] = sums.reshape(c, nt, -1).transpose(2, 0, 1)
             placed = np.zeros(span + 2 * reach)
             placed[on_grid] = box_weight[lo:hi]
