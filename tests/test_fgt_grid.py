@@ -59,7 +59,8 @@ def test_stacked_sums_equal_each_heads_own_pass(weighted, inner, monkeypatch):
             assert np.all(sums[1] >= bound * (1 - 1e-13))
 
 
-def test_boxes_beyond_the_inner_reach_are_bounded():
+@pytest.mark.parametrize("powers", [2, 4])
+def test_boxes_beyond_the_inner_reach_are_bounded(powers):
     """A point of tiny weight whose only neighbours lie beyond the
     translations' inner reach (10 to 12 standard deviations away): its sums
     leave them out and its bound holds their whole terms (every point's
@@ -74,8 +75,8 @@ def test_boxes_beyond_the_inner_reach_are_bounded():
     w[r] = 1e-12  # its own term's rounding far below the ring's terms
     v = np.cos(40 * x)
     Vx = _weighted_values(v[:, None], w, slice(None))
-    ((acc, bound),) = stacked_moment_sums(x, Vx, [sigma], 2, 1 << 17)
-    exact, sizes = _brute_moments(x, v, w, w, sigma)  # own terms included
+    ((acc, bound),) = stacked_moment_sums(x, Vx, [sigma], powers, 1 << 17)
+    exact, sizes = _brute_moments(x, v, w, w, sigma, powers)  # own terms in
     error = np.abs(acc - exact)
     vmax = np.abs(v).max()
     assert np.all(error[:, :, 1] <= bound + 8e-16 * sizes[:, :, 1])
@@ -84,23 +85,26 @@ def test_boxes_beyond_the_inner_reach_are_bounded():
     u = (x - x[r]) / sigma
     terms = np.exp(-0.5 * u * u) * w * (u != 0)
     ring = np.stack([(terms * u**j) @ np.column_stack([v, np.ones_like(v)])
-                     for j in range(3)])  # fmt: skip
-    own = np.array([[v[r], 1.0], [0.0, 0.0], [0.0, 0.0]]) * w[r]
+                     for j in range(powers + 1)])  # fmt: skip
+    own = np.zeros((powers + 1, 2))
+    own[0] = [v[r] * w[r], w[r]]
     assert 1e-24 < ring[0, 1] < 1e-20
     assert np.all(np.abs(acc[r] - own) < 1e-3 * np.abs(ring).max())
     assert np.all(np.abs(ring) <= bound[r][:, None] * np.array([vmax, 1.0]))
 
 
-def _brute_moments(x, v, w, kept, sigma):
-    """Each point's sums of ``K u**j [w v, w]`` over the others (its own
-    point keeping ``kept``), ``u`` in standard deviations, and the sums of
-    their terms' magnitudes."""
+def _brute_moments(x, v, w, kept, sigma, powers=2):
+    """Each point's sums of ``K u**j [w v, w]`` (``j`` up to ``powers``)
+    over the others (its own point keeping ``kept``), ``u`` in standard
+    deviations, and the sums of their terms' magnitudes."""
     u = (x[None, :] - x[:, None]) / sigma
     K = np.exp(-0.5 * u * u) * w[None, :]
     K[np.diag_indices_from(K)] = kept
     cols = np.stack([v, np.ones_like(v)], axis=1)
-    sums = np.stack([(K * u**j) @ cols for j in range(3)], axis=1)
-    sizes = np.stack([(K * np.abs(u) ** j) @ np.abs(cols) for j in range(3)], axis=1)
+    sums = np.stack([(K * u**j) @ cols for j in range(powers + 1)], axis=1)
+    sizes = np.stack(
+        [(K * np.abs(u) ** j) @ np.abs(cols) for j in range(powers + 1)], axis=1
+    )
     return sums, sizes
 
 
