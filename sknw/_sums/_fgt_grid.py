@@ -93,9 +93,10 @@ POINT_ELEMENTS = 8
 SEGMENT_POINTS = ((10.0, 8), (20.0, 16), (math.inf, 32))
 #: The translations of a stacked pass take the source boxes within this
 #: many standard deviations of a target box; the boxes beyond, up to
-#: ``REACH``, enter its bound with their whole terms, at most ``e**-40`` of
-#: their weight (times ``a**j``, ``a >= 9``): the terms of the translations
-#: by windows at 9 to 13 boxes, about a third of the products.
+#: ``REACH``, enter its bound with their whole terms, about ``e**-40`` of
+#: their weight at most (``a**j e**(-a**2 / 2)``, ``a`` about 9 standard
+#: deviations): the translations by windows 10 to 13 boxes away, about a
+#: third of the products, are not taken.
 INNER_REACH = 8.5
 
 
@@ -352,7 +353,7 @@ def _translated(grids, first_box, n_boxes, moments, box_weight, powers, run_elem
             # such blocks many times slower beyond about a megabyte).
             cells = span + 2 * reach
             flat = dense.reshape(-1)[(reach - r) * N_TERMS :]
-            rows = (c - 1) * cells + span  # the last target's, and within
+            rows = (c - 1) * cells + span  # to the last target's, in dense
             view = np.lib.stride_tricks.as_strided(
                 flat, (rows, tables.shape[1]), (N_TERMS * flat.itemsize, flat.itemsize),
                 writeable=False,
