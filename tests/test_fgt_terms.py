@@ -11,6 +11,7 @@ from sknw._sums._fgt_terms import (
     N_TERMS,
     REACH,
     SKIPPED,
+    TERMS_TRUNCATION,
     TRUNCATION,
     _local_bounds,
     _power_terms,
@@ -20,11 +21,13 @@ from sknw._sums._fgt_terms import (
 
 
 def test_documented_constants():
-    # Truncated terms below 1e-16 of a box's weight, boxes beyond the reach
+    # Truncated terms below 1e-14 of a box's weight, boxes beyond the reach
     # below 1e-30 of theirs (the figures the docstrings give); the fewest
     # terms that reach it.
-    assert TRUNCATION <= 1e-16 < _truncation(N_TERMS - 1)
-    assert _local_bounds(0)[0] <= 1e-16 < _taylor_truncation(N_LOCAL - 1)
+    assert TERMS_TRUNCATION == 1e-14
+    assert (N_TERMS, N_LOCAL) == (19, 20)
+    assert TRUNCATION <= 1e-14 < _truncation(N_TERMS - 1)
+    assert _local_bounds(0)[0] <= 1e-14 < _taylor_truncation(N_LOCAL - 1)
     assert SKIPPED <= 1e-30
     assert REACH == 12.5
 
