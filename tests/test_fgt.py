@@ -138,7 +138,7 @@ def test_equals_brute_with_weights_and_outputs(bandwidth, offset):
 def test_queries_beyond_the_bound_are_summed_exactly():
     X, y = clustered(2000, seed=4)
     brute, fgt = fit_pair(X, y[:, 0], bandwidth=0.1)
-    # From about 5 standard deviations beyond the outlier at 30 (where its
+    # From 4.5 to 5 standard deviations beyond the outlier at 30 (where its
     # weight falls below the Hermite terms' bound times the tolerance), the
     # bound fails: these queries take the exact (shifted) sums.
     Q = np.array([[30.4], [30.5], [31.0], [1e3]])
