@@ -236,9 +236,10 @@ def _stack_pass(grids, heads, Vx, powers, sizes, out):
     values with the powers ``u**k / k!`` of its points' offsets, its sums
     the product of the same powers with its box's Taylor coefficients; both
     over chunks of segments (``sizes``: the elements of the powers kept, of
-    a chunk, and of a run of target boxes' windows). The powers are kept in
-    one array from the first product to the second where they fit (else
-    taken again, a chunk at a time, in one array), so that a pass allocates
+    a chunk, and of a run of target cells' moments and products). The
+    powers are kept in one array from the first product to the second where
+    they fit (else taken again, a chunk at a time, in one array), so that a
+    pass allocates
     few large arrays: fresh ones cost a page fault per 512 elements, about
     the time of the products on them."""
     n, c = Vx.shape
@@ -311,32 +312,38 @@ def _powers(u, size, buffer, at):
 def _translated(grids, first_box, n_boxes, moments, box_weight, powers, run_elements):
     """The sums ``G`` (``(N_LOCAL + powers, c, boxes)``) of the Hermite
     functions over each box's windows of each head (its source boxes'
-    ``moments``, ``(boxes, N_TERMS, c)``, translated: one product per run of
-    target cells whose windows hold ``run_elements``), and each box's bound
+    ``moments``, ``(boxes, N_TERMS, c)``, translated in runs of target cells
+    whose moments and products hold ``run_elements``), and each box's bound
     (``(boxes, powers + 1)``).
 
     Each target box takes the translations of the source boxes within
-    :func:`_inner_reach` boxes (its occupied windows only: the empty cells
-    of a run are not targets); the boxes beyond, up to the head's reach,
-    enter its bound with their whole terms (:func:`_ring_bounds`)."""
+    :func:`_inner_reach` boxes (:func:`_residue_products`); the boxes
+    beyond, up to the head's reach, enter its bound with their whole terms
+    (:func:`_ring_bounds`)."""
     c = moments.shape[2]
     xs = [(g.reach - np.arange(2 * g.reach + 1)) * g.width / g.sigma for g in grids]
     inner = [_inner_reach(g) for g in grids]
-    H, per_box = translation_terms(np.concatenate(xs), powers)
+    x = np.concatenate(xs)
+    H, per_box = translation_terms(x, powers)
+    # Each window beyond its head's inner reach: the ring's bounds.
+    ring = np.concatenate([
+        np.abs(np.arange(2 * g.reach + 1) - g.reach) > r
+        for g, r in zip(grids, inner, strict=True)
+    ])  # fmt: skip
+    per_box[:, ring] = _ring_bounds(x[ring], powers)
     first_x = np.cumsum([x.size for x in xs]) - xs[0].size
     G = np.empty((N_LOCAL + powers, c, moments.shape[0]))
     box_bound = np.empty((moments.shape[0], powers + 1))
     for i, grid in enumerate(grids):
         b0, reach, r = first_box[i], grid.reach, inner[i]
         x0, x1 = first_x[i], first_x[i] + xs[i].size
-        bounds_of = per_box[:, x0:x1].copy()
-        ring = np.abs(np.arange(2 * reach + 1) - reach) > r
-        bounds_of[:, ring] = _ring_bounds(xs[i][ring], powers)
         # Head i's coefficients of its inner windows (offsets reach - r to
         # reach + r of the grid's 2 reach + 1), a row (i, k) per window and
-        # term, as the gathered windows' columns.
+        # term.
         tables = translation_tables(H[:, x0 + reach - r : x0 + reach + r + 1], powers)
-        run = max(1, run_elements // (c * tables.shape[1]))
+        windows = 2 * r + 1
+        per_cell = c * (N_TERMS + tables.shape[0])
+        run = max(1, run_elements // (per_cell * windows)) * windows
         for t0 in range(0, grid.span, run):
             t1 = min(t0 + run, grid.span)
             (lo, hi), on_grid, (a, b), at = _run_boxes(grid, n_boxes[i], t0, t1)
@@ -344,30 +351,47 @@ def _translated(grids, first_box, n_boxes, moments, box_weight, powers, run_elem
                 continue
             lo, hi = b0 + lo, b0 + hi
             span = t1 - t0
-            dense = np.zeros((c, span + 2 * reach, N_TERMS))
-            dense[:, on_grid, :] = moments[lo:hi].transpose(2, 0, 1)
-            # Row (c, t) of the windows: dense[c, t + reach - r + i, k] in
-            # columns (i, k), one contiguous block of the flat cells (cell
-            # c * cells + t + reach - r), of the occupied targets t only
-            # (indexing the first axis: a contiguous copy; np.take copies
-            # such blocks many times slower beyond about a megabyte).
-            cells = span + 2 * reach
-            flat = dense.reshape(-1)[(reach - r) * N_TERMS :]
-            rows = (c - 1) * cells + span  # to the last target's, in dense
-            view = np.lib.stride_tricks.as_strided(
-                flat, (rows, tables.shape[1]), (N_TERMS * flat.itemsize, flat.itemsize),
-                writeable=False,
-            )  # fmt: skip
             targets = np.arange(span)[at]
-            windows = view[(np.arange(c)[:, None] * cells + targets).ravel()]
-            nt = targets.size
-            sums = windows @ tables.T
-            G[:, :, b0 + a : b0 + b] = sums.reshape(c, nt, -1).transpose(2, 0, 1)
+            G[:, :, b0 + a : b0 + b] = _residue_products(
+                moments[lo:hi], on_grid, span, reach, r, tables, targets
+            )
             placed = np.zeros(span + 2 * reach)
             placed[on_grid] = box_weight[lo:hi]
-            bounds = _windows(placed, 2 * reach + 1, axis=0) @ bounds_of.T
+            bounds = _windows(placed, 2 * reach + 1, axis=0) @ per_box[:, x0:x1].T
             box_bound[b0 + a : b0 + b] = bounds[at]
     return G, box_bound
+
+
+def _residue_products(moments, on_grid, span, reach, inner, tables, targets):
+    """The products of ``tables`` with the windows of the ``targets`` among
+    the ``span`` target cells of a run (``(rows of tables, c, targets)``):
+    window ``i`` (``i < W = 2 inner + 1``) of target ``t`` is the source
+    cell ``t + reach - inner + i`` of the run's grid (``moments``,
+    ``(boxes, N_TERMS, c)``, at the cells ``on_grid`` from ``reach`` cells
+    before the run).
+
+    Laid out cell after cell (per column), the windows of the targets ``t =
+    q + W s`` (one residue ``q`` modulo ``W``) are consecutive rows of ``W
+    N_TERMS`` elements that do not overlap: each residue's product reads
+    them in place, as a matrix BLAS takes, so that no window is copied. The
+    empty cells are targets too (their products unused)."""
+    c = moments.shape[2]
+    windows = 2 * inner + 1
+    rows = -(-span // windows)  # per residue
+    # From the first window's cell, the residues' rows end W (rows + 1) - 1
+    # cells on, beyond the run's grid where the span is not a multiple of W.
+    cells = max(span + 2 * reach, reach - inner + windows * (rows + 1) - 1)
+    dense = np.zeros((c, cells, N_TERMS))
+    dense[:, on_grid, :] = moments.transpose(2, 0, 1)
+    flat = dense.reshape(-1)[(reach - inner) * N_TERMS :]
+    item = flat.itemsize
+    view = np.lib.stride_tricks.as_strided(
+        flat, (c, windows, rows, windows * N_TERMS),
+        (cells * N_TERMS * item, N_TERMS * item, windows * N_TERMS * item, item),
+        writeable=False,
+    )  # fmt: skip
+    products = np.matmul(view, tables.T)  # target q + W s in [:, q, s]
+    return products[:, targets % windows, targets // windows].transpose(2, 0, 1)
 
 
 def _inner_reach(grid):
