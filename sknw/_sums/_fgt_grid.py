@@ -239,9 +239,8 @@ def _stack_pass(grids, heads, Vx, powers, sizes, out):
     a chunk, and of a run of target cells' moments and products). The
     powers are kept in one array from the first product to the second where
     they fit (else taken again, a chunk at a time, in one array), so that a
-    pass allocates
-    few large arrays: fresh ones cost a page fault per 512 elements, about
-    the time of the products on them."""
+    pass allocates few large arrays: fresh ones cost a page fault per 512
+    elements, about the time of the products on them."""
     n, c = Vx.shape
     size = grids[0].segment
     n_boxes = np.array([grid.starts.size for grid in grids])
