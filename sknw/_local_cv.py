@@ -372,29 +372,36 @@ def _line_fits(est, X, V, w, kept, scaled, split, items, spread, preds, level):
     cancellation. Their estimates go into ``preds[i]`` (``level``: the
     targets' mid-range and scale). Returns ``{i: (points, centres)}``: the
     points still left to the exact path and where their frames start
-    (their windows' means, as found)."""
-    out, state = {}, []
+    (their windows' means, as found).
+
+    The items' points are laid end to end (``owner``: each one's item), so
+    that each step is a few array operations for all of them."""
+    sizes = [points.size for _, points, _, _ in items]
+    owner = np.repeat(np.arange(len(items)), sizes)
+    points = np.concatenate([points for _, points, _, _ in items])
+    means = np.concatenate([means for _, _, means, _ in items])
+    n_positive = np.concatenate([
+        np.broadcast_to(n, (size,))
+        for (*_, n), size in zip(items, sizes, strict=True)
+    ])  # fmt: skip
+    centres = np.where(np.isfinite(means), means, X[points, 0])
+    served = np.zeros(points.size, dtype=bool)
+    estimate = np.full((points.size, V.shape[1]), np.nan)
     train_params = _line_params(est, X, V, w, kept, split)
-    for i, points, means, n in items:
-        centres = np.where(np.isfinite(means), means, X[points, 0])
-        served = np.zeros(points.size, dtype=bool)
-        estimate = np.full((points.size, V.shape[1]), np.nan)
-        state.append((i, points, centres, n, served, estimate))
-    todo = [np.arange(s[1].size) for s in state]
+    todo = np.arange(points.size)
     for _ in range(2):
-        passes = _line_passes(X, train_params, scaled, state, todo)
-        todo = [rows[:0] for rows in todo]
+        passes = _line_passes(X, train_params, scaled, items, owner, points,
+                              centres, todo)  # fmt: skip
         if not passes:
             break
         fits = _joint_fits(
-            [(line, None, state[k][3][rows] if np.ndim(state[k][3]) else state[k][3])
-             for k, rows, line, _ in passes],
+            [(line, None, n_positive[rows]) for rows, line, *_ in passes],
             est, spread, [offsets for *_, offsets in passes],
         )  # fmt: skip
-        for (k, rows, line, _), (fit_estimate, fit_served) in zip(
+        todo = []
+        for (rows, line, scale, _), (fit_estimate, fit_served) in zip(
             passes, fits, strict=True
         ):
-            i, points, centres, _, served, estimate = state[k]
             estimate[rows[fit_served]] = fit_estimate[fit_served]
             served[rows] |= fit_served
             # Not served, and the window's mean over a spread from the
@@ -404,12 +411,19 @@ def _line_fits(est, X, V, w, kept, scaled, split, items, spread, preds, level):
                 m1 = S[:, 1, -1] / S[:, 0, -1]
                 far = ~fit_served & np.isfinite(m1)
                 far &= ~(m1 * m1 <= S[:, 2, -1] / S[:, 0, -1] - m1 * m1)
-            mean = _window_means(line, far, centres[rows[far], None], scaled[i][0])
-            centres[rows[far]] = mean
-            todo[k] = rows[far]
-    for i, points, centres, _, served, estimate in state:
-        preds[i][points[served]] = (estimate[served] + level[0]) * level[1]
-        out[i] = (points[~served], centres[~served])
+            centres[rows[far]] = _window_means(
+                line, far, centres[rows[far], None], scale
+            )
+            todo.append(rows[far])
+        todo = np.sort(np.concatenate(todo))
+    out = {}
+    cuts = np.cumsum(sizes)[:-1]
+    for (i, *_), mine, done, got, at in zip(
+        items, np.split(points, cuts), np.split(served, cuts),
+        np.split(estimate, cuts), np.split(centres, cuts), strict=True,
+    ):  # fmt: skip
+        preds[i][mine[done]] = (got[done] + level[0]) * level[1]
+        out[i] = (mine[~done], at[~done])
     return out
 
 
@@ -432,42 +446,35 @@ def _line_params(est, X, V, w, kept, split):
     return Xt, Vt, params
 
 
-def _line_passes(X, train_params, scaled, state, todo):
-    """``[(k, rows, moments, offsets)]``: the moments of
-    :func:`~sknw._sums.line_moments` of the rows ``todo[k]`` of each state
-    ``k`` of :func:`_line_fits` (its candidate's points about their
-    centres), from one call per scale and kernel (each row with its
-    candidate's divisor); none for the states the call does not decide."""
+def _line_passes(X, train_params, scaled, items, owner, points, centres, todo):
+    """``[(rows, moments, scale, offsets)]``: the moments of
+    :func:`~sknw._sums.line_moments` of the points ``points[todo]`` (of the
+    items ``owner[todo]`` of :func:`_line_fits`) about their ``centres``,
+    from one call per scale and kernel (each row with its candidate's
+    divisor); none for the rows a call does not decide."""
     Xt, Vt, params = train_params
     groups = {}
-    for k, (i, *_) in enumerate(state):
-        if todo[k].size:
-            scale, head = scaled[i]
-            groups.setdefault((id(scale), head.kernel), []).append(k)
+    for k, (i, *_) in enumerate(items):
+        scale, head = scaled[i]
+        groups.setdefault((id(scale), head.kernel), []).append(k)
+    key = np.empty(len(items), dtype=np.intp)
+    for g, members in enumerate(groups.values()):
+        key[members] = g
+    divisor = np.array([float(scaled[i][1].divisor) for i, *_ in items])
     out = []
-    for members in groups.values():
-        scale, head = scaled[state[members[0]][0]]
-        points = np.concatenate([state[k][1][todo[k]] for k in members])
-        centres = np.concatenate([state[k][2][todo[k]] for k in members])
-        divisors = np.concatenate([
-            np.full(todo[k].size, float(scaled[state[k][0]][1].divisor))
-            for k in members
-        ])  # fmt: skip
-        sub = {**params, "self_index": points} if params.get("exclude_self") else params
-        line, offsets = line_moments(
-            X[points], centres, Xt, Vt, Head(head.kernel, divisors), 2, scale=scale,
-            **sub,
-        )  # fmt: skip
-        if line is None:  # the exact path's
+    for g, members in enumerate(groups.values()):
+        rows = todo[key[owner[todo]] == g]
+        if not rows.size:
             continue
-        a = 0
-        for k in members:
-            b = a + todo[k].size
-            part = MomentSums(line.sums[a:b], line.bound[a:b],
-                              None if line.counts is None else line.counts[a:b],
-                              line.unit[a:b])  # fmt: skip
-            out.append((k, todo[k], part, offsets[a:b]))
-            a = b
+        scale, head = scaled[items[members[0]][0]]
+        at = points[rows]
+        sub = {**params, "self_index": at} if params.get("exclude_self") else params
+        line, offsets = line_moments(
+            X[at], centres[rows], Xt, Vt, Head(head.kernel, divisor[owner[rows]]), 2,
+            scale=scale, **sub,
+        )  # fmt: skip
+        if line is not None:  # else the exact path's
+            out.append((rows, line, scale, offsets))
     return out
 
 
