@@ -113,11 +113,16 @@ def _brute_moments(x, v, w, kept, sigma, powers=2):
 
 
 @pytest.mark.parametrize("kept_share", [None, 0.5])
-def test_grid_moments_hold_within_their_bound(kept_share):
+@pytest.mark.parametrize("shuffled", [False, True])
+def test_grid_moments_hold_within_their_bound(kept_share, shuffled):
     """Through the dispatcher, leave-one-out of every point (with frequency
-    weights keeping part of each point's own weight): every query's sums
-    within their bound of the brute-force ones, in standard deviations."""
+    weights keeping part of each point's own weight), the points sorted or
+    not: every query's sums within their bound of the brute-force ones, in
+    standard deviations."""
     x, v, w = _data(700, 1)
+    if shuffled:
+        perm = np.random.default_rng(2).permutation(x.size)
+        x, v, w = x[perm], v[perm], w[perm]
     kept = None if kept_share is None else kept_share * w
     X, V = x[:, None], v[:, None]
     request = FitRequest(

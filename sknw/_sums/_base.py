@@ -668,18 +668,27 @@ class MomentSums:
     unit: float
 
 
-def leave_own_term_out(sums, bound, own, V, k0, **params):
+def own_terms(own, V, k0, **params):
+    """Each query's own term (queries ``own``, the training points they
+    are): ``k0`` (the kernel at 0) times the weight leaving out removes, and
+    that times its values, ``(removed (m,), values (m, k))``."""
+    removed = k0 * removed_weight(
+        own, params.get("sample_weight"), params.get("self_weight")
+    )
+    return removed, removed[:, None] * V[own]
+
+
+def leave_own_term_out(sums, bound, own, V, k0, terms=None, **params):
     """Subtract from the moments of order 0 (``sums`` (m, powers + 1, k + 1)
     and their ``bound`` (m, powers + 1)) each query's own term, ``k0`` (the
     kernel at 0) times the weight leaving out removes: only the order-0
     moments hold it (its offset is 0). The bound takes the rounding of the
-    subtraction."""
-    removed = removed_weight(
-        own, params.get("sample_weight"), params.get("self_weight")
-    )
+    subtraction. ``terms``: the own terms of :func:`own_terms`, where
+    several heads share them (None: found)."""
+    removed, values = own_terms(own, V, k0, **params) if terms is None else terms
     bound[:, 0] += 2 * _EPS64 * np.abs(sums[:, 0, -1])
-    sums[:, 0, :-1] -= (k0 * removed)[:, None] * V[own]
-    sums[:, 0, -1] -= k0 * removed
+    sums[:, 0, :-1] -= values
+    sums[:, 0, -1] -= removed
 
 
 class Backend:

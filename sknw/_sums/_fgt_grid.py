@@ -44,6 +44,7 @@ from ._base import (
     leave_own_term_out,
     line_offsets,
     line_origin,
+    own_terms,
     placed_rows,
     shared_value,
     working_elements,
@@ -159,14 +160,20 @@ def grid_moments(request, heads, powers, **params):
         x[order], _weighted_values(V, w, order), sigmas, powers, request.tile_elements
     )
     n, own = x.size, np.arange(x.size)
+    terms = own_terms(own, V, 1.0, **params)  # the same for every head
+    in_order = np.array_equal(order, own)  # the points sorted already
     out = []
     for sigma, sums in zip(sigmas, got, strict=True):
         if sums is None:
             out.append(None)
             continue
-        acc = placed_rows(sums[0], order, n)
-        bound = placed_rows(sums[1], order, n, np.inf)
-        leave_own_term_out(acc, bound, own, V, 1.0, **params)
+        acc, bound = sums
+        if not in_order:
+            acc, bound = (
+                placed_rows(acc, order, n),
+                placed_rows(bound, order, n, np.inf),
+            )
+        leave_own_term_out(acc, bound, own, V, 1.0, terms=terms)
         out.append(MomentSums(acc, bound, None, float(sigma)))
     return out
 
