@@ -372,12 +372,17 @@ def _line_solution(A, cols, Zq, min_eigenvalue, few, to_bandwidth, max_leverage)
     cov = second - mz * mz
     cross = A[:, cols[2] : cols[3]] - mz[:, None] * mean_y
     finite = np.isfinite(cov)
-    t = np.ones(1) if to_bandwidth is None else np.asarray(to_bandwidth, float)
-    t1 = np.broadcast_to(t, (m, 1))[:, 0]
-    t2 = t1 * t1
-    scaled = np.where(finite, cov, 0.0) * t2
+    scaled = np.where(finite, cov, 0.0)
     with np.errstate(invalid="ignore"):
-        trace = np.where(finite, second, 0.0) * t2
+        trace = np.where(finite, second, 0.0)
+    t1 = t2 = None  # in bandwidth units already: no scaling
+    if to_bandwidth is not None:
+        t = np.asarray(to_bandwidth, float)
+        t1 = np.broadcast_to(t, (m, 1))[:, 0]
+        t2 = t1 * t1
+        scaled *= t2
+        with np.errstate(invalid="ignore"):
+            trace *= t2
     rounding = COVARIANCE_ROUNDING * _EPS * trace
     dz = mz - Zq[:, 0]
     singular = ~(scaled > 0) | ~(scaled > np.maximum(min_eigenvalue * scaled, rounding))
@@ -394,12 +399,12 @@ def _line_solution(A, cols, Zq, min_eigenvalue, few, to_bandwidth, max_leverage)
     limit = np.inf if max_leverage is None else max_leverage - 1.0
     over = np.flatnonzero(ok & (distance > limit))
     if over.size:
-        t_over = t1[over]
+        t_over = 1.0 if t1 is None else t1[over]
         lift = ridge_to_leverage(
             scaled[over][:, None, None], (dz[over] * t_over)[:, None],
             max_leverage - 1.0,
         )  # fmt: skip
-        ridge[over] = lift / t2[over]
+        ridge[over] = lift if t2 is None else lift / t2[over]
         cov = cov.copy()
         cov[over] += ridge[over]
         a[over] = dz[over] / cov[over]
@@ -692,7 +697,7 @@ def query_centred_fit(
         A = A.T
         e = np.divide(bound.T, S0, out=np.empty(bound.shape[::-1])).T
     positive = S0 > 0
-    A[~positive] = 0.0
+    np.copyto(A.T, 0.0, where=~positive)  # the rows of no weight
     counts = moments.counts
     few = np.zeros(m, dtype=bool)
     if counts is not None:
@@ -711,27 +716,31 @@ def query_centred_fit(
         e0, e1, e2 = e[:, 0], e[:, 1], e[:, 2]
         # Beyond a relative error of 1/2 in the weight sum, no bound.
         g = np.where(e0 < 0.5, 1.0 / (1.0 - e0), np.inf)
-        dm1 = (e1 + np.abs(m1) * e0) * g
+        abs_m1, abs_a0 = np.abs(m1), np.abs(a0)
+        dm1 = (e1 + abs_m1 * e0) * g
         dm2 = (e2 + np.abs(m2) * e0) * g
-        da0 = (e0[:, None] * vmax + np.abs(a0) * e0[:, None]) * g[:, None]
+        da0 = (e0[:, None] * vmax + abs_a0 * e0[:, None]) * g[:, None]
         da1 = (e1[:, None] * vmax + np.abs(a1) * e0[:, None]) * g[:, None]
         var = m2 - m1 * m1
-        dvar = dm2 + 2 * np.abs(m1) * dm1 + dm1 * dm1
+        dvar = dm2 + 2 * abs_m1 * dm1 + dm1 * dm1
         c = a1 - m1[:, None] * a0
-        dc = da1 + (np.abs(m1) * da0.T).T + np.abs(a0) * dm1[:, None]
+        abs_c = np.abs(c)
+        dc = da1 + (abs_m1 * da0.T).T + abs_a0 * dm1[:, None]
         dc += dm1[:, None] * da0
         low = var - dvar
         # The query's offset from the window's mean, and its error.
-        off, doff = np.abs(m1 - zq), dm1 + 2 * _EPS * np.abs(zq)
-        slope = off[:, None] * np.abs(c) / var[:, None]
+        off, doff = abs_m1, dm1  # about the query itself
+        if offsets is not None:
+            off, doff = np.abs(m1 - zq), dm1 + 2 * _EPS * np.abs(zq)
+        slope = off[:, None] * abs_c / var[:, None]
         error = (
             da0
-            + (doff[:, None] * np.abs(c) + off[:, None] * dc + doff[:, None] * dc)
+            + (doff[:, None] * abs_c + off[:, None] * dc + doff[:, None] * dc)
             / low[:, None]
         )
         error += slope * (dvar / low)[:, None]
         # The solve's own rounding: a few units of the terms it sums.
-        error += 16 * _EPS * (np.abs(a0) + slope + vmax)
+        error += 16 * _EPS * (abs_a0 + slope + vmax)
     # Too few points: the local-constant estimate a0, whose error is d_a0.
     error = np.where(few[:, None], da0, error)
     error[~sol.ok & ~few] = np.inf
