@@ -47,11 +47,12 @@ FRAME_ROUNDING = 1e-10
 
 #: The local fits of a search's candidates are solved together, as many
 #: candidates at once as make this many rows (one at a time from this many
-#: points on): each fit's fixed cost, about 60 array operations, is then paid
-#: once for several candidates where the points are few. Measured at 2000
-#: points (best of 12 runs taken in turn): 8 % faster than one at a time with
-#: 8192 or 16384 rows, 10 % slower with 65536 (arrays beyond the caches).
-FIT_ROWS = 1 << 13
+#: points on): each fit's fixed cost, about 100 array operations, is then
+#: paid once for several candidates where the points are few. Measured on
+#: the 60000 rows of a search at 2000 points: 2.95 ms in chunks of 16384
+#: rows, 3.37 ms of 8192, 4.36 ms of 4096, 3.09 ms of 65536 (arrays beyond
+#: the caches).
+FIT_ROWS = 1 << 14
 
 #: The moments of a search's candidates are summed for as many candidates at
 #: once as make this many rows (one at a time from this many points on):
