@@ -263,3 +263,21 @@ def test_search_scores_equal_those_of_each_heads_own_pass(monkeypatch):
         rtol=1e-10,
     )
     assert_allclose(stacked.bandwidth_, own.bandwidth_, rtol=1e-9)
+
+
+@pytest.mark.parametrize("n_boxes", [10, 600])
+def test_box_sums_add_each_boxs_segments(n_boxes):
+    """Each box's moments are the sums of its segments' (by reduceat up to
+    FEW_BOXES boxes, by a sparse product beyond), boxes of one segment and
+    of several."""
+    assert 10 <= _fgt_grid.FEW_BOXES < 600
+    rng = np.random.default_rng(4)
+    counts = rng.integers(1, 5, n_boxes)
+    first = np.cumsum(counts) - counts
+    moments = rng.normal(size=(counts.sum(), 19, 2))
+    want = np.stack([
+        moments[a : a + k].sum(axis=0) for a, k in zip(first, counts, strict=True)
+    ])  # fmt: skip
+    got = _fgt_grid._box_sums(moments, first)
+    assert got.shape == want.shape
+    assert_allclose(got, want, rtol=1e-14, atol=1e-14)

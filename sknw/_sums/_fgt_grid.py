@@ -37,6 +37,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.sparse import csr_matrix
 
 from ._base import (
     MomentSums,
@@ -92,6 +93,10 @@ POINT_ELEMENTS = 8
 #: of 5, 20, 60 and 400 points on average: 8, 32, 32 and 32 points took
 #: 0.45 to 0.6 of the time of one product per box or of Horner's rule.
 SEGMENT_POINTS = ((10.0, 8), (20.0, 16), (math.inf, 32))
+#: A stacked pass sums the moments of the segments of up to this many boxes
+#: by ``np.add.reduceat``, of more by one sparse product (see
+#: :func:`_box_sums`).
+FEW_BOXES = 256
 #: The translations of a stacked pass take the source boxes within this
 #: many standard deviations of a target box; the boxes beyond, up to
 #: ``REACH``, enter its bound with their whole terms, about ``e**-40`` of
@@ -275,7 +280,7 @@ def _stack_pass(grids, heads, Vx, powers, sizes, out):
         P = _powers(u[s0 * size : s1 * size], size, buffer, s0 * size if keep else 0)
         np.matmul(P[:, :N_TERMS], values, out=moments[s0:s1])
         p0 = p1
-    moments = np.add.reduceat(moments, first_seg, axis=0)  # (boxes, k, c)
+    moments = _box_sums(moments, first_seg)  # (boxes, k, c)
     box_weight = moments[:, 0, -1]
     G, box_bound = _translated(grids, first_box, n_boxes, moments, box_weight,
                                powers, sizes[2])  # fmt: skip
@@ -301,6 +306,22 @@ def _stack_pass(grids, heads, Vx, powers, sizes, out):
     bound = np.repeat(box_bound, counts, axis=0)
     for i, h in enumerate(heads):
         out[h] = (sums[i * n : (i + 1) * n], bound[i * n : (i + 1) * n])
+
+
+def _box_sums(moments, first):
+    """Each box's moments, the sums of its segments' (``moments``,
+    ``(segments, ...)``; ``first``: each box's first segment, increasing):
+    ``np.add.reduceat`` over the first axis for up to :data:`FEW_BOXES`
+    boxes, else one sparse product (measured on 2400 segments of 2336
+    boxes: 0.10 ms against 0.32 ms; on 300 of 10 boxes, 0.041 against
+    0.009 ms, the sparse matrix's fixed cost)."""
+    if first.size <= FEW_BOXES:
+        return np.add.reduceat(moments, first, axis=0)
+    n = moments.shape[0]
+    boxes = csr_matrix(
+        (np.ones(n), np.arange(n), np.append(first, n)), shape=(first.size, n)
+    )
+    return (boxes @ moments.reshape(n, -1)).reshape((first.size,) + moments.shape[1:])
 
 
 def _powers(u, size, buffer, at):
