@@ -82,9 +82,9 @@ STACK_TILES = 64
 #: this many tiles: each chunk costs about 30 array operations, and larger
 #: ones leave the caches (measured at 2000 points: 20 % slower in one chunk).
 SEGMENT_TILES = 4
-#: Elements per point of a stacked pass's arrays: its box and offset, its
-#: padded offset and place, and its box's bounds (and per box, a segment's
-#: padding).
+#: Elements per point of a stacked pass's arrays, beyond its values: its box
+#: and offset, its padded offset and place, and its box's bounds (and per
+#: box, a segment's padding).
 POINT_ELEMENTS = 8
 #: Points per segment of a box, by the boxes' mean number of points (up
 #: to each bound): a stacked pass cuts each box into segments of this many
@@ -205,7 +205,8 @@ def stacked_moment_sums(x, Vx, sigmas, powers, tile_elements):
         if grid is None:
             continue
         boxes = grid.starts.size
-        need = POINT_ELEMENTS * n + (_box_elements(powers, c) + grid.segment) * boxes
+        per_box = _box_elements(powers, c) + grid.segment
+        need = (POINT_ELEMENTS + c) * n + per_box * boxes
         if need > budget:
             continue  # its own pass, in runs of boxes
         if stack and (used + need > budget or grids[0].segment != grid.segment):
@@ -262,6 +263,9 @@ def _stack_pass(grids, heads, Vx, powers, sizes, out):
     seg_box, first_seg, place = _segments(counts, size)
     u = np.zeros(seg_box.size * size)
     u[place] = np.concatenate([g.offsets for g in grids])
+    # Each place's values (every head's points in order), one row a column.
+    values = np.zeros((c, u.size))
+    values[:, place] = np.tile(Vx.T, len(grids))
     # The powers serve both products: kept from the first where they fit.
     keep = N_POWERS * u.size <= sizes[0]
     step = max(1, sizes[1] // (size * (N_POWERS + (powers + 1) * c)))
@@ -270,16 +274,10 @@ def _stack_pass(grids, heads, Vx, powers, sizes, out):
     ends = np.searchsorted(place, [s1 * size for _, s1 in chunks])
     moments = np.empty((seg_box.size, N_TERMS, c))
     buffer = np.empty((N_POWERS, u.size if keep else step * size))
-    p0 = 0
-    for (s0, s1), p1 in zip(chunks, ends, strict=True):
-        values = np.zeros((c, (s1 - s0) * size))  # a column at a time
-        rows = np.arange(p0, p1) % n
-        for j in range(c):
-            values[j, place[p0:p1] - s0 * size] = Vx[rows, j]
-        values = values.reshape(c, s1 - s0, size).transpose(1, 2, 0)
+    for s0, s1 in chunks:
         P = _powers(u[s0 * size : s1 * size], size, buffer, s0 * size if keep else 0)
-        np.matmul(P[:, :N_TERMS], values, out=moments[s0:s1])
-        p0 = p1
+        chunk = values[:, s0 * size : s1 * size].reshape(c, s1 - s0, size)
+        np.matmul(P[:, :N_TERMS], chunk.transpose(1, 2, 0), out=moments[s0:s1])
     moments = _box_sums(moments, first_seg)  # (boxes, k, c)
     box_weight = moments[:, 0, -1]
     G, box_bound = _translated(grids, first_box, n_boxes, moments, box_weight,
