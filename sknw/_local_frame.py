@@ -3,7 +3,7 @@ are taken in and the small least-squares problems solved from them."""
 
 import math
 from dataclasses import dataclass
-from itertools import combinations_with_replacement
+from itertools import accumulate, combinations_with_replacement
 
 import numpy as np
 
@@ -162,7 +162,7 @@ def column_bounds(d, k, squares=False):
     """The column bounds of the blocks of :func:`moment_columns` for ``d``
     coordinates (monomials) and ``k`` outputs."""
     widths = [k, d, d * k, d * (d + 1) // 2] + ([k] if squares else [])
-    return np.cumsum([0] + widths)
+    return tuple(accumulate(widths, initial=0))
 
 
 #: Rounding in the local covariance (differences of kernel-weighted moments)
@@ -744,8 +744,10 @@ def query_centred_fit(
     # Too few points: the local-constant estimate a0, whose error is d_a0.
     error = np.where(few[:, None], da0, error)
     error[~sol.ok & ~few] = np.inf
+    thin = None
     if offsets is not None and max_leverage is not None:
         thin = ~sol.ok & ~few & positive
+    if thin is not None and thin.any():
         error[thin] = _thin_error(
             off[thin], doff[thin], var[thin], dvar[thin], da0[thin], a0[thin],
             vmax, max_leverage - 1.0,
