@@ -163,12 +163,14 @@ def _fast_passes(est, accepted, X, V, w, kept, shape, cands, scaled, splits,
                 part = served_now[f0 : f0 + per_fit]
                 fits = _joint_fits([got[i] for i in part], est, spread)
                 for i, (estimate, served) in zip(part, fits, strict=True):
-                    rows = got[i][1]
-                    if train is None and served.all():  # every point, in order
-                        preds[i] = (estimate + level[0]) * level[1]
-                        continue
-                    preds[i][rows[served]] = (estimate[served] + level[0]) * level[1]
-                    if not served.all():
+                    every, pred = served.all(), preds[i]
+                    if train is None:  # every point, in order (NaN elsewhere)
+                        np.add(estimate, level[0], out=pred, where=served[:, None])
+                        pred *= level[1]
+                    else:
+                        rows = got[i][1][served]
+                        pred[rows] = (estimate[served] + level[0]) * level[1]
+                    if not every:
                         pending[s].append(_left(i, got[i], ~served, X, scaled[i]))
         preds_all.update(preds)
     return preds_all, pending
