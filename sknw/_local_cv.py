@@ -391,10 +391,11 @@ def _line_fits(est, X, V, w, kept, scaled, split, items, spread, preds, level):
     served = np.zeros(points.size, dtype=bool)
     estimate = np.full((points.size, V.shape[1]), np.nan)
     train_params = _line_params(est, X, V, w, kept, split)
+    groups = _line_groups(scaled, items)
     todo = np.arange(points.size)
     for _ in range(2):
-        passes = _line_passes(X, train_params, scaled, items, owner, points,
-                              centres, todo)  # fmt: skip
+        passes = _line_passes(X, train_params, scaled, items, groups, owner,
+                              points, centres, todo)  # fmt: skip
         if not passes:
             break
         fits = _joint_fits(
@@ -449,27 +450,38 @@ def _line_params(est, X, V, w, kept, split):
     return Xt, Vt, params
 
 
-def _line_passes(X, train_params, scaled, items, owner, points, centres, todo):
-    """``[(rows, moments, scale, offsets)]``: the moments of
-    :func:`~sknw._sums.line_moments` of the points ``points[todo]`` (of the
-    items ``owner[todo]`` of :func:`_line_fits`) about their ``centres``,
-    from one call per scale and kernel (each row with its candidate's
-    divisor); none for the rows a call does not decide."""
-    Xt, Vt, params = train_params
+def _line_groups(scaled, items):
+    """The items of :func:`_line_fits` by scale and kernel: ``(members,
+    key, divisor)``, each group's items, each item's group and each item's
+    candidate's divisor."""
     groups = {}
     for k, (i, *_) in enumerate(items):
         scale, head = scaled[i]
         groups.setdefault((id(scale), head.kernel), []).append(k)
+    members = list(groups.values())
     key = np.empty(len(items), dtype=np.intp)
-    for g, members in enumerate(groups.values()):
-        key[members] = g
+    for g, ks in enumerate(members):
+        key[ks] = g
     divisor = np.array([float(scaled[i][1].divisor) for i, *_ in items])
+    return members, key, divisor
+
+
+def _line_passes(X, train_params, scaled, items, groups, owner, points, centres,
+                 todo):  # fmt: skip
+    """``[(rows, moments, scale, offsets)]``: the moments of
+    :func:`~sknw._sums.line_moments` of the points ``points[todo]`` (of the
+    items ``owner[todo]`` of :func:`_line_fits`) about their ``centres``,
+    from one call per scale and kernel (``groups`` of :func:`_line_groups`,
+    each row with its candidate's divisor); none for the rows a call does
+    not decide."""
+    Xt, Vt, params = train_params
+    members, key, divisor = groups
     out = []
-    for g, members in enumerate(groups.values()):
+    for g, ks in enumerate(members):
         rows = todo[key[owner[todo]] == g]
         if not rows.size:
             continue
-        scale, head = scaled[items[members[0]][0]]
+        scale, head = scaled[items[ks[0]][0]]
         at = points[rows]
         sub = {**params, "self_index": at} if params.get("exclude_self") else params
         line, offsets = line_moments(

@@ -4,6 +4,7 @@ are taken in and the small least-squares problems solved from them."""
 import math
 from dataclasses import dataclass
 from itertools import accumulate, combinations_with_replacement
+from typing import NamedTuple
 
 import numpy as np
 
@@ -710,8 +711,58 @@ def query_centred_fit(
         A, cols, 1, k, zq[:, None], min_eigenvalue, few=few,
         max_leverage=max_leverage,
     )  # fmt: skip
-    a0, m1, a1, m2 = A[:, :k], A[:, k], A[:, k + 1 : 2 * k + 1], A[:, -1]
     vmax = np.asarray(vmax, dtype=np.float64)
+    b = _centred_bounds(A, e, k, vmax, None if offsets is None else zq)
+    # Too few points: the local-constant estimate a0, whose error is d_a0.
+    error = np.where(few[:, None], b.da0, b.error)
+    error[~sol.ok & ~few] = np.inf
+    if offsets is not None and max_leverage is not None:
+        thin = ~sol.ok & ~few & positive
+        if thin.any():
+            error[thin] = _thin_error(
+                b.off[thin], b.doff[thin], b.var[thin], b.dvar[thin], b.da0[thin],
+                b.a0[thin], vmax, max_leverage - 1.0,
+            )  # fmt: skip
+    error[sol.ok & ~sol.ridged & ~(b.low > 0)] = np.inf
+    if sol.ridged.any():
+        r = sol.ridged
+        error[r] = _ridged_error(
+            b.a0[r], b.off[r], b.c[r], sol.a[r], b.var[r], b.da0[r], b.doff[r],
+            b.dc[r], b.dvar[r], vmax, max_leverage - 1.0,
+        )  # fmt: skip
+    served = (
+        positive
+        & sol.finite
+        & np.all(error <= QUERY_CENTRED_TOLERANCE * np.asarray(value_range), axis=1)
+    )
+    return QueryCentredFit(
+        sol.estimate, served, few & served, error, ridged=sol.ridged & served
+    )
+
+
+class _CentredBounds(NamedTuple):
+    """The terms of :func:`query_centred_fit`'s error bound (its docstring's
+    names; ``off`` and ``doff`` the query's offset from the window's mean
+    and its error) and the bound ``error`` of a solvable design."""
+
+    a0: np.ndarray
+    c: np.ndarray
+    da0: np.ndarray
+    dc: np.ndarray
+    var: np.ndarray
+    dvar: np.ndarray
+    low: np.ndarray
+    off: np.ndarray
+    doff: np.ndarray
+    error: np.ndarray
+
+
+def _centred_bounds(A, e, k, vmax, zq=None):
+    """The :class:`_CentredBounds` of the averages ``A`` of
+    :func:`query_centred_fit` and their relative errors ``e``, of ``k``
+    outputs (``vmax`` the largest ``|v|`` of each), about the queries
+    themselves or (``zq``) about centres at these offsets from them."""
+    a0, m1, a1, m2 = A[:, :k], A[:, k], A[:, k + 1 : 2 * k + 1], A[:, -1]
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         e0, e1, e2 = e[:, 0], e[:, 1], e[:, 2]
         # Beyond a relative error of 1/2 in the weight sum, no bound.
@@ -730,7 +781,7 @@ def query_centred_fit(
         low = var - dvar
         # The query's offset from the window's mean, and its error.
         off, doff = abs_m1, dm1  # about the query itself
-        if offsets is not None:
+        if zq is not None:
             off, doff = np.abs(m1 - zq), dm1 + 2 * _EPS * np.abs(zq)
         slope = off[:, None] * abs_c / var[:, None]
         error = (
@@ -741,32 +792,7 @@ def query_centred_fit(
         error += slope * (dvar / low)[:, None]
         # The solve's own rounding: a few units of the terms it sums.
         error += 16 * _EPS * (abs_a0 + slope + vmax)
-    # Too few points: the local-constant estimate a0, whose error is d_a0.
-    error = np.where(few[:, None], da0, error)
-    error[~sol.ok & ~few] = np.inf
-    thin = None
-    if offsets is not None and max_leverage is not None:
-        thin = ~sol.ok & ~few & positive
-    if thin is not None and thin.any():
-        error[thin] = _thin_error(
-            off[thin], doff[thin], var[thin], dvar[thin], da0[thin], a0[thin],
-            vmax, max_leverage - 1.0,
-        )  # fmt: skip
-    error[sol.ok & ~sol.ridged & ~(low > 0)] = np.inf
-    if sol.ridged.any():
-        r = sol.ridged
-        error[r] = _ridged_error(
-            a0[r], off[r], c[r], sol.a[r], var[r], da0[r], doff[r], dc[r], dvar[r],
-            vmax, max_leverage - 1.0,
-        )  # fmt: skip
-    served = (
-        positive
-        & sol.finite
-        & np.all(error <= QUERY_CENTRED_TOLERANCE * np.asarray(value_range), axis=1)
-    )
-    return QueryCentredFit(
-        sol.estimate, served, few & served, error, ridged=sol.ridged & served
-    )
+    return _CentredBounds(a0, c, da0, dc, var, dvar, low, off, doff, error)
 
 
 def _thin_error(off, doff, var, dvar, da0, a0, vmax, target):
