@@ -10,33 +10,19 @@ threads, so BLAS threads are not limited here.
 """
 
 import argparse
-import contextlib
 import multiprocessing as mp
 import time
 
 import numpy as np
 from _timing import best_time, print_table
 
-from sknw import NadarayaWatsonRegressor
-from sknw._sums import _dispatcher, _parallel
+from sknw import NadarayaWatsonRegressor, config_context
 
 
 def _busy(stop):
     x = np.linspace(0.0, 1.0, 1 << 16)
     while not stop.is_set():
         np.exp(x)
-
-
-@contextlib.contextmanager
-def blas_threads_left_alone():
-    """The core with the library's BLAS threads (its one-thread limit off),
-    for comparison."""
-    saved = _parallel.one_blas_thread
-    try:
-        _parallel.one_blas_thread = _dispatcher.one_blas_thread = contextlib.nullcontext
-        yield
-    finally:
-        _parallel.one_blas_thread = _dispatcher.one_blas_thread = saved
 
 
 def rows(quick):
@@ -47,7 +33,7 @@ def rows(quick):
     model = NadarayaWatsonRegressor(bandwidth=0.3).fit(X, y)
 
     def threaded():
-        with blas_threads_left_alone():
+        with config_context(blas_threads="inherit"):
             model.predict(Q)
 
     timings = {}

@@ -2,6 +2,7 @@
 
 from . import datasets, kernels
 from ._classification import NadarayaWatsonClassifier, NadarayaWatsonClassifierCV
+from ._config import config_context, get_config, set_config
 from ._dask import dask_predict
 from ._local_linear import LocalLinearRegressor
 from ._local_linear_cv import LocalLinearRegressorCV
@@ -34,7 +35,10 @@ __all__ = [
     "UndefinedDistanceError",
     "UndefinedStdWarning",
     "__version__",
+    "config_context",
     "dask_predict",
     "datasets",
+    "get_config",
     "kernels",
+    "set_config",
 ]

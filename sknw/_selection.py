@@ -54,7 +54,7 @@ from ._sums import (
     grid_sums,
     power_of_two_scale,
 )
-from ._sums._parallel import one_blas_thread
+from ._sums._parallel import core_blas_threads
 from ._validation import (
     NotBoolInterval,
     check_bandwidth,
@@ -450,11 +450,12 @@ class CVSelectionMixin:
         splitter takes the ``groups`` of fit. With discrete features the
         smoothing parameters are searched too (see :mod:`sknw._mixed`), the
         passes sharing the pair tables of the search's splits
-        (:class:`~sknw._sums.PairCache`), dropped at its end; on one BLAS
-        thread, as the core's sums (entered once, not once per pass)."""
+        (:class:`~sknw._sums.PairCache`), dropped at its end; on the core's
+        BLAS threads, as its sums (one by default, see :func:`sknw.set_config`;
+        entered once, not once per pass)."""
         self._pairs = None if self._discrete is None else PairCache()
         try:
-            with one_blas_thread():
+            with core_blas_threads():
                 self._search(X, V, y_score, w, kind, classes, finish, groups)
         finally:
             self.__dict__.pop("_pairs", None)

@@ -4,8 +4,10 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose
 from scipy.spatial.distance import cdist
+from threadpoolctl import threadpool_info
 
 from sknw._sums import TILE_ELEMENTS, _base
+from sknw.kernels import Kernel
 
 RTOL = 1e-12
 
@@ -61,3 +63,15 @@ def assert_sums_close(result, reference):
     factor = np.exp(np.where(other, M - np.where(other, M_ref, 0.0), 0.0))
     assert_allclose(den * factor, den_ref, rtol=RTOL)
     assert_allclose(S * factor[:, None], S_ref, rtol=RTOL, atol=1e-13)
+
+
+class RecordingKernel(Kernel):
+    """A Gaussian that records the BLAS threads in force while it is
+    evaluated (inside the core's sums)."""
+
+    seen = []
+
+    def __call__(self, u):
+        info = threadpool_info()
+        self.seen.extend(i["num_threads"] for i in info if i["user_api"] == "blas")
+        return np.exp(-0.5 * np.asarray(u, dtype=float) ** 2)

@@ -4,6 +4,7 @@ on one thread."""
 import numpy as np
 import pytest
 from _core_reference import (
+    RecordingKernel,
     _training_tiles_of_4096,  # noqa: F401  (autouse)
     make_data,
 )
@@ -11,7 +12,7 @@ from numpy.testing import assert_allclose
 from threadpoolctl import threadpool_info, threadpool_limits
 
 from sknw._sums import Head, _parallel, kernel_sums
-from sknw.kernels import Gaussian, Kernel, Triangular
+from sknw.kernels import Gaussian, Triangular
 
 
 def test_parallel_leave_one_out_equals_serial(monkeypatch):
@@ -27,18 +28,6 @@ def test_parallel_leave_one_out_equals_serial(monkeypatch):
         assert_allclose(S, S_ref, rtol=1e-12, atol=1e-14)
 
 
-class _RecordingKernel(Kernel):
-    """A Gaussian that records the BLAS threads in force while it is
-    evaluated (inside the core's sums)."""
-
-    seen = []
-
-    def __call__(self, u):
-        info = threadpool_info()
-        self.seen.extend(i["num_threads"] for i in info if i["user_api"] == "blas")
-        return np.exp(-0.5 * np.asarray(u, dtype=float) ** 2)
-
-
 @pytest.mark.parametrize("n_jobs", [None, 2])
 def test_the_sums_run_blas_on_one_thread(n_jobs):
     from sknw import NadarayaWatsonRegressor
@@ -46,21 +35,21 @@ def test_the_sums_run_blas_on_one_thread(n_jobs):
     rng = np.random.default_rng(0)
     X, Q = rng.normal(size=(300, 3)), rng.normal(size=(600, 3))
     y = X[:, 0]
-    _RecordingKernel.seen = []
+    RecordingKernel.seen = []
     reg = NadarayaWatsonRegressor(
-        kernel=_RecordingKernel(), bandwidth=0.5, n_jobs=n_jobs
+        kernel=RecordingKernel(), bandwidth=0.5, n_jobs=n_jobs
     )
     with threadpool_limits(limits=2, user_api="blas"):
         reg.fit(X, y).predict(Q)
         outside = [
             i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"
         ]
-    assert _RecordingKernel.seen and set(_RecordingKernel.seen) == {1}
+    assert RecordingKernel.seen and set(RecordingKernel.seen) == {1}
     # The threads in force outside the sums are left as they were.
     assert set(outside) <= {2} or not outside
 
 
-def test_nested_one_blas_thread_contexts_enter_the_limit_once(monkeypatch):
+def test_nested_core_blas_threads_contexts_enter_the_limit_once(monkeypatch):
     entered = []
     real = _parallel._controller()
 
@@ -76,14 +65,14 @@ def test_nested_one_blas_thread_contexts_enter_the_limit_once(monkeypatch):
 
     with threadpool_limits(limits=2, user_api="blas"):
         before = blas_threads()
-        with _parallel.one_blas_thread():
+        with _parallel.core_blas_threads():
             with pytest.raises(RuntimeError):
-                with _parallel.one_blas_thread():
+                with _parallel.core_blas_threads():
                     assert blas_threads() <= {1}
                     raise RuntimeError
-            with _parallel.one_blas_thread():  # still nested after the error
+            with _parallel.core_blas_threads():  # still nested after the error
                 assert blas_threads() <= {1}
         assert blas_threads() == before
-        with _parallel.one_blas_thread():  # a new outermost context
+        with _parallel.core_blas_threads():  # a new outermost context
             assert blas_threads() <= {1}
     assert entered == [{"limits": 1, "user_api": "blas"}] * 2

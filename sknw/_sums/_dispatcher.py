@@ -34,7 +34,7 @@ from ._cells import (
 )
 from ._dense import DenseBackend
 from ._fgt import FGTBackend
-from ._parallel import batch_bounds, one_blas_thread, parallel_batches
+from ._parallel import batch_bounds, core_blas_threads, parallel_batches
 from ._sorted import SortedBackend
 from ._tiles import TilesBackend
 from ._tree import TreeBackend
@@ -219,7 +219,7 @@ def backend_sums(name, index, Q, X, V, heads, *, n_jobs=None, **params):
     ):
         backend = BACKENDS[DENSE]
     try:
-        with one_blas_thread():
+        with core_blas_threads():
             return backend.sums(index, Q, X, V, heads, n_jobs=n_jobs, **params)
     except NaNDistanceError:
         raise nan_rows(
@@ -240,7 +240,7 @@ def grid_sums(
     cell by cell, each cell's continuous heads by this function."""
     if discrete_of(heads) is not None:
         if pairs is not None:
-            with one_blas_thread():  # as the backends (backend_sums)
+            with core_blas_threads():  # as the backends (backend_sums)
                 got = pairs(Q, X, V, heads, **params)
             if got is not None:
                 return got
@@ -327,7 +327,7 @@ def grid_local_moments(
             continue
         if not backend.grid_moments:
             return none  # the first that can serve sums each head alone
-        with one_blas_thread():
+        with core_blas_threads():
             got = backend.grid_moment_sums(
                 replace(request, auto=algorithm == "auto"), heads, powers, **params
             )
@@ -365,7 +365,7 @@ def local_moments(
 
     bounds = batch_bounds(Q.shape[0], n_jobs)
     if bounds is None:
-        with one_blas_thread():
+        with core_blas_threads():
             return batch(Q, {**params, "heads": [head]})
     parts = parallel_batches(batch, Q, bounds, {**params, "heads": [head]}, n_jobs)
     counts = None if parts[0].counts is None else [p.counts for p in parts]

@@ -9,6 +9,7 @@ from joblib import effective_n_jobs
 from sklearn.utils.parallel import Parallel, delayed
 from threadpoolctl import ThreadpoolController
 
+from .._config import get_config
 from ._base import NaNDistanceError, heads_rows
 
 #: Fewest queries per parallel batch.
@@ -21,8 +22,8 @@ def parallel_kernel_sums(Q, X, V, heads, *, n_jobs=None, sums=None, **params):
     The queries are split into one contiguous batch per worker; the batches
     run through scikit-learn's :class:`~sklearn.utils.parallel.Parallel`
     (threads preferred: numpy's ufuncs, ``cdist`` and BLAS release the GIL),
-    so ``joblib.parallel_config`` decides where they run. BLAS runs on one
-    thread, serially too (:func:`one_blas_thread`). ``n_jobs=None`` or 1, or
+    so ``joblib.parallel_config`` decides where they run. BLAS runs on the
+    core's threads, serially too (:func:`core_blas_threads`). ``n_jobs=None`` or 1, or
     too few queries, runs :func:`kernel_sums` directly. With
     ``exclude_self`` (``Q`` is ``X``), each batch knows its queries' own rows
     from its ``self_offset`` (or its part of ``self_index``).
@@ -31,7 +32,7 @@ def parallel_kernel_sums(Q, X, V, heads, *, n_jobs=None, sums=None, **params):
         from ._dense import kernel_sums as sums
     bounds = batch_bounds(Q.shape[0], n_jobs)
     if bounds is None:
-        with one_blas_thread():
+        with core_blas_threads():
             return sums(Q, X, V, heads, **params)
     # The heads go with the batch's parameters: per-query divisors are cut
     # with the queries (see batch_params).
@@ -71,7 +72,7 @@ def batch_params(params, a, b):
 
 def parallel_batches(fn, Q, bounds, params, n_jobs):
     """``[fn(Q[a:b], params of a:b), ...]`` over the batches, in parallel
-    (threads preferred, one BLAS thread each)."""
+    (threads preferred, each on the core's BLAS threads)."""
     return Parallel(n_jobs=n_jobs, prefer="threads")(
         delayed(_batch_call)(fn, Q[a:b], batch_params(params, a, b), int(a))
         for a, b in zip(bounds[:-1], bounds[1:], strict=True)
@@ -83,22 +84,24 @@ def _controller():
     return ThreadpoolController()
 
 
-#: How deep each thread is in :func:`one_blas_thread` contexts.
+#: How deep each thread is in :func:`core_blas_threads` contexts.
 _DEPTH = threading.local()
 
 
 @contextlib.contextmanager
-def one_blas_thread():
-    """A context in which BLAS runs on one thread.
+def core_blas_threads():
+    """A context in which BLAS runs on the core's threads: at most
+    ``blas_threads`` of :func:`~sknw.set_config` (one by default), or as the
+    process sets them where that is ``"inherit"``.
 
     The core's matrix products are small tile products, which gain little
     from BLAS threads and lose much when the machine is loaded (threads that
     wait for each other on busy cores): as scikit-learn's pairwise-distance
-    reductions do, the core computes on one BLAS thread and takes several
-    cores through ``n_jobs``. (The controller is made once: making one scans
-    the loaded libraries.) Within such a context of the same thread, another
-    one changes nothing and costs nothing (entering the controller's limit
-    takes tens of microseconds).
+    reductions do, the core computes on one BLAS thread by default and
+    takes several cores through ``n_jobs``. (The controller is made once:
+    making one scans the loaded libraries.) Within such a context of the
+    same thread, another one changes nothing and costs nothing (entering the
+    controller's limit takes tens of microseconds).
     """
     depth = getattr(_DEPTH, "n", 0)
     if depth:
@@ -108,7 +111,12 @@ def one_blas_thread():
         finally:
             _DEPTH.n = depth
         return
-    with _controller().limit(limits=1, user_api="blas"):
+    limit = get_config()["blas_threads"]
+    if limit == "inherit":
+        context = contextlib.nullcontext()
+    else:
+        context = _controller().limit(limits=limit, user_api="blas")
+    with context:
         _DEPTH.n = 1
         try:
             yield
@@ -117,9 +125,9 @@ def one_blas_thread():
 
 
 def _batch_call(fn, Q, params, first=0):
-    """One batch (queries from ``first`` on), with one BLAS thread."""
+    """One batch (queries from ``first`` on), on the core's BLAS threads."""
     try:
-        with one_blas_thread():
+        with core_blas_threads():
             return fn(Q, params)
     except NaNDistanceError as exc:
         raise exc.shifted(first) from None
