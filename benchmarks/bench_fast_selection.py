@@ -16,9 +16,11 @@ sizes, ``--only GROUP`` for some rows). One BLAS thread. Rows:
 - ``NadarayaWatsonRegressorCV`` in 3-D over its default 30 bandwidths,
   relative to a bare ``np.exp`` over ``n**2`` elements (goal: at most 10),
   and the same search with the dense passes only (``algorithm="brute"``);
-- ``NadarayaWatsonRegressor`` predict in 3-D by the tiles backend (tiles of
-  training points beyond each query's reach skipped), relative to the dense
-  sums, at 0.25 to 1 times the per-feature bandwidths the search selects;
+- ``NadarayaWatsonRegressor`` predict and ``standard_error`` in 3-D by the
+  tiles backend (tiles of training points beyond each query's reach
+  skipped; for the standard errors, each of their two heads, the kernel and
+  its square), relative to the dense sums, at 0.25 to 1 times the
+  per-feature bandwidths the search selects;
 - ``NadarayaWatsonRegressorCV`` in 2-D and 3-D at 2000 and 5000 points
   (leave-one-out of every point by pairs of tiles from 1500 points),
   relative to the same search with the dense passes only, and
@@ -42,6 +44,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import warnings
 
 import numpy as np
 from _timing import best_time, exp_time, print_table, timed
@@ -156,6 +159,20 @@ def several_feature_rows(n, m):
                 "dense predict",
                 t_tiles / t_dense,
                 f"{t_tiles:.2f} s; max |diff| {np.max(np.abs(got - ref)):.1e}",
+            )
+        )
+        # Standard errors: the kernel and its square, each over the tiles.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # queries of undefined error
+            t_tiles, got = timed(lambda e=tiles: e.standard_error(Q))
+            t_dense, ref = timed(lambda e=dense: e.standard_error(Q))
+        rel = np.nanmax(np.abs(got - ref) / np.abs(ref))
+        rows.append(
+            (
+                f"tiles standard_error 3-D, n=m={m}, h={factor}x chosen",
+                "dense standard_error",
+                t_tiles / t_dense,
+                f"{t_tiles:.2f} s; max relative diff {rel:.1e}",
             )
         )
     return rows

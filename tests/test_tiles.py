@@ -17,6 +17,7 @@ from sknw import (
     NadarayaWatsonRegressorCV,
 )
 from sknw._sums import FitRequest, Head, kernel_sums
+from sknw._sums import _tiles as tiles_module
 from sknw._sums._tiles import (
     AUTO_MIN_POINTS,
     TILE_ROWS,
@@ -26,7 +27,8 @@ from sknw._sums._tiles import (
     kd_order,
     tiles_kernel_sums,
 )
-from sknw.kernels import Gaussian
+from sknw._uncertainty import SquaredKernel
+from sknw.kernels import Epanechnikov, Gaussian
 
 
 def make_data(n=3000, d=2, m=400, seed=0):
@@ -107,6 +109,29 @@ def test_leave_one_out_with_skipped_tiles_and_kept_weights():
     assert_within_tolerance((S, den, M), (refS, refden, absS), V)
 
 
+@pytest.mark.parametrize("loo", [False, True])
+def test_a_gaussian_and_its_square_each_within_the_bound(loo):
+    # The two heads of the standard errors: K and K**2 (a Gaussian of
+    # bandwidth h / sqrt 2), each over the tiles, with weights and, for
+    # leave-one-out of every point, each point's own term left out.
+    X, V, Q = make_data(n=2500, d=3, seed=13)
+    w = np.random.default_rng(6).uniform(0.2, 3.0, X.shape[0])
+    h = 0.03
+    heads = [Head(Gaussian(), h), Head(SquaredKernel(Gaussian()), h)]
+    params = {"sample_weight": w}
+    exclude = None
+    if loo:
+        Q, exclude = X, np.arange(X.shape[0])
+        params.update(exclude_self=True, self_index=exclude)
+    index = TileIndex(X, w, None)
+    assert index.share(-1.0 / h**2) < 0.5  # most tiles skipped for K**2
+    got = tiles_kernel_sums(Q, X, V, heads, index=index, **params)
+    for sums, width in zip(got, (h, h / np.sqrt(2.0)), strict=True):
+        assert_within_tolerance(sums, reference(Q, X, V, w, width, exclude), V)
+    # The square's shifts are twice the kernel's (its log terms are).
+    assert np.array_equal(got[1][2], 2.0 * got[0][2])
+
+
 def test_results_equal_the_dense_sums_and_do_not_depend_on_the_batch():
     X, V, Q = make_data(seed=7)
     head = Head(Gaussian(), 0.03)
@@ -175,13 +200,15 @@ def test_index_serves_the_points_of_positive_weight_it_was_built_with():
     other[3] = 0.0
     assert not backend.serves(index, V, [head], other)
     assert not backend.serves(index, V, [head], None)
-    assert not backend.serves(index, V, [head, head], w)
+    # Heads of the Gaussian's form (the standard errors' kernel and its
+    # square), each over the tiles; not another kernel.
+    square = Head(SquaredKernel(Gaussian()), 0.1)
+    assert backend.serves(index, V, [head, square], w)
+    assert not backend.serves(index, V, [head, Head(Epanechnikov(), 0.1)], w)
 
 
 def test_estimator_weights_of_any_scale_take_the_tiles(monkeypatch):
     # The estimators pass their weights divided by a power of two.
-    import sknw._sums._tiles as tiles_module
-
     calls = []
     original = tiles_module.tiles_kernel_sums
 
@@ -255,6 +282,35 @@ def test_estimators_on_the_tiles_equal_the_dense_ones(make, method):
         warnings.simplefilter("ignore")
         got, ref = getattr(tiles, method)(Q), getattr(dense, method)(Q)
     np.testing.assert_allclose(got, ref, rtol=0, atol=1e-9 * np.ptp(ref))
+
+
+@pytest.mark.parametrize("make", [NadarayaWatsonRegressor, LocalLinearRegressor])
+@pytest.mark.parametrize("noise_variance", ["local", "global"])
+def test_standard_errors_take_the_tiles(make, noise_variance, monkeypatch):
+    # Both heads of the standard errors (the kernel and its square) over the
+    # tiles, equal to the dense ones within the tiles' bound.
+    heads = []
+    real = tiles_module.tiles_kernel_sums
+
+    def spy(Q, X, V, hs, **params):
+        heads.append(len(hs))
+        return real(Q, X, V, hs, **params)
+
+    monkeypatch.setattr(tiles_module, "tiles_kernel_sums", spy)
+    X, V, Q = make_data(n=2500, d=3, seed=11)
+    y = V[:, 0] + 0.1 * np.random.default_rng(0).normal(size=X.shape[0])
+    w = np.random.default_rng(1).uniform(0.5, 2.0, X.shape[0])
+    params = {"bandwidth": 0.04, "noise_variance": noise_variance}
+    tiles = make(algorithm="tiles", **params).fit(X, y, sample_weight=w)
+    dense = make(algorithm="brute", **params).fit(X, y, sample_weight=w)
+    heads.clear()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got, ref = tiles.standard_error(Q), dense.standard_error(Q)
+    assert heads and set(heads) == {2}
+    assert np.array_equal(np.isnan(got), np.isnan(ref))
+    ok = ~np.isnan(ref)
+    np.testing.assert_allclose(got[ok], ref[ok], rtol=1e-10)
 
 
 def test_leave_one_out_selection_on_the_tiles_equals_the_dense_one():

@@ -641,49 +641,64 @@ def tiles_kernel_sums(
     tile_elements=TILE_ELEMENTS,
     **params,
 ):
-    """:func:`~sknw._sums.kernel_sums` of a Gaussian head in several
-    features, from a :class:`TileIndex` of the same training points and
-    weights, within :data:`TOLERANCE` (see the module docstring; the other
-    queries are summed exactly).
+    """:func:`~sknw._sums.kernel_sums` of Gaussian heads in several
+    features (each ``exp(a u**2)``: a Gaussian, or its square for the
+    standard errors), one head after the other, from a :class:`TileIndex` of
+    the same training points and weights, within :data:`TOLERANCE` (see the
+    module docstring; the other queries are summed exactly).
 
     With ``exclude_self`` (leave-one-out, see :func:`~sknw._sums.kernel_sums`)
     each query's own term is left out of its terms (or kept in the share of
     its weight it keeps), its shift is that of its nearest other point, and
     the bound is checked against the sums that remain.
     """
-    (head,) = heads
-    coef = log_linear_coef(head, True)
-    m, k = Q.shape[0], V.shape[1]
-    S, den, M = np.zeros((m, k)), np.zeros(m), np.zeros(m)
-    exact = np.ones(m, dtype=bool)
+    m = Q.shape[0]
     own = own_rows(m, **params)
     w = None if sample_weight is None else np.asarray(sample_weight, np.float64)
     keep = None
     if own is not None:
         keep = keep_ratios(params.get("self_weight"), w, X.shape[0])
-    if coef is not None and index.n_points and index.usable and m:
-        stats = index.value_stats(V, w)
-        rest = None
-        if own is not None:  # every point at once: each pair of tiles once
-            rest = _pair_sums(index, stats, coef, own, keep, tile_elements,
-                              (S, den, M), exact)  # fmt: skip
-        if rest is None:
-            _query_sums(index, stats, Q, coef, V, w, own, keep, scale,
-                        tile_elements, (S, den, M), exact)  # fmt: skip
-        elif rest.size:  # the queries the pairs leave, as any others
-            sub = (np.zeros((rest.size, k)), np.zeros(rest.size), np.zeros(rest.size))
-            left = np.ones(rest.size, dtype=bool)
-            _query_sums(index, stats, Q[rest], coef, V, w, own[rest], keep, scale,
-                        tile_elements, sub, left)  # fmt: skip
-            done = rest[~left]
-            S[done], den[done], M[done] = (a[~left] for a in sub)
-            exact[done] = False
-    exact_rows(
-        (S, den, M), exact, Q, X, V, heads,
-        metric=metric, metric_params=metric_params, scale=scale,
-        sample_weight=sample_weight, tile_elements=tile_elements, **params,
-    )  # fmt: skip
-    return [(S, den, M)]
+    usable = index.n_points and index.usable and m
+    stats = index.value_stats(V, w) if usable else None
+    out = []
+    for head in heads:
+        sums, exact = _head_sums(index, stats, Q, V, head, w, own, keep, scale,
+                                 tile_elements)  # fmt: skip
+        exact_rows(
+            sums, exact, Q, X, V, [head],
+            metric=metric, metric_params=metric_params, scale=scale,
+            sample_weight=sample_weight, tile_elements=tile_elements, **params,
+        )  # fmt: skip
+        out.append(sums)
+    return out
+
+
+def _head_sums(index, stats, Q, V, head, w, own, keep, scale, tile_elements):
+    """``((S, den, M), exact)`` of one head of :func:`tiles_kernel_sums`:
+    its sums where the tiles serve them, and the queries left to the exact
+    sums (all of them where ``stats`` is None: no usable index)."""
+    coef = log_linear_coef(head, True)
+    m, k = Q.shape[0], V.shape[1]
+    S, den, M = np.zeros((m, k)), np.zeros(m), np.zeros(m)
+    exact = np.ones(m, dtype=bool)
+    if coef is None or stats is None:
+        return (S, den, M), exact
+    rest = None
+    if own is not None:  # every point at once: each pair of tiles once
+        rest = _pair_sums(index, stats, coef, own, keep, tile_elements,
+                          (S, den, M), exact)  # fmt: skip
+    if rest is None:
+        _query_sums(index, stats, Q, coef, V, w, own, keep, scale,
+                    tile_elements, (S, den, M), exact)  # fmt: skip
+    elif rest.size:  # the queries the pairs leave, as any others
+        sub = (np.zeros((rest.size, k)), np.zeros(rest.size), np.zeros(rest.size))
+        left = np.ones(rest.size, dtype=bool)
+        _query_sums(index, stats, Q[rest], coef, V, w, own[rest], keep, scale,
+                    tile_elements, sub, left)  # fmt: skip
+        done = rest[~left]
+        S[done], den[done], M[done] = (a[~left] for a in sub)
+        exact[done] = False
+    return (S, den, M), exact
 
 
 def _query_sums(index, stats, Q, coef, V, w, own, keep, scale, tile_elements,
@@ -816,9 +831,11 @@ class TilesBackend(Backend):
         return index
 
     def serves(self, index, V, heads, sample_weight):
-        # The index depends on which points have a positive weight only (the
-        # tiles' weights come with each call).
-        if len(heads) != 1 or not is_gaussian(heads[0].kernel):
+        # Heads of the Gaussian's form (a Gaussian and its square, for the
+        # standard errors), each over the same tiles. The index depends on
+        # which points have a positive weight only (the tiles' weights come
+        # with each call).
+        if not all(is_gaussian(head.kernel) for head in heads):
             return False
         if index.positive is None or sample_weight is None:
             return index.positive is None and sample_weight is None
