@@ -826,20 +826,38 @@ def test_cv_scores_on_the_fast_backends_equal_the_definitions(
 
 
 @pytest.mark.parametrize("cv", [None, 3])
-@pytest.mark.parametrize("kernel_name", ["gaussian", "epanechnikov", "cosine"])
-def test_classifier_cv_on_the_fast_backends_equals_the_dense_one(kernel_name, cv):
+@pytest.mark.parametrize("kernel_name", sorted(FAST_KERNELS))
+def test_classifier_cv_on_the_fast_backends_equals_the_dense_one(
+    monkeypatch, kernel_name, cv
+):
+    from sknw._sums import BACKENDS
+
     X, y, w = _fast_data(seed=4)
     labels = (np.sin(9 * X[:, 0]) + 0.3 * (y - 1e4) > 0).astype(int)
     grid = [0.0004, 0.002, 0.01, 0.08]
-    scores = [
-        NadarayaWatsonClassifierCV(
-            kernels=[kernel_name], bandwidths=grid, cv=cv, algorithm=algorithm
-        )
-        .fit(X, labels, sample_weight=w)
-        .cv_results_["mean_test_score"]
-        for algorithm in ("auto", "brute")
-    ]
-    np.testing.assert_allclose(scores[0], scores[1], rtol=1e-10)
+    used = []
+    backend = type(BACKENDS[FAST_KERNELS[kernel_name]])
+    original = backend.sums
+
+    def spy(self, index, Q, *args, **kwargs):
+        used.append(Q.shape[0])
+        return original(self, index, Q, *args, **kwargs)
+
+    scores = []
+    for algorithm in ("auto", "brute"):
+        with monkeypatch.context() as patch:
+            patch.setattr(backend, "sums", spy)
+            search = NadarayaWatsonClassifierCV(
+                kernels=[kernel_name], bandwidths=grid, cv=cv, algorithm=algorithm
+            )
+            scores.append(search.fit(X, labels, sample_weight=w).cv_results_)
+        if algorithm == "auto":
+            # Every candidate by the fast backend (the tree: small windows).
+            fast = len(grid) - (FAST_KERNELS[kernel_name] == "tree")
+            assert len(used) == (1 if cv is None else cv) * fast
+    np.testing.assert_allclose(
+        scores[0]["mean_test_score"], scores[1]["mean_test_score"], rtol=1e-10
+    )
 
 
 @pytest.mark.parametrize("cv", [None, 3])
