@@ -153,3 +153,44 @@ def test_narrow_blocks_tighten_the_bound_of_large_ratios():
         acc, _, bound = index.moment_sums(xq / 2.0, xq, 2, None, ratio)
         bounds.append(np.median(bound[:, 0] / acc[:, 0, -1]))
     assert bounds[0] > 20 * bounds[1]
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["boxcar", "epanechnikov", "triangular", "biweight", "triweight", "tricube"],
+)
+def test_leave_one_out_where_the_own_term_dominates_is_summed_term_by_term(
+    name, monkeypatch
+):
+    # Points of weight 1e9 among points of weight 1: leaving one out of its
+    # own sums cancels all but about 1e-9 of them, beyond the expansion's
+    # rounding, so that its sums are taken term by term without it.
+    rng = np.random.default_rng(7)
+    x = np.sort(rng.uniform(0.0, 1.0, 300))
+    V = np.column_stack([np.cos(5 * x), x - 0.5])
+    w = np.ones(x.size)
+    heavy = np.arange(10, 300, 29)
+    w[heavy] = 1e9
+    kernel = get_kernel(name)
+    h = 0.05
+    index = _sorted.SortedIndex(x[:, None], V, w, kernel, h, None)
+    redone = []
+    real = _sorted.SortedIndex.exact_sums
+
+    def spy(self, q, *args, own=None, **kwargs):
+        redone.extend(np.asarray(own).tolist())
+        return real(self, q, *args, own=own, **kwargs)
+
+    monkeypatch.setattr(_sorted.SortedIndex, "exact_sums", spy)
+    ((S, den, _),) = _sorted.sorted_kernel_sums(
+        x[:, None], x[:, None], V, [Head(kernel, h)], index=index,
+        sample_weight=w, exclude_self=True, self_offset=0,
+    )  # fmt: skip
+    assert set(heavy) <= set(redone)
+    # The definition, each point left out of its own sums.
+    u = np.abs(x[None, :] - x[:, None]) / h
+    K = np.asarray(kernel(u), dtype=float) * w
+    np.fill_diagonal(K, 0.0)
+    assert_allclose(den, K.sum(axis=1), rtol=1e-12)
+    assert_allclose(S, K @ V, rtol=0, atol=1e-12 * K.sum(axis=1).max())
+    assert_allclose(S[heavy], (K @ V)[heavy], rtol=1e-11, atol=1e-13)

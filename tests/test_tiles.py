@@ -12,6 +12,7 @@ from test_memory import extra_memory
 
 from sknw import (
     LocalLinearRegressor,
+    LocalLinearRegressorCV,
     NadarayaWatsonClassifier,
     NadarayaWatsonRegressor,
     NadarayaWatsonRegressorCV,
@@ -313,14 +314,48 @@ def test_standard_errors_take_the_tiles(make, noise_variance, monkeypatch):
     np.testing.assert_allclose(got[ok], ref[ok], rtol=1e-10)
 
 
-def test_leave_one_out_selection_on_the_tiles_equals_the_dense_one():
+@pytest.mark.parametrize("cv", [None, 3])
+def test_local_linear_selection_on_the_tiles_equals_the_dense_one(cv, monkeypatch):
+    # Leave-one-out and K-fold of local linear fits, with weights: each
+    # candidate's moments over the tiles (spied), the scores those of the
+    # dense sums.
+    calls = []
+    real = tiles_module.tiles_kernel_sums
+
+    def spy(Q, X, V, hs, **params):
+        calls.append(params.get("exclude_self", False))
+        return real(Q, X, V, hs, **params)
+
+    monkeypatch.setattr(tiles_module, "tiles_kernel_sums", spy)
     X, V, _ = make_data(n=2500, d=3, seed=12)
     y = V[:, 0] + 0.1 * np.random.default_rng(0).normal(size=X.shape[0])
+    w = np.random.default_rng(2).uniform(0.5, 2.0, X.shape[0])
+    bandwidths = [0.03, 0.05, 0.08]
+    scores = []
+    for algorithm in ("tiles", "brute"):
+        search = LocalLinearRegressorCV(bandwidths=bandwidths, algorithm=algorithm,
+                                        cv=cv)  # fmt: skip
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the best at the grid's edge
+            scores.append(search.fit(X, y, sample_weight=w).cv_results_)
+    assert calls == [cv is None] * (len(bandwidths) * (1 if cv is None else cv))
+    np.testing.assert_allclose(
+        scores[0]["mean_test_score"], scores[1]["mean_test_score"], rtol=1e-10
+    )
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_leave_one_out_selection_on_the_tiles_equals_the_dense_one(weighted):
+    X, V, _ = make_data(n=2500, d=3, seed=12)
+    y = V[:, 0] + 0.1 * np.random.default_rng(0).normal(size=X.shape[0])
+    w = None
+    if weighted:  # frequency weights, some of them zero
+        w = np.round(np.random.default_rng(3).uniform(0.0, 3.0, X.shape[0]))
     bandwidths = [0.01, 0.02, 0.04]
     tiles = NadarayaWatsonRegressorCV(bandwidths=bandwidths, algorithm="tiles")
     dense = NadarayaWatsonRegressorCV(bandwidths=bandwidths, algorithm="brute")
-    tiles.fit(X, y)
-    dense.fit(X, y)
+    tiles.fit(X, y, sample_weight=w)
+    dense.fit(X, y, sample_weight=w)
     np.testing.assert_allclose(
         tiles.cv_results_["mean_test_score"],
         dense.cv_results_["mean_test_score"],
