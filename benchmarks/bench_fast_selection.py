@@ -9,6 +9,9 @@ sizes, ``--only GROUP`` for some rows). One BLAS thread. Rows:
 - ``LocalLinearRegressor`` predict in 1-D (moments about each query from the
   fgt and sorted indexes), relative to ``NadarayaWatsonRegressor`` on the same
   data and bandwidth (goal: at most 4);
+- ``LocalLinearRegressor`` predict by the binned moments, relative to the
+  binned Nadaraya--Watson sums and to the fast Gauss transform's local
+  linear fit;
 - ``LocalLinearRegressorCV`` in 1-D, relative to one Nadaraya--Watson predict
   of the training set (goal: at most 100);
 - ``GridSearchCV(cv=5)`` over the same 30 bandwidths, relative to the exact
@@ -113,6 +116,27 @@ def local_linear_rows(n):
                 "NW predict",
                 t_ll / t_nw,
                 f"{t_ll:.2f} s by {ll.algorithm_} (goal <= 4)",
+            )
+        )
+    # The binned moments (binned_tol 1e-6), against the binned sums of
+    # Nadaraya--Watson and the local linear fit by the fast Gauss transform.
+    h = 0.01
+    params = {"bandwidth": h, "algorithm": "binned"}
+    ll = LocalLinearRegressor(**params).fit(X, y)
+    nw = NadarayaWatsonRegressor(**params).fit(X, y)
+    exact = LocalLinearRegressor(bandwidth=h).fit(X, y)
+    t_ll, got = timed(lambda: ll.predict(Q))
+    t_nw, _ = timed(lambda: nw.predict(Q))
+    t_exact, ref = timed(lambda: exact.predict(Q))
+    gap = np.max(np.abs(got - ref)) / np.ptp(y)
+    others = (("NW predict, binned", t_nw), ("LocalLinear predict, fgt", t_exact))
+    for name, t in others:
+        rows.append(
+            (
+                f"LocalLinear predict 1-D gaussian binned, n=m={n}",
+                name,
+                t_ll / t,
+                f"{t_ll:.2f} s; max |diff| from fgt {gap:.1e} of the range",
             )
         )
     return rows

@@ -621,6 +621,10 @@ class NadarayaWatsonBase(BaseEstimator):
         S, den, _ = cell_nearest_sums(Qe, X, V, factors, scale=near, **params)
         return S, den
 
+    def _sums_backend(self):
+        """The backend and index of :meth:`_kernel_sums`: the fitted ones."""
+        return self.algorithm_, self._index
+
     def _kernel_sums(self, Q, V, w, heads, own=None):
         """The core's sums for every head, by the fitted ``algorithm_`` (the
         dense backend where its index does not serve these values and heads,
@@ -630,9 +634,10 @@ class NadarayaWatsonBase(BaseEstimator):
             # float32 queries would let the core sum in float32 (see the core's
             # F32_TOLERANCE); float64 queries keep it in float64.
             Q = np.asarray(Q, dtype=np.float64)
+        name, index = self._sums_backend()
         return backend_sums(
-            self.algorithm_,
-            self._index,
+            name,
+            index,
             Q,
             self.X_fit_,
             V,

@@ -643,7 +643,7 @@ class QueryCentredFit:
 
 def query_centred_fit(
     moments, vmax, value_range, min_eigenvalue, n_positive=None, max_leverage=None,
-    offsets=None,
+    offsets=None, tolerance=None,
 ):  # fmt: skip
     """The local linear fit at each query from its moments about itself
     (or about a centre near its window's mean, ``offsets``).
@@ -666,7 +666,8 @@ def query_centred_fit(
     (1 - e0)`` (``vmax`` the largest ``|v|`` of each output), ``d_var <=
     d_m2 + 2 |m1| d_m1 + d_m1**2`` and ``d_c <= d_a1 + |m1| d_a0 + |a0| d_m1
     + d_m1 d_a0``; plus the solve's own rounding. A query is served where that is within
-    :data:`QUERY_CENTRED_TOLERANCE` times ``value_range`` (per output), its
+    ``tolerance`` (None: :data:`QUERY_CENTRED_TOLERANCE`; the binned
+    moments' tolerance) times ``value_range`` (per output), its
     window holds a positive weight, and its design is not singular but for
     too few points (a decision exact from the counts; near-singular designs
     take the exact path, which decides in its own frame). Designs that
@@ -730,10 +731,9 @@ def query_centred_fit(
             b.a0[r], b.off[r], b.c[r], sol.a[r], b.var[r], b.da0[r], b.doff[r],
             b.dc[r], b.dvar[r], vmax, max_leverage - 1.0,
         )  # fmt: skip
+    limit = QUERY_CENTRED_TOLERANCE if tolerance is None else tolerance
     served = (
-        positive
-        & sol.finite
-        & np.all(error <= QUERY_CENTRED_TOLERANCE * np.asarray(value_range), axis=1)
+        positive & sol.finite & np.all(error <= limit * np.asarray(value_range), axis=1)
     )
     return QueryCentredFit(
         sol.estimate, served, few & served, error, ridged=sol.ridged & served

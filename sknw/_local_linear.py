@@ -25,7 +25,14 @@ from ._local_frame import (
 from ._query_poly import query_centred_poly_fit
 from ._regression import NadarayaWatsonRegressor
 from ._span import feature_bandwidths
-from ._sums import BACKENDS, Head, algorithms, local_moments, power_of_two_scale
+from ._sums import (
+    BACKENDS,
+    DENSE,
+    Head,
+    algorithms,
+    local_moments,
+    power_of_two_scale,
+)
 from ._sums._base import head_rows, nan_rows, working_elements
 from ._uncertainty import LocalFit, SquaredWeights
 from .exceptions import (
@@ -56,15 +63,30 @@ def _singular_message(n_singular, m):
     )
 
 
+#: The algorithms of the local fits' cross-validated searches: those of the
+#: local fits but binned (the searches are exact).
+EXACT_LOCAL_ALGORITHMS = algorithms(
+    fixed_values=False, tolerance=False, local_moments=True
+)
+
+
 class LocalPolynomialFit(NadarayaWatsonRegressor):
     """The local polynomial fits of :class:`LocalLinearRegressor` and
     :class:`~sknw.LocalPolynomialRegressor` (of degree :meth:`_degree`): the
     moments of the monomials of the continuous features about a centre near
     each query, summed by the core, and the least-squares solve from them."""
 
-    # The local fit sums moments of its own (the sorted and fgt indexes hold
-    # the targets only) and has no tolerance parameter.
-    _algorithms = algorithms(fixed_values=False, tolerance=False, local_moments=True)
+    # The local fit sums moments of its own (the sorted, fgt and binned
+    # indexes hold the targets only); binned within ``binned_tol``.
+    _algorithms = algorithms(fixed_values=False, local_moments=True)
+
+    def _sums_backend(self):
+        # The local fits' other sums (the exact path, standard errors) are
+        # exact: an approximate backend (binned) serves the moments about
+        # each query only, whose fits are checked against its tolerance.
+        if BACKENDS[self.algorithm_].tolerance:
+            return DENSE, None
+        return super()._sums_backend()
 
     @property
     def _local_powers(self):
@@ -72,11 +94,7 @@ class LocalPolynomialFit(NadarayaWatsonRegressor):
         return 2 * self._degree()
 
     _parameter_constraints = {
-        **{
-            k: v
-            for k, v in NadarayaWatsonRegressor._parameter_constraints.items()
-            if k != "binned_tol"
-        },
+        **NadarayaWatsonRegressor._parameter_constraints,
         "algorithm": [StrOptions(set(_algorithms))],
         "min_eigenvalue": [Interval(Real, 0, 1, closed="both")],
         "max_leverage": [Interval(Real, 1, None, closed="neither"), None],
@@ -94,6 +112,7 @@ class LocalPolynomialFit(NadarayaWatsonRegressor):
         max_leverage=100.0,
         noise_variance="local",
         algorithm="auto",
+        binned_tol=1e-6,
         n_jobs=None,
         categorical_features="from_dtype",
         ordered_features=None,
@@ -115,6 +134,7 @@ class LocalPolynomialFit(NadarayaWatsonRegressor):
         )
         self.robust_iterations = robust_iterations
         self.noise_variance = noise_variance
+        self.binned_tol = binned_tol
         self.min_eigenvalue = min_eigenvalue
         self.max_leverage = max_leverage
         self.categorical_features = categorical_features
@@ -242,15 +262,19 @@ class LocalPolynomialFit(NadarayaWatsonRegressor):
             return None
         n_positive = V.shape[0] if w is None else int(np.sum(w > 0))
 
+        # Binned moments: estimates within binned_tol of the exact ones.
+        approximate = BACKENDS[self.algorithm_].tolerance
+        tol = {"tolerance": self.binned_tol if approximate else None}
+
         def fit_of(moments):
             if p == 1:
                 return query_centred_fit(
                     moments, spread / 2, spread, self.min_eigenvalue, n_positive,
-                    max_leverage=self.max_leverage,
+                    max_leverage=self.max_leverage, **tol,
                 )  # fmt: skip
             return query_centred_poly_fit(
                 moments, p, spread / 2, spread, self.min_eigenvalue, n_positive,
-                max_leverage=self.max_leverage,
+                max_leverage=self.max_leverage, **tol,
             )  # fmt: skip
 
         fit = fit_of(moments)
@@ -644,17 +668,24 @@ class LocalLinearRegressor(LocalPolynomialFit):
         :class:`NadarayaWatsonRegressor`; ``"local"`` is the weighted residual
         mean square of each query's local linear fit, corrected for its
         degrees of freedom.
-    algorithm : {"auto", "fgt", "sorted", "tree", "tiles", "brute"}, default="auto"
-        As in :class:`NadarayaWatsonRegressor`. With one feature, ``"fgt"``
-        (the Gaussian) and ``"sorted"`` (the polynomial kernels) sum the
-        moments about each query in ``O((n + m) log n)``; ``"auto"`` takes them
-        from 512 training points. Each estimate they give is within
-        ``1e-10`` times the range of the targets of the exact one, by a
-        bound checked per query (see Notes); the other queries, and standard
-        errors, take the exact path. With ``"tiles"`` (several features, the
-        Gaussian), the moments of the exact path are sums within 1e-12 of the
-        sums of their terms' magnitudes, as in
-        :class:`NadarayaWatsonRegressor`. ``"binned"`` is not available.
+    algorithm : {"auto", "fgt", "sorted", "binned", "tree", "tiles", "brute"}
+        Default ``"auto"``. As in :class:`NadarayaWatsonRegressor`. With one
+        feature, ``"fgt"`` (the Gaussian) and ``"sorted"`` (the polynomial
+        kernels) sum the moments about each query in ``O((n + m) log n)``;
+        ``"auto"`` takes them from 512 training points. Each estimate they give
+        is within ``1e-10`` times the range of the targets of the exact one, by
+        a bound checked per query (see Notes); the other queries, and standard
+        errors, take the exact path. ``"binned"`` (the Gaussian, one feature;
+        never chosen by ``"auto"``) sums the moments by linear binning and FFT,
+        each estimate within ``binned_tol`` times the range of the targets of
+        the exact one by the same check (the others, and standard errors, by the
+        exact sums). With ``"tiles"`` (several features, the Gaussian), the
+        moments of the exact path are sums within 1e-12 of the sums of their
+        terms' magnitudes, as in :class:`NadarayaWatsonRegressor`.
+    binned_tol : float, default=1e-6
+        With ``algorithm="binned"``: the largest error of an estimate
+        relative to the range of the targets; the grid step follows from it
+        (see the user guide).
     n_jobs : int, default=None
         As in :class:`NadarayaWatsonRegressor`.
     categorical_features : "from_dtype", None or array-like, default="from_dtype"
@@ -696,7 +727,7 @@ class LocalLinearRegressor(LocalPolynomialFit):
         The resolved bandwidth.
     bandwidth_selection_ : dict
         How ``bandwidth_`` was chosen, as in :class:`NadarayaWatsonRegressor`.
-    algorithm_ : {"fgt", "sorted", "tree", "tiles", "brute"}
+    algorithm_ : {"fgt", "sorted", "binned", "tree", "tiles", "brute"}
         The summation used by predictions.
     metric_ : str or callable
         The metric used: ``metric`` at fit. Predictions read it (and

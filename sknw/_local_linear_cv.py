@@ -12,7 +12,11 @@ from ._local_frame import (
     monomial_terms,
     monomials,
 )
-from ._local_linear import LocalLinearRegressor, LocalPolynomialFit
+from ._local_linear import (
+    EXACT_LOCAL_ALGORITHMS,
+    LocalLinearRegressor,
+    LocalPolynomialFit,
+)
 from ._selection import CVSelectionMixin, cv_parameter_constraints
 from ._sums import algorithms
 from .kernels import KERNELS
@@ -43,6 +47,9 @@ class LocalPolynomialCVFit(CVSelectionMixin, LocalPolynomialFit):
     :class:`LocalLinearRegressorCV`): exact leave-one-out through the moments
     of the monomials, and the moments about each left-out point on the
     one-feature backends (degree 1)."""
+
+    # The searches are exact: not the binned moments of the plain fits.
+    _algorithms = EXACT_LOCAL_ALGORITHMS
 
     # The local fit at a training point is a weighted least-squares fit of
     # its window: the in-sample criteria follow from leave-one-out.
@@ -409,7 +416,7 @@ class LocalLinearRegressorCV(LocalPolynomialCVFit, LocalLinearRegressor):
     _parameter_constraints = cv_parameter_constraints(
         LocalLinearRegressor._parameter_constraints,
         set(KERNELS),
-        LocalLinearRegressor._algorithms,
+        EXACT_LOCAL_ALGORITHMS,
     )
 
     def _plain_estimator(self, **params):

@@ -7,7 +7,7 @@ from numbers import Integral
 import numpy as np
 from sklearn.utils._param_validation import Interval
 
-from ._local_linear import LocalPolynomialFit
+from ._local_linear import EXACT_LOCAL_ALGORITHMS, LocalPolynomialFit
 from ._local_linear_cv import EXACT_ALGORITHMS, LocalPolynomialCVFit
 from ._selection import cv_parameter_constraints
 from .exceptions import SingularDesignWarning, warn
@@ -79,14 +79,18 @@ class LocalPolynomialRegressor(LocalPolynomialFit):
     noise_variance : {"local", "global"} or float, default="local"
         As in :class:`LocalLinearRegressor`; ``"local"`` corrects the residual
         mean square of each local fit for its degrees of freedom.
-    algorithm : {"auto", "fgt", "sorted", "tree", "tiles", "brute"}, default="auto"
-        As in :class:`LocalLinearRegressor`: in one feature, ``"sorted"``
-        and ``"fgt"`` sum the moments of degree up to ``2 * degree`` about
-        each query, and the estimates whose error bound is within 1e-10 of
-        the targets' spread come from them (the others, and the standard
-        errors, by the exact path). ``degree=0`` sums exactly: ``"auto"``
-        picks among ``"tiles"``, ``"tree"`` and ``"brute"``, and ``"fgt"`` or
-        ``"sorted"`` raise.
+    algorithm : {"auto", "fgt", "sorted", "binned", "tree", "tiles", "brute"}
+        Default ``"auto"``. As in :class:`LocalLinearRegressor`: in one feature,
+        ``"sorted"`` and ``"fgt"`` sum the moments of degree up to ``2 *
+        degree`` about each query, and the estimates whose error bound is within
+        1e-10 of the targets' spread come from them (the others, and the
+        standard errors, by the exact path); ``"binned"`` sums them by linear
+        binning, its estimates within ``binned_tol`` of the targets' spread.
+        ``degree=0`` sums exactly: ``"auto"`` picks among ``"tiles"``,
+        ``"tree"`` and ``"brute"``, and ``"fgt"``, ``"sorted"`` or ``"binned"``
+        raise.
+    binned_tol : float, default=1e-6
+        As in :class:`LocalLinearRegressor`.
     n_jobs : int, default=None
         As in :class:`NadarayaWatsonRegressor`.
     categorical_features : "from_dtype", None or array-like, default="from_dtype"
@@ -128,7 +132,7 @@ class LocalPolynomialRegressor(LocalPolynomialFit):
         The resolved bandwidth.
     bandwidth_selection_ : dict
         How ``bandwidth_`` was chosen, as in :class:`NadarayaWatsonRegressor`.
-    algorithm_ : {"fgt", "sorted", "tree", "tiles", "brute"}
+    algorithm_ : {"fgt", "sorted", "binned", "tree", "tiles", "brute"}
         The summation used by predictions.
     metric_ : str or callable
         The metric used: ``metric`` at fit.
@@ -212,6 +216,7 @@ class LocalPolynomialRegressor(LocalPolynomialFit):
         max_leverage=100.0,
         noise_variance="local",
         algorithm="auto",
+        binned_tol=1e-6,
         n_jobs=None,
         categorical_features="from_dtype",
         ordered_features=None,
@@ -230,6 +235,7 @@ class LocalPolynomialRegressor(LocalPolynomialFit):
             max_leverage=max_leverage,
             noise_variance=noise_variance,
             algorithm=algorithm,
+            binned_tol=binned_tol,
             n_jobs=n_jobs,
             categorical_features=categorical_features,
             ordered_features=ordered_features,
@@ -406,7 +412,7 @@ class LocalPolynomialRegressorCV(LocalPolynomialCVFit, LocalPolynomialRegressor)
         **cv_parameter_constraints(
             LocalPolynomialFit._parameter_constraints,
             set(KERNELS),
-            LocalPolynomialFit._algorithms,
+            EXACT_LOCAL_ALGORITHMS,
         ),
         "degree": [Interval(Integral, 0, None, closed="left")],
     }

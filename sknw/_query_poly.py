@@ -30,7 +30,7 @@ SINGULAR_MARGIN = 4.0
 
 def query_centred_poly_fit(
     moments, degree, vmax, value_range, min_eigenvalue, n_positive=None,
-    max_leverage=None,
+    max_leverage=None, tolerance=None,
 ):  # fmt: skip
     """:func:`~sknw._local_frame.query_centred_fit` for a local polynomial
     of ``degree`` ``p >= 2`` in one feature.
@@ -42,11 +42,12 @@ def query_centred_poly_fit(
     intercept of the solution is then within the bound of
     :func:`_solution_error` of the exact one, plus the solve's own rounding,
     a few units of ``|G^-1| (|G| |b| + |r|)``. A query is served where that
-    is within :data:`~sknw._local_frame.QUERY_CENTRED_TOLERANCE` times
-    ``value_range``, its window holds a positive weight and its design is
-    neither singular, but for too few points (the local-constant estimate,
-    whose error is ``da_0``), nor near the singular test's threshold, nor
-    ridged: those take the exact path.
+    is within ``tolerance`` (None: :data:`~sknw._local_frame.QUERY_CENTRED_TOLERANCE`;
+    the binned moments' tolerance) times ``value_range``, its window
+    holds a positive weight and its design is neither singular, but for too
+    few points (the local-constant estimate, whose error is ``da_0``), nor
+    near the singular test's threshold, nor ridged: those take the exact
+    path.
     """
     S, bound = moments.sums, moments.bound
     m, k, p = S.shape[0], S.shape[2] - 1, int(degree)
@@ -78,10 +79,9 @@ def query_centred_poly_fit(
     )
     error[~sol.ok & ~few] = np.inf
     error[sol.ridged] = np.inf
+    limit = QUERY_CENTRED_TOLERANCE if tolerance is None else tolerance
     served = (
-        positive
-        & sol.finite
-        & np.all(error <= QUERY_CENTRED_TOLERANCE * np.asarray(value_range), axis=1)
+        positive & sol.finite & np.all(error <= limit * np.asarray(value_range), axis=1)
     )
     return QueryCentredFit(sol.estimate, served, few & served, error)
 

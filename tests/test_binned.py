@@ -7,12 +7,16 @@ import pytest
 
 from sknw import (
     LocalLinearRegressor,
+    LocalLinearRegressorCV,
+    LocalPolynomialRegressor,
+    LocalPolynomialRegressorCV,
     NadarayaWatsonClassifier,
     NadarayaWatsonClassifierCV,
     NadarayaWatsonRegressor,
     NadarayaWatsonRegressorCV,
 )
-from sknw._sums._binned import binned_grid
+from sknw._sums import Head
+from sknw._sums._binned import binned_grid, binned_moment_sums
 from sknw._sums._traits import gaussian_eligible as binned_eligible
 from sknw.kernels import KERNELS, Gaussian, get_kernel
 
@@ -152,20 +156,88 @@ def test_grid_too_large_is_refused_at_fit():
         NadarayaWatsonRegressor(algorithm="binned", bandwidth=1e-3).fit(X, [0.0, 1.0])
 
 
-def test_other_estimators_refuse_binned():
+def test_the_searches_refuse_binned():
+    # The cross-validated searches are exact.
     X, y = clustered(200)
-    with pytest.raises(ValueError, match="algorithm"):
-        LocalLinearRegressor(algorithm="binned").fit(X, y)
     for cv in (NadarayaWatsonRegressorCV, NadarayaWatsonClassifierCV):
         with pytest.raises(ValueError, match="algorithm"):
             cv(algorithm="binned").fit(X, (y > 10).astype(int))
+    for cv in (LocalLinearRegressorCV, LocalPolynomialRegressorCV):
+        with pytest.raises(ValueError, match="algorithm"):
+            cv(algorithm="binned").fit(X, y)
 
 
+@pytest.mark.parametrize(
+    "make", [NadarayaWatsonRegressor, LocalLinearRegressor, LocalPolynomialRegressor]
+)
 @pytest.mark.parametrize("tol", [0, 1, -1e-3, 2.0])
-def test_binned_tol_is_validated(tol):
+def test_binned_tol_is_validated(tol, make):
     X, y = clustered(200)
     with pytest.raises(ValueError, match="binned_tol"):
-        NadarayaWatsonRegressor(algorithm="binned", binned_tol=tol).fit(X, y)
+        make(algorithm="binned", binned_tol=tol).fit(X, y)
+
+
+def brute_moments(Q, x, V, w, sigma, powers, exclude=False):
+    """``sum w g_j(u) [v, 1]``, ``u = (x - q) / sigma``, from the definition
+    (each query's own term left out with ``exclude``)."""
+    u = (x[None, :] - Q[:, None]) / sigma
+    K = np.exp(-0.5 * u * u) * (1.0 if w is None else w)
+    if exclude:
+        np.fill_diagonal(K, 0.0)
+    Vx = np.column_stack([V, np.ones(x.size)])
+    return np.stack([(K * u**j) @ Vx for j in range(powers + 1)], axis=1)
+
+
+@pytest.mark.parametrize("tol", [1e-6, 1e-3])
+@pytest.mark.parametrize("case", ["uniform", "clustered", "weighted", "loo"])
+def test_local_moments_within_their_bound(case, tol):
+    rng = np.random.default_rng(4)
+    if case == "clustered":
+        x = clustered(1000)[0][:, 0]
+    else:
+        x = rng.uniform(0.0, 10.0, 1000)
+    V = np.column_stack([np.sin(x), 3.0 + np.cos(2 * x)])
+    w = rng.uniform(0.2, 3.0, x.size) if case in ("weighted", "loo") else None
+    loo = case == "loo"
+    Q = x if loo else np.linspace(x.min() - 1.0, x.max() + 1.0, 300)
+    params = {"exclude_self": True, "self_offset": 0} if loo else {}
+    head = Head(Gaussian(), 0.3)
+    got = binned_moment_sums(
+        Q[:, None], x[:, None], V, head, 4, tol=tol, sample_weight=w, **params
+    )
+    assert got.unit == 0.3
+    ref = brute_moments(Q, x, V, w, got.unit, 4, exclude=loo)
+    scale = np.r_[np.abs(V).max(axis=0), 1.0]  # per unit of the largest |v|
+    inside = np.isfinite(got.bound[:, 0])
+    assert inside.mean() > 0.9
+    error = np.abs(got.sums - ref)[inside]
+    assert np.all(error <= got.bound[inside][:, :, None] * scale)
+    # The bound is of the order of the tolerance's share of the sums.
+    rel = got.bound[inside, 0] / ref[inside, 0, -1]
+    assert np.median(rel) < tol
+
+
+@pytest.mark.parametrize("tol", [1e-6, 1e-3])
+@pytest.mark.parametrize("degree", [1, 2])
+def test_local_polynomial_fits_within_binned_tol(degree, tol):
+    X, y = clustered(3000, seed=2)
+    w = np.random.default_rng(3).uniform(0.5, 2.0, X.shape[0])
+    Q = np.linspace(X.min() - 1.0, X.max() + 1.0, 400)[:, None]
+    params = {"degree": degree, "bandwidth": 0.2}
+    binned = LocalPolynomialRegressor(algorithm="binned", binned_tol=tol, **params)
+    exact = LocalPolynomialRegressor(algorithm="brute", **params)
+    binned.fit(X, y, sample_weight=w)
+    exact.fit(X, y, sample_weight=w)
+    assert binned.algorithm_ == "binned"
+    # Most queries served by the binned moments (those beyond the data and
+    # in the sparse bridge, exactly: about as many as the fgt serves).
+    assert binned._query_centred(Q).served.mean() > 0.6
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # ridged designs beyond the data
+        gap = binned.predict(Q) - exact.predict(Q)
+    assert np.max(np.abs(gap)) <= tol * np.ptp(y)
+    # "auto" never takes it.
+    assert LocalLinearRegressor(bandwidth=0.2).fit(X, y).algorithm_ != "binned"
 
 
 def test_eligibility():
@@ -197,3 +269,13 @@ def test_zero_weight_points_outside_the_grid(outlier):
     Q = np.linspace(0, 1, 50)[:, None]
     exact, binned = exact_and_binned(X, y, Q, 1e-6, sample_weight=w, bandwidth=0.05)
     assert np.max(np.abs(binned - exact)) <= 1e-6 * np.ptp(y[:-1])
+
+
+def test_local_fits_check_their_finer_grid_at_fit():
+    # The local moments' grid has half the step: a span the sums' grid holds
+    # can be too wide for it, which fit says (not predict).
+    X = np.array([[0.0], [2.5], [5.0]])
+    y = np.array([0.0, 1.0, 0.0])
+    NadarayaWatsonRegressor(algorithm="binned", bandwidth=1e-3).fit(X, y)
+    with pytest.raises(ValueError, match="binned_tol=1e-06"):
+        LocalLinearRegressor(algorithm="binned", bandwidth=1e-3).fit(X, y)
