@@ -684,8 +684,9 @@ class LocalLinearRegressor(LocalPolynomialFit):
         terms' magnitudes, as in :class:`NadarayaWatsonRegressor`.
     binned_tol : float, default=1e-6
         With ``algorithm="binned"``: the largest error of an estimate
-        relative to the range of the targets; the grid step follows from it
-        (see the user guide).
+        relative to the range of the targets (with ``robust_iterations``,
+        of each fit against the exact one with the same robustness
+        weights); the grid step follows from it (see the user guide).
     n_jobs : int, default=None
         As in :class:`NadarayaWatsonRegressor`.
     categorical_features : "from_dtype", None or array-like, default="from_dtype"

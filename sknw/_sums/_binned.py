@@ -41,13 +41,20 @@ interpolation. With :math:`|g_j''(u)| \\le A_j e^{-u^2 / 4}`
 the value columns; itself binned, so taken with its own error, at most
 :math:`A_0 (\\delta / \\sigma)^2 / 8` of the total weight), plus the
 truncated tails of :math:`g_j` beyond :data:`U_MAX` and the rounding of the
-convolution, relative to the total weight. The envelope is taken
-within two grid steps of each point (its binning's nodes and the query's
-interpolation's), a factor :math:`e^{(u_{\\max} + 2 \\delta / \\sigma)
-\\delta / \\sigma}`, and the convolution's rounding grows with the
-finer grid's taps. The local fit serves a query where the error of its estimate
-that these bounds allow is within the tolerance (else the exact path fits
-it).
+convolution, relative to the total weight. A point within
+:data:`U_MAX` (and two grid steps) of the query errs by the binning and
+interpolation of the untruncated :math:`g_j` plus its taps dropped beyond
+:data:`U_MAX`; a point beyond meets only lags beyond it, where
+:math:`|g_j|` decreases (:math:`\\sqrt j <` :data:`U_MAX`), so that its
+error is at most :math:`|g_j(u_{\\max})|` times its weight, the tails'
+term. The envelope is taken within two grid steps of each point (its
+binning's nodes and the query's interpolation's), a factor
+:math:`e^{(u_{\\max} + 2 \\delta / \\sigma) \\delta / \\sigma}`, and the
+convolution's rounding at twice the sums' (the taps of a grid of half the
+step: measured, 1.3e-14 of the total weight at 4.5 million nodes, against
+2e-12 allowed). The local fit serves a query where the error of its
+estimate that these bounds allow is within the tolerance (else the exact
+path fits it).
 """
 
 import functools
@@ -221,9 +228,11 @@ def binned_moment_sums(Q, X, V, head, powers, *, tol, scale=None,
     # The envelope within two grid steps of a point (the nodes of its
     # binning, and of the query's interpolation).
     shift = math.exp((U_MAX + 2.0 * step) * step)
-    # The wider weight sum, binned too: with its own error.
+    # The wider weight sum, binned too: with its own error (binning, its
+    # truncated tails and rounding).
     wide_in = np.abs(_interpolate(wide, pos[inside])[:, 0])
     wide_in += 0.125 * second_derivative_envelope(0) * step**2 * shift * total
+    wide_in += (TRUNCATION + FFT_ROUNDING) * total
     # The convolution's rounding grows with the taps' norm: the finer grid's.
     fft = FFT_ROUNDING * math.sqrt(LOCAL_GRID_FACTOR)
     for j in range(powers + 1):
