@@ -707,7 +707,7 @@ def brute_force_moments(kernel, h, unit, Q, X, V, w, powers, own=None, kept=None
 
 
 def test_some_backends_sum_local_moments():
-    assert {name for name, _ in MOMENT_PAIRS} == {"fgt", "sorted"}
+    assert {name for name, _ in MOMENT_PAIRS} == {"fgt", "sorted", "binned"}
     assert not BACKENDS[DENSE].local_moments
 
 

@@ -328,16 +328,16 @@ def test_classifier_search_equals_the_search_without_tables(served):
 
 
 def test_the_pair_sums_run_blas_on_one_thread(served):
-    from test_core_parallel import _RecordingKernel
+    from _core_reference import RecordingKernel
     from threadpoolctl import threadpool_limits
 
     X, y = _mixed(120)
-    _RecordingKernel.seen = []
+    RecordingKernel.seen = []
     search = NadarayaWatsonRegressorCV(
-        kernels=[_RecordingKernel()], bandwidths=[0.2, 0.4],
+        kernels=[RecordingKernel()], bandwidths=[0.2, 0.4],
         categorical_features=[1], ordered_features=[2],
     )  # fmt: skip
     with threadpool_limits(limits=2, user_api="blas"):
         search.fit(X, y)
-    assert served and _RecordingKernel.seen
-    assert set(_RecordingKernel.seen) == {1}
+    assert served and RecordingKernel.seen
+    assert set(RecordingKernel.seen) == {1}
