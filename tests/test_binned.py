@@ -279,3 +279,25 @@ def test_local_fits_check_their_finer_grid_at_fit():
     NadarayaWatsonRegressor(algorithm="binned", bandwidth=1e-3).fit(X, y)
     with pytest.raises(ValueError, match="binned_tol=1e-06"):
         LocalLinearRegressor(algorithm="binned", bandwidth=1e-3).fit(X, y)
+
+
+def test_binned_local_fits_do_not_depend_on_the_batch():
+    # Each query's estimate (served by the binned moments, or exactly) is
+    # the same alone, in any subset and in any order (to the exact path's
+    # rounding, whose dense tiles follow the batch).
+    X, y = clustered(1500, seed=5)
+    Q = np.linspace(X.min() - 1.0, X.max() + 1.0, 120)[:, None]
+    est = LocalLinearRegressor(algorithm="binned", bandwidth=0.2).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        full = est.predict(Q)
+        served = est._query_centred(Q).served
+        assert served.any() and not served.all()  # both paths in the batch
+        for i in (0, 37, 60, 119):
+            assert_close(est.predict(Q[i : i + 1]), full[i : i + 1])
+        assert_close(est.predict(Q[::-1]), full[::-1])
+        assert_close(est.predict(Q[::3]), full[::3])
+
+
+def assert_close(got, ref):
+    np.testing.assert_allclose(got, ref, rtol=1e-14, atol=0)
