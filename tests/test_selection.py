@@ -780,17 +780,11 @@ def _nw_reference(kernel, h, Xq, Xt, yt, wt, own=None):
     return est
 
 
-@pytest.mark.parametrize("cv", [None, 3])
-@pytest.mark.parametrize("kernel_name", sorted(FAST_KERNELS))
-def test_cv_scores_on_the_fast_backends_equal_the_definitions(
-    monkeypatch, kernel_name, cv
-):
+def _spied_sums(kernel_name):
+    """``(backend class, spy, used)``: the fast backend of ``kernel_name``
+    and a ``sums`` that records each call's number of queries in ``used``."""
     from sknw._sums import BACKENDS
 
-    X, y, w = _fast_data()
-    # From windows so small that each point's own term dominates its sums
-    # (or is all of them) to wide ones.
-    bandwidths = [0.0004, 0.0015, 0.01, 0.08]
     used = []
     backend = type(BACKENDS[FAST_KERNELS[kernel_name]])
     original = backend.sums
@@ -799,6 +793,20 @@ def test_cv_scores_on_the_fast_backends_equal_the_definitions(
         used.append(Q.shape[0])
         return original(self, index, Q, *args, **kwargs)
 
+    return backend, spy, used
+
+
+@pytest.mark.parametrize("cv", [None, 3])
+@pytest.mark.parametrize("kernel_name", sorted(FAST_KERNELS))
+def test_cv_scores_on_the_fast_backends_equal_the_definitions(
+    monkeypatch, kernel_name, cv
+):
+
+    X, y, w = _fast_data()
+    # From windows so small that each point's own term dominates its sums
+    # (or is all of them) to wide ones.
+    bandwidths = [0.0004, 0.0015, 0.01, 0.08]
+    backend, spy, used = _spied_sums(kernel_name)
     monkeypatch.setattr(backend, "sums", spy)
     est = NadarayaWatsonRegressorCV(
         kernels=[kernel_name], bandwidths=bandwidths, cv=cv
@@ -830,19 +838,11 @@ def test_cv_scores_on_the_fast_backends_equal_the_definitions(
 def test_classifier_cv_on_the_fast_backends_equals_the_dense_one(
     monkeypatch, kernel_name, cv
 ):
-    from sknw._sums import BACKENDS
 
     X, y, w = _fast_data(seed=4)
     labels = (np.sin(9 * X[:, 0]) + 0.3 * (y - 1e4) > 0).astype(int)
     grid = [0.0004, 0.002, 0.01, 0.08]
-    used = []
-    backend = type(BACKENDS[FAST_KERNELS[kernel_name]])
-    original = backend.sums
-
-    def spy(self, index, Q, *args, **kwargs):
-        used.append(Q.shape[0])
-        return original(self, index, Q, *args, **kwargs)
-
+    backend, spy, used = _spied_sums(kernel_name)
     scores = []
     for algorithm in ("auto", "brute"):
         with monkeypatch.context() as patch:
