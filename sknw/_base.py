@@ -281,9 +281,14 @@ class NadarayaWatsonBase(BaseEstimator):
     def _bandwidth_search(self):
         """The search of ``bandwidth="cv"``: :meth:`_search_class` over the
         default grid of this estimator's kernel, with its metric, empty-window
-        policy, ``algorithm`` (where the search accepts it) and ``n_jobs``."""
+        policy, ``algorithm`` (where the search accepts it, and it is exact)
+        and ``n_jobs``."""
         search = self._search_class()
-        accepted = search._algorithms
+        # The search is exact: not an approximate backend (binned).
+        accepted = [
+            name for name in search._algorithms
+            if name == "auto" or not BACKENDS[name].tolerance
+        ]  # fmt: skip
         return search(
             kernels=[self.kernel_],
             metric=self.metric,

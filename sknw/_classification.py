@@ -11,7 +11,7 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_dat
 from ._base import NadarayaWatsonBase
 from ._mixed import DISCRETE_CONSTRAINTS, encode_features
 from ._selection import (
-    CV_ALGORITHMS,
+    NW_CV_ALGORITHMS,
     CVSelectionMixin,
     check_groups,
     cv_parameter_constraints,
@@ -366,8 +366,11 @@ class NadarayaWatsonClassifierCV(CVSelectionMixin, NadarayaWatsonClassifier):
     empty_window : {"nearest", "mean", "nan", "raise"}, default="nearest"
         As in :class:`NadarayaWatsonRegressorCV`.
 
-    algorithm : {"auto", "brute", "tree", "tiles", "sorted", "fgt"}, default="auto"
-        As in :class:`NadarayaWatsonRegressorCV`.
+    algorithm : {"auto", "brute", "tree", "tiles", "sorted", "fgt", "binned"}
+        Default ``"auto"``. As in :class:`NadarayaWatsonRegressorCV`.
+    binned_tol : float, default=1e-6
+        As in :class:`NadarayaWatsonRegressorCV`: each out-of-sample
+        probability of the search within it of the exact one.
     n_jobs : int, default=None
         As in :class:`NadarayaWatsonRegressorCV`: parallel workers for the
         cross-validation passes and for predictions.
@@ -394,7 +397,7 @@ class NadarayaWatsonClassifierCV(CVSelectionMixin, NadarayaWatsonClassifier):
 
     Attributes
     ----------
-    algorithm_ : {"brute", "tree", "tiles", "sorted", "fgt"}
+    algorithm_ : {"brute", "tree", "tiles", "sorted", "fgt", "binned"}
         The summation used by predictions (see ``algorithm``).
     classes_ : ndarray of shape (n_classes,)
         Class labels.
@@ -465,7 +468,8 @@ class NadarayaWatsonClassifierCV(CVSelectionMixin, NadarayaWatsonClassifier):
     True
     """
 
-    _algorithms = CV_ALGORITHMS
+    # Leave-one-out and K-fold on every backend, binned within binned_tol.
+    _algorithms = NW_CV_ALGORITHMS
     _parameter_constraints = cv_parameter_constraints(
         NadarayaWatsonClassifier._parameter_constraints,
         CLASSIFIER_KERNELS,
@@ -484,6 +488,7 @@ class NadarayaWatsonClassifierCV(CVSelectionMixin, NadarayaWatsonClassifier):
         metric_params=None,
         empty_window="nearest",
         algorithm="auto",
+        binned_tol=1e-6,
         n_jobs=None,
         categorical_features="from_dtype",
         ordered_features=None,
@@ -504,6 +509,7 @@ class NadarayaWatsonClassifierCV(CVSelectionMixin, NadarayaWatsonClassifier):
             n_jobs=n_jobs,
             spans=spans,
         )
+        self.binned_tol = binned_tol
         self.categorical_features = categorical_features
         self.ordered_features = ordered_features
         self.categorical_kernel = categorical_kernel

@@ -14,7 +14,7 @@ from ._gradient import GradientMixin
 from ._local_frame import LocalFrame
 from ._mixed import DISCRETE_CONSTRAINTS, encode_features
 from ._robust import robust_refit
-from ._selection import CV_ALGORITHMS, CVSelectionMixin, cv_parameter_constraints
+from ._selection import NW_CV_ALGORITHMS, CVSelectionMixin, cv_parameter_constraints
 from ._sums import power_of_two_scale
 from ._uncertainty import LocalFit, global_noise_variance, local_noise_variance
 from ._validation import NotBoolInterval, validate_regression_data
@@ -701,11 +701,17 @@ class NadarayaWatsonRegressorCV(CVSelectionMixin, NadarayaWatsonRegressor):
     noise_variance : {"local", "global"} or float, default="local"
         As in :class:`NadarayaWatsonRegressor`, with the selected kernel and
         bandwidth.
-    algorithm : {"auto", "brute", "tree", "tiles", "sorted", "fgt"}, default="auto"
-        As in :class:`NadarayaWatsonRegressor` (without ``"binned"``), for the
-        selected kernel and bandwidth. An explicit choice must serve every
-        kernel in ``kernels``, which is checked before the search. The choice
-        is stored in ``algorithm_``.
+    algorithm : {"auto", "brute", "tree", "tiles", "sorted", "fgt", "binned"}
+        Default ``"auto"``. As in :class:`NadarayaWatsonRegressor`, for the
+        passes of the search and the selected kernel and bandwidth. An
+        explicit choice must serve every kernel in ``kernels``, which is
+        checked before the search. The choice is stored in ``algorithm_``.
+        With ``"binned"`` (the Gaussian, one feature), each out-of-sample
+        estimate of the search is within ``binned_tol`` times the range of
+        the targets of the exact one (its scores are not exact).
+    binned_tol : float, default=1e-6
+        With ``algorithm="binned"``: as in :class:`NadarayaWatsonRegressor`,
+        for the search's estimates and the fitted predictions.
     n_jobs : int, default=None
         Number of parallel workers for the cross-validation passes and for
         predictions: the left-out points (or each fold's test points) and the
@@ -737,7 +743,7 @@ class NadarayaWatsonRegressorCV(CVSelectionMixin, NadarayaWatsonRegressor):
 
     Attributes
     ----------
-    algorithm_ : {"brute", "tree", "tiles", "sorted", "fgt"}
+    algorithm_ : {"brute", "tree", "tiles", "sorted", "fgt", "binned"}
         The summation used by predictions (see ``algorithm``).
     kernel_ : Kernel
         The selected kernel.
@@ -826,7 +832,8 @@ class NadarayaWatsonRegressorCV(CVSelectionMixin, NadarayaWatsonRegressor):
     0.29
     """
 
-    _algorithms = CV_ALGORITHMS
+    # Leave-one-out and K-fold on every backend, binned within binned_tol.
+    _algorithms = NW_CV_ALGORITHMS
     _parameter_constraints = cv_parameter_constraints(
         NadarayaWatsonRegressor._parameter_constraints, set(KERNELS), _algorithms
     )
@@ -847,6 +854,7 @@ class NadarayaWatsonRegressorCV(CVSelectionMixin, NadarayaWatsonRegressor):
         empty_window="nearest",
         noise_variance="local",
         algorithm="auto",
+        binned_tol=1e-6,
         n_jobs=None,
         categorical_features="from_dtype",
         ordered_features=None,
@@ -867,6 +875,7 @@ class NadarayaWatsonRegressorCV(CVSelectionMixin, NadarayaWatsonRegressor):
             n_jobs=n_jobs,
             spans=spans,
         )
+        self.binned_tol = binned_tol
         self.categorical_features = categorical_features
         self.ordered_features = ordered_features
         self.categorical_kernel = categorical_kernel

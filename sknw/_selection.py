@@ -47,6 +47,7 @@ from ._scoring import check_scoring, cv_results, make_scorer, object_array
 from ._smoothest import per_point_losses, smoothest_near_best
 from ._span import candidate_spans, span_candidates, split_heads
 from ._sums import (
+    BACKENDS,
     PairCache,
     algorithms,
     default_tile_elements,
@@ -66,6 +67,9 @@ from .kernels import Kernel, get_kernel
 #: The ``algorithm`` values of the CV estimators of Nadaraya--Watson (their
 #: passes need exact sums: no tolerance).
 CV_ALGORITHMS = algorithms(tolerance=False)
+#: The algorithms of the Nadaraya--Watson searches: those and binned, whose
+#: leave-one-out and K-fold estimates are within ``binned_tol``.
+NW_CV_ALGORITHMS = algorithms()
 
 
 def cv_predictions(
@@ -86,6 +90,7 @@ def cv_predictions(
     accepted=CV_ALGORITHMS,
     shares=None,
     pairs=None,
+    tolerance=None,
 ):
     """Out-of-sample weighted averages of ``V`` for every candidate.
 
@@ -107,7 +112,9 @@ def cv_predictions(
     (n_candidates, n_samples), or None) receives each point's removed share
     (see :mod:`sknw._criteria`). ``pairs``: the
     :class:`~sknw._sums.PairCache` of a search whose candidates share these
-    points and folds (product kernels; None: none kept).
+    points and folds (product kernels; None: none kept). ``tolerance``: that
+    of the approximate backends (``binned_tol``; None: the estimator has
+    none).
     """
     n, k = V.shape
     mid = np.zeros(k)
@@ -158,6 +165,7 @@ def cv_predictions(
                 self_weight=kept if train is None else None,
                 tile_elements=tile_elements,
                 pairs=None if pairs is None else partial(pairs.sums, split),
+                tolerance=tolerance,
                 **loo,
             )
             fallbacks = _Fallbacks(
@@ -334,14 +342,13 @@ def check_groups(groups, n, cv):
 
 
 def cv_parameter_constraints(base_constraints, kernel_names, algorithm_names):
-    """Constraints of a ``*CV`` estimator from those of its plain estimator."""
+    """Constraints of a ``*CV`` estimator from those of its plain estimator
+    (``binned_tol`` where its algorithms include an approximate one)."""
+    dropped = ("kernel", "bandwidth", "span", "robust_iterations")
+    if not any(BACKENDS[name].tolerance for name in algorithm_names if name != "auto"):
+        dropped += ("binned_tol",)
     return {
-        **{
-            k: v
-            for k, v in base_constraints.items()
-            if k not in ("kernel", "bandwidth", "binned_tol", "span")
-            and k != "robust_iterations"
-        },
+        **{k: v for k, v in base_constraints.items() if k not in dropped},
         "algorithm": [StrOptions(set(algorithm_names))],
         "kernels": ["array-like", StrOptions(kernel_names), Kernel],
         "bandwidths": [
@@ -785,6 +792,7 @@ class CVSelectionMixin:
             accepted=accepted,
             shares=shares,
             pairs=getattr(self, "_pairs", None),
+            tolerance=getattr(self, "binned_tol", None),
         )
         if finish is not None:
             preds = finish(preds, cands, empties)

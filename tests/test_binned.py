@@ -156,15 +156,80 @@ def test_grid_too_large_is_refused_at_fit():
         NadarayaWatsonRegressor(algorithm="binned", bandwidth=1e-3).fit(X, [0.0, 1.0])
 
 
-def test_the_searches_refuse_binned():
-    # The cross-validated searches are exact.
+def test_the_local_fits_searches_refuse_binned():
+    # The local fits' searches are exact.
     X, y = clustered(200)
-    for cv in (NadarayaWatsonRegressorCV, NadarayaWatsonClassifierCV):
-        with pytest.raises(ValueError, match="algorithm"):
-            cv(algorithm="binned").fit(X, (y > 10).astype(int))
     for cv in (LocalLinearRegressorCV, LocalPolynomialRegressorCV):
         with pytest.raises(ValueError, match="algorithm"):
             cv(algorithm="binned").fit(X, y)
+
+
+def _spied_binned(monkeypatch):
+    """The queries of each binned pass, recorded."""
+    from sknw._sums import _binned
+
+    calls = []
+    real = _binned.binned_kernel_sums
+
+    def spy(Q, X, V, heads, **params):
+        calls.append(Q.shape[0])
+        return real(Q, X, V, heads, **params)
+
+    monkeypatch.setattr(_binned, "binned_kernel_sums", spy)
+    return calls
+
+
+@pytest.mark.parametrize("cv", [None, 4])
+def test_regression_search_on_binned_within_its_tolerance(cv, monkeypatch):
+    # Each out-of-sample estimate within tol times the targets' range of the
+    # exact one: each score within 2 d sqrt(MSE) + d**2 of the exact score
+    # (d = tol * range; weighted means, by Cauchy-Schwarz).
+    X, y = clustered(1500, seed=3)
+    w = np.random.default_rng(4).uniform(0.5, 2.0, X.shape[0])
+    grid = [0.05, 0.1, 0.2, 0.4]
+    tol = 1e-5
+    calls = _spied_binned(monkeypatch)
+    binned = NadarayaWatsonRegressorCV(
+        bandwidths=grid, cv=cv, algorithm="binned", binned_tol=tol
+    ).fit(X, y, sample_weight=w)
+    assert len(calls) >= len(grid) * (1 if cv is None else cv)
+    exact = NadarayaWatsonRegressorCV(bandwidths=grid, cv=cv, algorithm="brute")
+    exact.fit(X, y, sample_weight=w)
+    got = binned.cv_results_["mean_test_score"]
+    ref = exact.cv_results_["mean_test_score"]
+    d = tol * np.ptp(y)
+    assert np.all(np.abs(got - ref) <= 2 * d * np.sqrt(-ref) + d * d)
+    assert binned.algorithm_ == "binned"
+
+
+def test_classifier_search_on_binned_within_its_tolerance(monkeypatch):
+    # Each out-of-sample probability within tol of the exact one: each
+    # point's log-loss within tol / (p - tol) of the exact, p its class's
+    # probability (from the definition).
+    X, y = clustered(1200, seed=6)
+    labels = (y > 10).astype(int)
+    grid = [0.2, 0.4, 0.8]
+    tol = 1e-6
+    calls = _spied_binned(monkeypatch)
+    binned = NadarayaWatsonClassifierCV(
+        bandwidths=grid, algorithm="binned", binned_tol=tol
+    ).fit(X, labels)
+    assert len(calls) >= len(grid)
+    exact = NadarayaWatsonClassifierCV(bandwidths=grid, algorithm="brute")
+    exact.fit(X, labels)
+    got = binned.cv_results_["mean_test_score"]
+    ref = exact.cv_results_["mean_test_score"]
+    x = X[:, 0]
+    checked = 0
+    for h, g, r in zip(grid, got, ref, strict=True):
+        K = np.exp(-0.5 * ((x[:, None] - x[None, :]) / h) ** 2)
+        np.fill_diagonal(K, 0.0)
+        p = (K @ (labels[:, None] == [0, 1])) / K.sum(axis=1, keepdims=True)
+        p_true = p[np.arange(x.size), labels]
+        if np.all(p_true > 2 * tol):  # else a probability near 0: clipped
+            assert abs(g - r) <= np.mean(tol / (p_true - tol))
+            checked += 1
+    assert checked
 
 
 @pytest.mark.parametrize(

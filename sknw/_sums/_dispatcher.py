@@ -228,8 +228,9 @@ def backend_sums(name, index, Q, X, V, heads, *, n_jobs=None, **params):
 
 
 def grid_sums(
-    algorithm, accepted, Q, X, V, heads, *, n_jobs=None, pairs=None, **params
-):
+    algorithm, accepted, Q, X, V, heads, *, n_jobs=None, pairs=None,
+    tolerance=None, **params,
+):  # fmt: skip
     """The sums of several heads (a grid of kernels and bandwidths), each by
     the backend :func:`choose` picks for it, with an index built for these
     training points and values; the heads left to the dense backend share
@@ -237,7 +238,8 @@ def grid_sums(
     :func:`backend_sums` (with ``exclude_self`` for leave-one-out).
     Discrete heads: from the pair tables a search keeps (``pairs(Q, X, V,
     heads, **params)``, see :mod:`sknw._sums._pairs`) where they serve, else
-    cell by cell, each cell's continuous heads by this function."""
+    cell by cell, each cell's continuous heads by this function.
+    ``tolerance``: that of the approximate backends (None: none of them)."""
     if discrete_of(heads) is not None:
         if pairs is not None:
             with core_blas_threads():  # as the backends (backend_sums)
@@ -246,7 +248,8 @@ def grid_sums(
                 return got
 
         def cell(c, Qc, Xc, Vc, hs, p):
-            return grid_sums(algorithm, accepted, Qc, Xc, Vc, hs, n_jobs=n_jobs, **p)
+            return grid_sums(algorithm, accepted, Qc, Xc, Vc, hs, n_jobs=n_jobs,
+                             tolerance=tolerance, **p)  # fmt: skip
 
         return cell_sums(cell, Q, X, V, heads, **params)
     out = [None] * len(heads)
@@ -259,6 +262,7 @@ def grid_sums(
         metric=params["metric"],
         metric_params=params.get("metric_params"),
         tile_elements=params.get("tile_elements", TILE_ELEMENTS),
+        tolerance=tolerance,
         # A lone head's dense alternative is the single head's path.
         grid=len(heads) > 1,
         shared={},
