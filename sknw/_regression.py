@@ -703,15 +703,12 @@ class NadarayaWatsonRegressorCV(CVSelectionMixin, NadarayaWatsonRegressor):
         bandwidth.
     algorithm : {"auto", "brute", "tree", "tiles", "sorted", "fgt", "binned"}
         Default ``"auto"``. As in :class:`NadarayaWatsonRegressor`, for the
-        passes of the search and the selected kernel and bandwidth. An
-        explicit choice must serve every kernel in ``kernels``, which is
-        checked before the search. The choice is stored in ``algorithm_``.
-        With ``"binned"`` (the Gaussian, one feature), each out-of-sample
-        estimate of the search is within ``binned_tol`` times the range of
-        the targets of the exact one (its scores are not exact).
+        search's passes and the selected kernel and bandwidth (an explicit
+        choice must serve every kernel in ``kernels``, checked before the
+        search); ``"binned"``: each out-of-sample estimate within
+        ``binned_tol`` of the exact one (approximate scores).
     binned_tol : float, default=1e-6
-        With ``algorithm="binned"``: as in :class:`NadarayaWatsonRegressor`,
-        for the search's estimates and the fitted predictions.
+        As in :class:`NadarayaWatsonRegressor`.
     n_jobs : int, default=None
         Number of parallel workers for the cross-validation passes and for
         predictions: the left-out points (or each fold's test points) and the
@@ -832,8 +829,7 @@ class NadarayaWatsonRegressorCV(CVSelectionMixin, NadarayaWatsonRegressor):
     0.29
     """
 
-    # Leave-one-out and K-fold on every backend, binned within binned_tol.
-    _algorithms = NW_CV_ALGORITHMS
+    _algorithms = NW_CV_ALGORITHMS  # binned within binned_tol
     _parameter_constraints = cv_parameter_constraints(
         NadarayaWatsonRegressor._parameter_constraints, set(KERNELS), _algorithms
     )
@@ -863,18 +859,11 @@ class NadarayaWatsonRegressorCV(CVSelectionMixin, NadarayaWatsonRegressor):
         spans=None,
     ):
         super().__init__(
-            kernels=kernels,
-            bandwidths=bandwidths,
-            cv=cv,
-            scoring=scoring,
-            refine=refine,
-            metric=metric,
-            metric_params=metric_params,
-            empty_window=empty_window,
-            algorithm=algorithm,
-            n_jobs=n_jobs,
+            kernels=kernels, bandwidths=bandwidths, cv=cv, scoring=scoring,
+            refine=refine, metric=metric, metric_params=metric_params,
+            empty_window=empty_window, algorithm=algorithm, n_jobs=n_jobs,
             spans=spans,
-        )
+        )  # fmt: skip
         self.binned_tol = binned_tol
         self.categorical_features = categorical_features
         self.ordered_features = ordered_features

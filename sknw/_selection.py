@@ -151,23 +151,14 @@ def cv_predictions(
                 tile_elements=tile_elements,
             )  # fmt: skip
             results = grid_sums(
-                algorithm,
-                accepted,
-                Xq,
-                Xt,
-                Vc if train is None else Vc[train],
-                heads,
-                n_jobs=n_jobs,
-                metric=metric,
-                metric_params=metric_params,
-                scale=scale,
-                sample_weight=wt,
+                algorithm, accepted, Xq, Xt, Vc if train is None else Vc[train],
+                heads, n_jobs=n_jobs, metric=metric, metric_params=metric_params,
+                scale=scale, sample_weight=wt,
                 self_weight=kept if train is None else None,
                 tile_elements=tile_elements,
                 pairs=None if pairs is None else partial(pairs.sums, split),
-                tolerance=tolerance,
-                **loo,
-            )
+                tolerance=tolerance, **loo,
+            )  # fmt: skip
             fallbacks = _Fallbacks(
                 Xq, Xt, Vt, wt, scale=scale, metric=metric,
                 metric_params=metric_params, tile_elements=tile_elements,
