@@ -262,9 +262,10 @@ class LocalPolynomialFit(NadarayaWatsonRegressor):
             return None
         n_positive = V.shape[0] if w is None else int(np.sum(w > 0))
 
-        # Binned moments: estimates within binned_tol of the exact ones.
+        # Binned moments: estimates within the tolerance fitted with the index
+        # (binned_tol at fit; the index of an approximate backend is it).
         approximate = BACKENDS[self.algorithm_].tolerance
-        tol = {"tolerance": self.binned_tol if approximate else None}
+        tol = {"tolerance": self._index if approximate else None}
 
         def fit_of(moments):
             if p == 1:

@@ -366,3 +366,17 @@ def test_binned_local_fits_do_not_depend_on_the_batch():
 
 def assert_close(got, ref):
     np.testing.assert_allclose(got, ref, rtol=1e-14, atol=0)
+
+
+def test_binned_local_fits_predict_with_the_fitted_tolerance():
+    # Predictions read the tolerance fitted with the index, not binned_tol
+    # changed after fit.
+    X, y = clustered(1500, seed=7)
+    Q = np.linspace(X.min() - 1.0, X.max() + 1.0, 200)[:, None]
+    est = LocalLinearRegressor(algorithm="binned", bandwidth=0.2, binned_tol=1e-6)
+    est.fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        before = est.predict(Q)
+        est.set_params(binned_tol=0.5)
+        np.testing.assert_array_equal(est.predict(Q), before)
