@@ -36,7 +36,7 @@ def get_config():
 
 
 def _checked_blas_threads(value):
-    if value == "inherit" and isinstance(value, str):
+    if isinstance(value, str) and value == "inherit":
         return value
     if isinstance(value, Integral) and not isinstance(value, bool) and value >= 1:
         return int(value)

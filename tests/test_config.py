@@ -42,7 +42,9 @@ def test_config_context_restores_also_on_error():
     assert get_config()["blas_threads"] == 1
 
 
-@pytest.mark.parametrize("value", [0, -1, 1.5, True, "all", "1", np.float64(2.0)])
+@pytest.mark.parametrize(
+    "value", [0, -1, 1.5, True, "all", "1", np.float64(2.0), np.array([1, 2])]
+)
 def test_bad_blas_threads_are_refused(value):
     with pytest.raises(ValueError, match="blas_threads must be an int >= 1"):
         set_config(blas_threads=value)
