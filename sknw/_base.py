@@ -27,6 +27,7 @@ from ._sums import (
     DENSE,
     FitRequest,
     Head,
+    algorithms,
     backend_sums,
     check,
     choose,
@@ -285,10 +286,7 @@ class NadarayaWatsonBase(BaseEstimator):
         and ``n_jobs``."""
         search = self._search_class()
         # The search is exact: not an approximate backend (binned).
-        accepted = [
-            name for name in search._algorithms
-            if name == "auto" or not BACKENDS[name].tolerance
-        ]  # fmt: skip
+        accepted = set(search._algorithms) & set(algorithms(tolerance=False))
         return search(
             kernels=[self.kernel_],
             metric=self.metric,

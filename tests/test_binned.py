@@ -380,3 +380,14 @@ def test_binned_local_fits_predict_with_the_fitted_tolerance():
         before = est.predict(Q)
         est.set_params(binned_tol=0.5)
         np.testing.assert_array_equal(est.predict(Q), before)
+
+
+def test_the_search_of_bandwidth_cv_stays_exact(monkeypatch):
+    # A plain estimator on binned searches its bandwidth exactly: no binned
+    # pass at fit; its predictions are binned.
+    X, y = clustered(600, seed=8)
+    calls = _spied_binned(monkeypatch)
+    est = NadarayaWatsonRegressor(algorithm="binned").fit(X, y)
+    assert est.algorithm_ == "binned" and calls == []
+    est.predict(X[:10])
+    assert calls
