@@ -14,6 +14,10 @@ sizes, ``--only GROUP`` for some rows). One BLAS thread. Rows:
   linear fit;
 - ``LocalLinearRegressorCV`` in 1-D, relative to one Nadaraya--Watson predict
   of the training set (goal: at most 100);
+- ``NadarayaWatsonRegressorCV`` and ``LocalLinearRegressorCV`` in 1-D with
+  ``algorithm="binned"`` at ``binned_tol`` 1e-3 and 1e-6, relative to the
+  same search on the exact fast paths (``"auto"``), with the largest
+  difference of their scores (group ``binned-cv``);
 - ``GridSearchCV(cv=5)`` over the same 30 bandwidths, relative to the exact
   leave-one-out, best of three runs of each (goal: at least 5);
 - ``NadarayaWatsonRegressorCV`` in 3-D over its default 30 bandwidths,
@@ -139,6 +143,29 @@ def local_linear_rows(n):
                 f"{t_ll:.2f} s; max |diff| from fgt {gap:.1e} of the range",
             )
         )
+    return rows
+
+
+def binned_cv_rows(n):
+    """The searches on the binned backend against the exact fast paths."""
+    rows = []
+    X, y = make_data(n, seed=4)
+    for search_class in (NadarayaWatsonRegressorCV, LocalLinearRegressorCV):
+        auto = search_class()
+        t_auto, auto = timed(lambda s=auto: s.fit(X, y))
+        ref = auto.cv_results_["mean_test_score"]
+        for tol in (1e-3, 1e-6):
+            binned = search_class(algorithm="binned", binned_tol=tol)
+            t_binned, binned = timed(lambda s=binned: s.fit(X, y))
+            gap = np.max(np.abs(binned.cv_results_["mean_test_score"] - ref))
+            rows.append(
+                (
+                    f"{search_class.__name__} 1-D binned_tol={tol:g}, n={n}",
+                    "same search, auto",
+                    t_binned / t_auto,
+                    f"{t_binned:.2f} s; max score diff {gap:.1e}",
+                )
+            )
     return rows
 
 
@@ -354,7 +381,9 @@ def r_rows(sizes, normal_sizes=()):
     return rows
 
 
-ROW_GROUPS = ("nw-cv", "ll-predict", "ll-cv", "grid-search", "3d", "small", "r")
+ROW_GROUPS = (
+    "nw-cv", "ll-predict", "ll-cv", "binned-cv", "grid-search", "3d", "small", "r",
+)  # fmt: skip
 
 
 def main():
@@ -380,6 +409,8 @@ def main():
                 LocalLinearRegressorCV, "LocalLinearCV", 10_000 if quick else 50_000,
                 4, 100,
             )  # fmt: skip
+        if "binned-cv" in only:
+            table += binned_cv_rows(50_000 if quick else 200_000)
         if "grid-search" in only:
             table += grid_search_rows([2000] if quick else [2000, 5000, 20_000])
         if "3d" in only:

@@ -1,10 +1,13 @@
 """Out-of-sample local linear estimates from the moments about each query.
 
-With one feature, the 1-D backends that sum local moments (fgt, sorted) give
-every left-out point's moments about itself in one pass per candidate and
-training fold (the point's own term holds only in the moments of order 0, its
-offset being 0); :func:`~sknw._local_frame.query_centred_fit` solves them and
-bounds their error. For leave-one-out, the candidates of one scale and
+With one feature, the 1-D backends that sum local moments (fgt, sorted, and
+binned within ``binned_tol``) give every left-out point's moments about
+itself in one pass per candidate and training fold (the point's own term
+holds only in the moments of order 0, its offset being 0);
+:func:`~sknw._local_frame.query_centred_fit` solves them and bounds their
+error (within :data:`~sknw._local_frame.QUERY_CENTRED_TOLERANCE` of the
+targets' range, ``binned_tol`` for the binned moments). A candidate too
+narrow for the binned grid takes the exact passes. For leave-one-out, the candidates of one scale and
 kernel go to the core together (:func:`~sknw._sums.grid_local_moments`): the
 transform takes many of them in one stacked pass. Points beyond the bound
 (one-sided windows, in the tails) take their moments term by term over
@@ -24,6 +27,7 @@ from ._scaling import group_candidates, scaling_of
 from ._sums import (
     BACKENDS,
     FitRequest,
+    GridSizeError,
     Head,
     MomentSums,
     choose,
@@ -104,6 +108,8 @@ def query_centred_cv(est, X, Y, w, unit, cands, folds):
         "tile_elements": default_tile_elements(),
         # Resolved once (joblib's context) rather than by every pass.
         "n_jobs": effective_n_jobs(est.n_jobs),
+        # That of the approximate backends (binned_tol), for their indexes.
+        "tolerance": getattr(est, "binned_tol", None),
     }
     scaled = {  # each candidate's scale and head, the scalings found once
         i: (scale, head)
@@ -161,7 +167,8 @@ def _fast_passes(est, accepted, X, V, w, kept, shape, cands, scaled, splits,
             served_now = list(preds)
             for f0 in range(0, len(served_now), per_fit):
                 part = served_now[f0 : f0 + per_fit]
-                fits = _joint_fits([got[i] for i in part], est, spread)
+                fits = _joint_fits([got[i] for i in part], est, spread,
+                                   tolerance=_fit_tolerance(est))  # fmt: skip
                 for i, (estimate, served) in zip(part, fits, strict=True):
                     every, pred = served.all(), preds[i]
                     if train is None:  # every point, in order (NaN elsewhere)
@@ -174,6 +181,15 @@ def _fast_passes(est, accepted, X, V, w, kept, shape, cands, scaled, splits,
                         pending[s].append(_left(i, got[i], ~served, X, scaled[i]))
         preds_all.update(preds)
     return preds_all, pending
+
+
+def _fit_tolerance(est):
+    """The tolerance of the fits from the fast passes' moments: ``binned_tol``
+    where the estimator's explicit algorithm approximates within it (its
+    moments are then all binned: ``"auto"`` never takes it), else None
+    (:data:`~sknw._local_frame.QUERY_CENTRED_TOLERANCE`)."""
+    backend = BACKENDS.get(est.algorithm)
+    return est.binned_tol if backend is not None and backend.tolerance else None
 
 
 def _prepared(est, X, Y, w, unit, folds):
@@ -244,9 +260,12 @@ def _request(X, V, w, kept, head, scale, split, params):
     test, shared)``, ``train`` None for leave-one-out of every point,
     ``shared`` the dict of what the split's indexes share across
     candidates): the :class:`~sknw._sums.FitRequest` of its training
-    points, its queries, their rows in the data and the core's parameters
-    of their sums (``params``, the weights and leave-one-out)."""
+    points (with ``params``' tolerance), its queries, their rows in the data
+    and the core's parameters of their sums (the other ``params``, the
+    weights and leave-one-out)."""
     train, test, shared = split
+    params = dict(params)
+    tolerance = params.pop("tolerance", None)
     if train is None:
         Xq, Xt, Vt, wt = X, X, V, w
         rows = np.arange(X.shape[0])
@@ -263,6 +282,7 @@ def _request(X, V, w, kept, head, scale, split, params):
         scale=scale,
         metric=params["metric"],
         metric_params=params["metric_params"],
+        tolerance=tolerance,
         tile_elements=params["tile_elements"],
         grid=True,
         powers=2,
@@ -287,9 +307,13 @@ def _split_moments(est, accepted, X, V, w, kept, head, scale, split, params):
     ``shared`` the dict of what the split's indexes share across candidates)
     by a backend summing local moments (of the ``accepted`` names), with the
     number of training points of positive weight of each query's fit; None
-    where the choice gives none."""
+    where the choice gives none (or its grid would be too large,
+    :class:`~sknw._sums.GridSizeError`)."""
     request, Xq, rows, query = _request(X, V, w, kept, head, scale, split, params)
-    name, index = choose(est.algorithm, accepted, request)
+    try:
+        name, index = choose(est.algorithm, accepted, request)
+    except GridSizeError:  # too narrow for the binned grid: the exact passes
+        return None
     if not BACKENDS[name].local_moments:
         return None
     Vt = request.values()[0]
@@ -301,14 +325,16 @@ def _split_moments(est, accepted, X, V, w, kept, head, scale, split, params):
     return moments, rows, _positive(request, rows, query)
 
 
-def _joint_fits(got, est, spread, offsets=None):
+def _joint_fits(got, est, spread, offsets=None, tolerance=None):
     """``[(estimates, served), ...]`` of the moments ``got`` (of
     :func:`_split_moments`) of several candidates, by one
     :func:`~sknw._local_frame.query_centred_fit` over all their rows (each
     row's fit depends on its own moments only). A window's count of points,
     where the backend gives one, is its number of training points of
     positive weight. ``offsets``: one array per candidate, its queries'
-    offsets from the moments' centres (None: about the queries)."""
+    offsets from the moments' centres (None: about the queries);
+    ``tolerance`` that of the fits (None: exact moments, see
+    :func:`_fit_tolerance`)."""
     if not got:
         return []
     sizes = [moments.sums.shape[0] for moments, _, _ in got]
@@ -326,6 +352,7 @@ def _joint_fits(got, est, spread, offsets=None):
         joint, spread / 2, spread, est.min_eigenvalue, positive,
         max_leverage=est.max_leverage,
         offsets=None if offsets is None else np.concatenate(offsets),
+        tolerance=tolerance,
     )  # fmt: skip
     cuts = np.cumsum(sizes)[:-1]
     return list(

@@ -63,13 +63,6 @@ def _singular_message(n_singular, m):
     )
 
 
-#: The algorithms of the local fits' cross-validated searches: those of the
-#: local fits but binned (the searches are exact).
-EXACT_LOCAL_ALGORITHMS = algorithms(
-    fixed_values=False, tolerance=False, local_moments=True
-)
-
-
 class LocalPolynomialFit(NadarayaWatsonRegressor):
     """The local polynomial fits of :class:`LocalLinearRegressor` and
     :class:`~sknw.LocalPolynomialRegressor` (of degree :meth:`_degree`): the

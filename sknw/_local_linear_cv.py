@@ -12,11 +12,7 @@ from ._local_frame import (
     monomial_terms,
     monomials,
 )
-from ._local_linear import (
-    EXACT_LOCAL_ALGORITHMS,
-    LocalLinearRegressor,
-    LocalPolynomialFit,
-)
+from ._local_linear import LocalLinearRegressor, LocalPolynomialFit
 from ._selection import CVSelectionMixin, cv_parameter_constraints
 from ._sums import algorithms
 from .kernels import KERNELS
@@ -48,8 +44,9 @@ class LocalPolynomialCVFit(CVSelectionMixin, LocalPolynomialFit):
     of the monomials, and the moments about each left-out point on the
     one-feature backends (degree 1)."""
 
-    # The searches are exact: not the binned moments of the plain fits.
-    _algorithms = EXACT_LOCAL_ALGORITHMS
+    # Those of the plain fits: binned within binned_tol, for the moments
+    # about each left-out point (degree 1) and the predictions.
+    _algorithms = LocalPolynomialFit._algorithms
 
     # The local fit at a training point is a weighted least-squares fit of
     # its window: the in-sample criteria follow from leave-one-out.
@@ -70,6 +67,7 @@ class LocalPolynomialCVFit(CVSelectionMixin, LocalPolynomialFit):
         max_leverage=100.0,
         noise_variance="local",
         algorithm="auto",
+        binned_tol=1e-6,
         n_jobs=None,
         categorical_features="from_dtype",
         ordered_features=None,
@@ -93,6 +91,7 @@ class LocalPolynomialCVFit(CVSelectionMixin, LocalPolynomialFit):
         self.min_eigenvalue = min_eigenvalue
         self.max_leverage = max_leverage
         self.noise_variance = noise_variance
+        self.binned_tol = binned_tol
         self.categorical_features = categorical_features
         self.ordered_features = ordered_features
         self.categorical_kernel = categorical_kernel
@@ -317,9 +316,15 @@ class LocalLinearRegressorCV(LocalPolynomialCVFit, LocalLinearRegressor):
     noise_variance : {"local", "global"} or float, default="local"
         As in :class:`LocalLinearRegressor`, with the selected kernel and
         bandwidth.
-    algorithm : {"auto", "fgt", "sorted", "tree", "tiles", "brute"}, default="auto"
-        As in :class:`LocalLinearRegressor`, for predictions and the
-        cross-validation passes.
+    algorithm : {"auto", "fgt", "sorted", "binned", "tree", "tiles", "brute"}
+        Default ``"auto"``. As in :class:`LocalLinearRegressor`, for
+        predictions and the cross-validation passes. ``"binned"``: the
+        moments about each left-out point are binned, and each out-of-sample
+        estimate they give is within ``binned_tol`` times the range of the
+        targets of the exact one (approximate scores); the points beyond
+        that bound, and the in-sample criteria, take exact sums.
+    binned_tol : float, default=1e-6
+        As in :class:`LocalLinearRegressor`.
     n_jobs : int, default=None
         As in :class:`NadarayaWatsonRegressorCV`: parallel workers for the
         cross-validation passes and for predictions.
@@ -356,7 +361,7 @@ class LocalLinearRegressorCV(LocalPolynomialCVFit, LocalLinearRegressor):
         :class:`NadarayaWatsonRegressorCV`.
     cv_results_ : dict of ndarrays
         As in :class:`NadarayaWatsonRegressorCV`.
-    algorithm_ : {"fgt", "sorted", "tree", "tiles", "brute"}
+    algorithm_ : {"fgt", "sorted", "binned", "tree", "tiles", "brute"}
         The summation used by predictions.
     metric_ : str or callable
         The metric used: ``metric`` at fit. Predictions read it (and
@@ -416,7 +421,7 @@ class LocalLinearRegressorCV(LocalPolynomialCVFit, LocalLinearRegressor):
     _parameter_constraints = cv_parameter_constraints(
         LocalLinearRegressor._parameter_constraints,
         set(KERNELS),
-        EXACT_LOCAL_ALGORITHMS,
+        LocalPolynomialFit._algorithms,
     )
 
     def _plain_estimator(self, **params):

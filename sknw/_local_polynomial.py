@@ -7,7 +7,7 @@ from numbers import Integral
 import numpy as np
 from sklearn.utils._param_validation import Interval
 
-from ._local_linear import EXACT_LOCAL_ALGORITHMS, LocalPolynomialFit
+from ._local_linear import LocalPolynomialFit
 from ._local_linear_cv import EXACT_ALGORITHMS, LocalPolynomialCVFit
 from ._selection import cv_parameter_constraints
 from .exceptions import SingularDesignWarning, warn
@@ -320,7 +320,12 @@ class LocalPolynomialRegressorCV(LocalPolynomialCVFit, LocalPolynomialRegressor)
         As in :class:`LocalPolynomialRegressor`.
     noise_variance : {"local", "global"} or float, default="local"
         As in :class:`LocalPolynomialRegressor`.
-    algorithm : {"auto", "fgt", "sorted", "tree", "tiles", "brute"}, default="auto"
+    algorithm : {"auto", "fgt", "sorted", "binned", "tree", "tiles", "brute"}
+        Default ``"auto"``. As in :class:`LocalPolynomialRegressor`, for
+        predictions, and as in :class:`LocalLinearRegressorCV` for the
+        cross-validation passes of degree 1 (``"binned"``: within
+        ``binned_tol``); those of higher degrees are exact.
+    binned_tol : float, default=1e-6
         As in :class:`LocalPolynomialRegressor`.
     n_jobs : int, default=None
         As in :class:`NadarayaWatsonRegressorCV`.
@@ -358,7 +363,7 @@ class LocalPolynomialRegressorCV(LocalPolynomialCVFit, LocalPolynomialRegressor)
         :class:`NadarayaWatsonRegressorCV`.
     cv_results_ : dict of ndarrays
         As in :class:`NadarayaWatsonRegressorCV`.
-    algorithm_ : {"fgt", "sorted", "tree", "tiles", "brute"}
+    algorithm_ : {"fgt", "sorted", "binned", "tree", "tiles", "brute"}
         The summation used by predictions.
     metric_ : str or callable
         The metric used: ``metric`` at fit.
@@ -412,7 +417,7 @@ class LocalPolynomialRegressorCV(LocalPolynomialCVFit, LocalPolynomialRegressor)
         **cv_parameter_constraints(
             LocalPolynomialFit._parameter_constraints,
             set(KERNELS),
-            EXACT_LOCAL_ALGORITHMS,
+            LocalPolynomialFit._algorithms,
         ),
         "degree": [Interval(Integral, 0, None, closed="left")],
     }
@@ -436,6 +441,7 @@ class LocalPolynomialRegressorCV(LocalPolynomialCVFit, LocalPolynomialRegressor)
         max_leverage=100.0,
         noise_variance="local",
         algorithm="auto",
+        binned_tol=1e-6,
         n_jobs=None,
         categorical_features="from_dtype",
         ordered_features=None,
@@ -456,6 +462,7 @@ class LocalPolynomialRegressorCV(LocalPolynomialCVFit, LocalPolynomialRegressor)
             max_leverage=max_leverage,
             noise_variance=noise_variance,
             algorithm=algorithm,
+            binned_tol=binned_tol,
             n_jobs=n_jobs,
             categorical_features=categorical_features,
             ordered_features=ordered_features,

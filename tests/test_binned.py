@@ -156,12 +156,144 @@ def test_grid_too_large_is_refused_at_fit():
         NadarayaWatsonRegressor(algorithm="binned", bandwidth=1e-3).fit(X, [0.0, 1.0])
 
 
-def test_the_local_fits_searches_refuse_binned():
-    # The local fits' searches are exact.
-    X, y = clustered(200)
-    for cv in (LocalLinearRegressorCV, LocalPolynomialRegressorCV):
-        with pytest.raises(ValueError, match="algorithm"):
-            cv(algorithm="binned").fit(X, y)
+def assert_scores_within(binned, exact, tol, y):
+    """Each score of the search ``binned`` within ``2 d sqrt(MSE) + d**2`` of
+    the exact search's (``d = tol * range``: each out-of-sample estimate
+    within ``d`` of the exact one; weighted means, by Cauchy-Schwarz).
+    Returns the largest difference."""
+    got = binned.cv_results_["mean_test_score"]
+    ref = exact.cv_results_["mean_test_score"]
+    d = tol * np.ptp(y)
+    assert np.all(np.abs(got - ref) <= 2 * d * np.sqrt(-ref) + d * d)
+    assert binned.algorithm_ == "binned"
+    return np.max(np.abs(got - ref))
+
+
+def _spied_fits(monkeypatch):
+    """The tolerance and the share of rows served of each fit from the
+    moments of the local searches' fast passes, recorded."""
+    from sknw import _local_cv
+
+    calls = []
+    real = _local_cv.query_centred_fit
+
+    def spy(*args, **kwargs):
+        fit = real(*args, **kwargs)
+        calls.append((kwargs.get("tolerance"), fit.served.mean()))
+        return fit
+
+    monkeypatch.setattr(_local_cv, "query_centred_fit", spy)
+    return calls
+
+
+def loo_local_linear(x, y, w, h, rows):
+    """Leave-one-out local linear estimates at ``x[rows]`` by weighted least
+    squares on the other points (one unit of their weight left out)."""
+    out = []
+    for i in rows:
+        k = w * np.exp(-0.5 * ((x - x[i]) / h) ** 2)
+        k[i] *= (w[i] - min(w[i], 1.0)) / w[i]
+        A = np.column_stack([np.ones_like(x), x - x[i]]) * np.sqrt(k)[:, None]
+        out.append(np.linalg.lstsq(A, y * np.sqrt(k), rcond=None)[0][0])
+    return np.array(out)
+
+
+@pytest.mark.parametrize("cv", [None, 4])
+def test_local_linear_search_on_binned_within_its_tolerance(cv, monkeypatch):
+    # Each out-of-sample estimate within tol times the targets' range of the
+    # exact one (assert_scores_within), the fits served at binned_tol.
+    X, y = clustered(1500, seed=3)
+    w = np.random.default_rng(4).uniform(0.5, 2.0, X.shape[0])
+    grid = [0.05, 0.1, 0.2, 0.4, 0.8]
+    tol = 1e-5
+    moments = _spied_moments(monkeypatch)
+    fits = _spied_fits(monkeypatch)
+    binned = LocalLinearRegressorCV(
+        bandwidths=grid, cv=cv, algorithm="binned", binned_tol=tol
+    ).fit(X, y, sample_weight=w)
+    assert len(moments) >= len(grid) * (1 if cv is None else cv)
+    # Most rows of the binned moments served at the tolerance.
+    served = [share for t, share in fits if t == tol]
+    assert served and np.mean(served) > 0.6
+    exact = LocalLinearRegressorCV(bandwidths=grid, cv=cv, algorithm="brute")
+    exact.fit(X, y, sample_weight=w)
+    assert assert_scores_within(binned, exact, tol, y) > 0  # binned indeed
+
+
+def test_local_linear_binned_loo_estimates_within_tolerance(monkeypatch):
+    # Point by point, against weighted least squares on the other points
+    # (each point keeping its weight beyond one unit).
+    from sknw import _local_cv
+
+    X, y = clustered(1200, seed=5)
+    w = np.random.default_rng(6).choice([0.5, 1.0, 2.0, 3.0], X.shape[0])
+    h, tol = 0.15, 1e-4
+    est = LocalLinearRegressorCV(bandwidths=[h], algorithm="binned", binned_tol=tol)
+    seen = {}
+    real = _local_cv.query_centred_cv
+
+    def spy(*args):
+        seen.update(real(*args))
+        return seen
+
+    monkeypatch.setattr("sknw._local_linear_cv.query_centred_cv", spy, raising=True)
+    est.fit(X, y, sample_weight=w)
+    pred, _ = seen[0]
+    rows = np.random.default_rng(7).choice(X.shape[0], 150, replace=False)
+    rows = np.union1d(rows, np.argsort(X[:, 0])[[0, 1, -2, -1]])  # the tails
+    ref = loo_local_linear(X[:, 0], y, w, h, rows)
+    assert np.all(np.isfinite(pred[rows]))
+    assert np.max(np.abs(pred[rows, 0] - ref)) <= tol * np.ptp(y)
+
+
+def test_local_polynomial_search_on_binned():
+    # Degree 1: binned moments; degree 2: exact passes; both predict binned.
+    X, y = clustered(800, seed=8)
+    grid = [0.1, 0.3]
+    for degree, exact_passes in ((1, False), (2, True)):
+        params = {"degree": degree, "bandwidths": grid}
+        binned = LocalPolynomialRegressorCV(algorithm="binned", binned_tol=1e-6,
+                                            **params).fit(X, y)  # fmt: skip
+        exact = LocalPolynomialRegressorCV(algorithm="brute", **params).fit(X, y)
+        assert_scores_within(binned, exact, 1e-6, y)
+        if exact_passes:
+            np.testing.assert_allclose(
+                binned.cv_results_["mean_test_score"],
+                exact.cv_results_["mean_test_score"],
+                rtol=1e-10,
+            )
+
+
+@pytest.mark.parametrize("search", [NadarayaWatsonRegressorCV, LocalLinearRegressorCV])
+def test_searches_score_candidates_too_narrow_for_the_grid_exactly(search):
+    # A bandwidth whose grid would exceed its largest size is scored by the
+    # exact sums; selecting it raises at the final fit, as a plain fit would.
+    X, y = clustered(400, seed=9)
+    tiny = 1e-5
+    grid = [tiny, 0.2, 0.4]
+    binned = search(bandwidths=grid, algorithm="binned").fit(X, y)
+    exact = search(bandwidths=grid, algorithm="brute").fit(X, y)
+    got = binned.cv_results_["mean_test_score"]
+    ref = exact.cv_results_["mean_test_score"]
+    np.testing.assert_allclose(got[0], ref[0], rtol=1e-10)
+    assert np.ravel(binned.bandwidth_)[0] != tiny
+    with pytest.raises(ValueError, match="grid of more than .* bandwidths"):
+        search(bandwidths=[tiny], algorithm="binned").fit(X, y)
+
+
+def _spied_moments(monkeypatch):
+    """The queries of each pass of binned moments, recorded."""
+    from sknw._sums import _binned
+
+    calls = []
+    real = _binned.binned_moment_sums
+
+    def spy(Q, *args, **params):
+        calls.append(Q.shape[0])
+        return real(Q, *args, **params)
+
+    monkeypatch.setattr(_binned, "binned_moment_sums", spy)
+    return calls
 
 
 def _spied_binned(monkeypatch):
@@ -195,11 +327,7 @@ def test_regression_search_on_binned_within_its_tolerance(cv, monkeypatch):
     assert len(calls) >= len(grid) * (1 if cv is None else cv)
     exact = NadarayaWatsonRegressorCV(bandwidths=grid, cv=cv, algorithm="brute")
     exact.fit(X, y, sample_weight=w)
-    got = binned.cv_results_["mean_test_score"]
-    ref = exact.cv_results_["mean_test_score"]
-    d = tol * np.ptp(y)
-    assert np.all(np.abs(got - ref) <= 2 * d * np.sqrt(-ref) + d * d)
-    assert binned.algorithm_ == "binned"
+    assert_scores_within(binned, exact, tol, y)
 
 
 def test_classifier_search_on_binned_within_its_tolerance(monkeypatch):

@@ -996,13 +996,13 @@ def test_cv_fits_of_several_candidates_solved_together_equal_one_at_a_time(cv):
         fits.append(args[0].sums.shape[0])
         return original(*args, **kwargs)
 
-    def one_at_a_time(got, est, spread, offsets=None):  # each candidate's own
+    def one_at_a_time(got, est, spread, offsets=None, tolerance=None):  # each own
         out = []
         offsets = [None] * len(got) if offsets is None else offsets
         for (moments, _, n_positive), off in zip(got, offsets, strict=True):
             fit = _local_cv.query_centred_fit(
                 moments, spread / 2, spread, est.min_eigenvalue, n_positive,
-                max_leverage=est.max_leverage, offsets=off,
+                max_leverage=est.max_leverage, offsets=off, tolerance=tolerance,
             )  # fmt: skip
             out.append((fit.estimate, fit.served))
         return out

@@ -75,6 +75,7 @@ from ._base import (
     pairwise_distances,
     power_of_two_scale,
 )
+from ._binned import GridSizeError
 from ._dense import exact_rows, kernel_sums, log_weight_rows
 from ._dispatcher import (
     ALGORITHMS,
@@ -110,6 +111,7 @@ __all__ = [
     "TILE_ELEMENTS",
     "Backend",
     "FitRequest",
+    "GridSizeError",
     "Head",
     "MomentSums",
     "PairCache",

@@ -84,22 +84,30 @@ GRID_MARGIN = 8.0
 MAX_NODES = 1 << 23
 
 
+class GridSizeError(ValueError):
+    """A grid beyond :data:`MAX_NODES` for a bandwidth and tolerance: an
+    estimator's fit raises it; a search takes the exact sums for that
+    candidate instead."""
+
+
 def binned_grid(x_min, x_max, sigma, tol, fine=1.0):
     """``(lo, delta, n_nodes)`` of the grid for data in ``[x_min, x_max]``
     (``fine``: squared steps that many times smaller, for the local
     moments).
 
-    Raises ValueError when the grid would exceed :data:`MAX_NODES`.
+    Raises :class:`GridSizeError` (a ValueError) when the grid would exceed
+    :data:`MAX_NODES`.
     """
     delta = sigma * math.sqrt(tol / (GRID_MARGIN * BIN_ERROR * fine))
     lo = x_min - U_MAX * sigma
     span = (x_max + U_MAX * sigma) - lo
     n_nodes = int(math.ceil(span / delta)) + 2 if delta > 0 else math.inf
     if not (np.isfinite(span) and n_nodes <= MAX_NODES):
-        raise ValueError(
+        widths = (x_max - x_min) / sigma if sigma > 0 else math.inf
+        raise GridSizeError(
             "algorithm='binned' would need a grid of more than "
-            f"{MAX_NODES} nodes: the data span {x_max - x_min:.3g} is too wide "
-            f"for the bandwidth at binned_tol={tol:g}. Use a larger binned_tol, "
+            f"{MAX_NODES} nodes: the data span {widths:.3g} "
+            f"bandwidths, too many at binned_tol={tol:g}. Use a larger binned_tol, "
             "or algorithm='brute'."
         )
     return lo, delta, n_nodes
