@@ -7,14 +7,15 @@ holds only in the moments of order 0, its offset being 0);
 :func:`~sknw._local_frame.query_centred_fit` solves them and bounds their
 error (within :data:`~sknw._local_frame.QUERY_CENTRED_TOLERANCE` of the
 targets' range, ``binned_tol`` for the binned moments). A candidate too
-narrow for the binned grid takes the exact passes. For leave-one-out, the candidates of one scale and
-kernel go to the core together (:func:`~sknw._sums.grid_local_moments`): the
-transform takes many of them in one stacked pass. Points beyond the bound
-(one-sided windows, in the tails) take their moments term by term over
-their windows, about their windows' means (:func:`_line_fits`); the few
-left then take the exact path of predictions over the training points of
-their windows (:func:`exact_estimates`), from the cross-validation's exact
-passes (:meth:`CVSelectionMixin._cv_estimates`).
+narrow for the binned grid takes the exact passes. For leave-one-out, the
+candidates of one scale and kernel go to the core together
+(:func:`~sknw._sums.grid_local_moments`): the transform takes many of them in
+one stacked pass. Points beyond the bound (one-sided windows, in the tails)
+take their moments term by term over their windows, about their windows'
+means (:func:`_line_fits`); the few left then take the exact path of
+predictions over the training points of their windows
+(:func:`exact_estimates`), from the cross-validation's exact passes
+(:meth:`CVSelectionMixin._cv_estimates`).
 """
 
 import warnings
