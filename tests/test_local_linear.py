@@ -15,6 +15,7 @@ from sknw import (
     NadarayaWatsonRegressorCV,
 )
 from sknw._local_frame import Moments
+from sknw._local_linear_cv import LocalPolynomialCVFit
 from sknw.exceptions import EmptyWindowWarning, SingularDesignWarning
 from sknw.kernels import KERNELS
 
@@ -1069,3 +1070,35 @@ def test_frames_sharing_passes_give_each_query_its_own_frame(monkeypatch, own):
         alone = est._exact_local_fit(Q, False, **kw).estimate
     assert n_batched < len(passes) / 4  # one pass per frame: many frames
     assert_allclose(batched, alone, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("h", [0.03, 0.05])
+def test_exact_passes_redo_designs_singular_for_rounding_as_refits(h):
+    # Isolated points, each left out at a small bandwidth: the window of the
+    # point at 3.0 holds 3.16 and, far lighter (e**-350 or e**-123), 3.8. Its
+    # design is not singular (two distinct points: the line through them),
+    # but its variance rounds to 0 or below in the one frame of the exact
+    # passes: the exact path of predictions computes it again, as a refit.
+    rng = np.random.default_rng(21)
+    x = np.concatenate([rng.uniform(0.0, 1.0, 200), [3.0, 3.16, 3.8, 4.0]])
+    X = x[:, None]
+    y = np.sin(3 * x) + rng.normal(0, 0.1, x.size)
+    seen = []
+    real = LocalPolynomialCVFit._cv_estimates
+
+    def spy(self, *args, **kwargs):
+        out = real(self, *args, **kwargs)
+        seen.append(out[0][0, :, 0])
+        return out
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(LocalPolynomialCVFit, "_cv_estimates", spy)
+        LocalLinearRegressorCV(
+            bandwidths=[h], algorithm="brute", max_leverage=None
+        ).fit(X, y)
+    rows = [*range(0, 200, 25), 200, 201, 202, 203]
+    for i in rows:
+        keep = np.arange(x.size) != i
+        refit = LocalLinearRegressor(bandwidth=h, algorithm="brute", max_leverage=None)
+        refit.fit(X[keep], y[keep])
+        assert_allclose(seen[0][i], refit.predict(X[i : i + 1])[0], rtol=1e-10)
