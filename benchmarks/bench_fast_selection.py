@@ -22,7 +22,9 @@ sizes, ``--only GROUP`` for some rows). One BLAS thread. Rows:
   leave-one-out, best of three runs of each (goal: at least 5);
 - ``NadarayaWatsonRegressorCV`` in 3-D over its default 30 bandwidths,
   relative to a bare ``np.exp`` over ``n**2`` elements (goal: at most 10),
-  and the same search with the dense passes only (``algorithm="brute"``);
+  the same search with the dense passes only (``algorithm="brute"``), and
+  with tiles skipped only where ``exp`` rounds every term to 0 (the
+  alternative to the tiles' bound: every term skipped is exactly 0);
 - ``NadarayaWatsonRegressor`` predict and ``standard_error`` in 3-D by the
   tiles backend (tiles of training points beyond each query's reach
   skipped; for the standard errors, each of their two heads, the kernel and
@@ -47,6 +49,7 @@ sizes, ``--only GROUP`` for some rows). One BLAS thread. Rows:
 """
 
 import argparse
+import contextlib
 import os
 import shutil
 import subprocess
@@ -64,6 +67,8 @@ from sknw import (
     NadarayaWatsonRegressor,
     NadarayaWatsonRegressorCV,
 )
+from sknw._sums import EXP_FLOOR
+from sknw._sums._tiles import TileIndex
 
 
 def make_data(n, seed=0):
@@ -176,6 +181,24 @@ def make_cube(n, seed=0):
     return X, np.sin(2.0 * X[:, 0]) + X[:, 1] ** 2 + 0.3 * rng.normal(size=n)
 
 
+@contextlib.contextmanager
+def _tiles_reach(reach):
+    """The tiles' indexes with this reach (in logarithms below each query's
+    largest term) instead of the one their bound sets."""
+    init = TileIndex.__init__
+
+    def patched(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        if self.n_points:
+            self.reach, self.usable = float(reach), True
+
+    TileIndex.__init__ = patched
+    try:
+        yield
+    finally:
+        TileIndex.__init__ = init
+
+
 def several_feature_rows(n, m):
     """Selection in 3-D against ``np.exp`` over n**2 elements; tiles
     predictions against dense ones."""
@@ -195,6 +218,20 @@ def several_feature_rows(n, m):
                 f"{t_cv:.2f} s" + (" (goal <= 10)" if algorithm == "auto" else ""),
             )
         )
+    # The alternative of skipping only the terms exp rounds to 0 (a reach of
+    # -EXP_FLOOR = 700 below each query's largest term, about 37 bandwidths):
+    # every term skipped is exactly 0.
+    with _tiles_reach(-EXP_FLOOR):
+        search = NadarayaWatsonRegressorCV()
+        t_cv = best_time(lambda s=search: s.fit(X, y), repeat=2)
+    rows.append(
+        (
+            f"NW-CV 3-D, n={n}, tiles skipping only exp's zeros",
+            "np.exp over n**2",
+            t_cv / t_exp,
+            f"{t_cv:.2f} s",
+        )
+    )
     chosen = np.asarray(fits["auto"].bandwidth_, dtype=np.float64)  # per feature
     X, y = make_cube(m, seed=8)
     Q = make_cube(m, seed=9)[0]
