@@ -77,3 +77,37 @@ def test_discrete_features_memory_does_not_grow_with_the_queries(levels):
     extra_large = extra_memory(lambda: est.predict(large))
     assert extra_large <= extra_small + 2 * 2**20
     assert extra_large <= 64 * 2**20
+
+
+@pytest.mark.parametrize("local", [False, True])
+def test_binned_grid_within_working_memory(local):
+    # Many columns (20 classes' indicators, or local moments of 20 outputs)
+    # on a grid of about 10**5 nodes: convolved in groups of columns within
+    # working_memory, whatever their number (about 70 MB at once before).
+    import sklearn
+
+    from sknw import LocalLinearRegressor, NadarayaWatsonClassifier
+
+    rng = np.random.default_rng(1)
+    n, k = 2000, 20
+    X = rng.uniform(0.0, 1.0, (n, 1))
+    Q = rng.uniform(0.0, 1.0, (500, 1))
+    if local:
+        Y = rng.normal(size=(n, k))
+        est = LocalLinearRegressor(bandwidth=0.05, algorithm="binned").fit(X, Y)
+        method = est.predict
+    else:
+        labels = rng.integers(0, k, n)
+        est = NadarayaWatsonClassifier(bandwidth=0.02, algorithm="binned")
+        method = est.fit(X, labels).predict_proba
+    with sklearn.config_context(working_memory=16):
+        extra = extra_memory(lambda: method(Q))
+        grouped = method(Q)
+    # The same estimates as with every column at once.
+    np.testing.assert_allclose(grouped, method(Q), rtol=0, atol=1e-12)
+    inputs = 16 * n * (k + 1) + 8 * Q.shape[0] * (k + 1) * 5  # columns, sums
+    assert extra <= 16 * 2**20 + inputs + 2**20
+    # A grid whose one column would not fit is refused.
+    with sklearn.config_context(working_memory=0.01):
+        with pytest.raises(ValueError, match="working_memory"):
+            type(est)(bandwidth=0.02, algorithm="binned").fit(X, Y if local else labels)

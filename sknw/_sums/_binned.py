@@ -63,7 +63,14 @@ import math
 import numpy as np
 from scipy import fft as sp_fft
 
-from ._base import Backend, MomentSums, _scaled_rows, own_rows, removed_weight
+from ._base import (
+    Backend,
+    MomentSums,
+    _scaled_rows,
+    own_rows,
+    removed_weight,
+    working_elements,
+)
 from ._dense import exact_rows
 from ._fgt import gaussian_why_not
 from ._traits import gaussian_sigma
@@ -80,13 +87,20 @@ BIN_ERROR = 0.3
 #: The grid step makes the binning error a quarter of the tolerance where the
 #: ratio of the weight sums is 2 (about sqrt(2) in the bulk of the data).
 GRID_MARGIN = 8.0
-#: Largest grid (nodes): a few arrays of this many doubles are alive at once.
+#: Largest grid (nodes).
 MAX_NODES = 1 << 23
+#: Grid-sized float64 arrays alive per column of values convolved at once
+#: (its bins, its spectrum, its convolution, and room for the transform's
+#: own), besides the spectrum of the taps: the columns are taken in groups
+#: whose arrays fit in scikit-learn's ``working_memory``
+#: (:func:`_grid_budget`), and a grid whose one column would not is refused
+#: (:class:`GridSizeError`).
+GRID_ARRAYS = 4
 
 
 class GridSizeError(ValueError):
-    """A grid beyond :data:`MAX_NODES` for a bandwidth and tolerance: an
-    estimator's fit raises it; a search takes the exact sums for that
+    """A grid too large for a bandwidth and tolerance (:func:`binned_grid`):
+    an estimator's fit raises it; a search takes the exact sums for that
     candidate instead."""
 
 
@@ -96,13 +110,23 @@ def binned_grid(x_min, x_max, sigma, tol, fine=1.0):
     moments).
 
     Raises :class:`GridSizeError` (a ValueError) when the grid would exceed
-    :data:`MAX_NODES`.
+    :data:`MAX_NODES`, or its transforms for one column scikit-learn's
+    ``working_memory``.
     """
     delta = sigma * math.sqrt(tol / (GRID_MARGIN * BIN_ERROR * fine))
     lo = x_min - U_MAX * sigma
     span = (x_max + U_MAX * sigma) - lo
     n_nodes = int(math.ceil(span / delta)) + 2 if delta > 0 else math.inf
-    if not (np.isfinite(span) and n_nodes <= MAX_NODES):
+    if np.isfinite(span) and n_nodes <= MAX_NODES:
+        size = _fft_size(n_nodes, math.sqrt(2.0) * sigma, delta)
+        if (GRID_ARRAYS + 1) * size > _grid_budget():
+            raise GridSizeError(
+                f"algorithm='binned' would need a grid of {n_nodes} nodes, whose "
+                f"transforms take {(GRID_ARRAYS + 1) * size * 8 / 2**20:.0f} MiB, "
+                "more than scikit-learn's working_memory: use a larger binned_tol "
+                "or working_memory, or algorithm='brute'."
+            )
+    else:
         widths = (x_max - x_min) / sigma if sigma > 0 else math.inf
         raise GridSizeError(
             "algorithm='binned' would need a grid of more than "
@@ -111,6 +135,27 @@ def binned_grid(x_min, x_max, sigma, tol, fine=1.0):
             "or algorithm='brute'."
         )
     return lo, delta, n_nodes
+
+
+def _fft_size(n_nodes, sigma, delta):
+    """The length of the transforms of a grid of ``n_nodes`` convolved with
+    a Gaussian of standard deviation ``sigma`` (taps to :data:`U_MAX`)."""
+    half = int(math.ceil(U_MAX * sigma / delta))
+    return sp_fft.next_fast_len(n_nodes + 2 * half, real=True)
+
+
+def _grid_budget():
+    """The float64 values the grid's arrays may hold: scikit-learn's
+    ``working_memory`` (four times the tiles' :func:`working_elements`)."""
+    return 4 * working_elements()
+
+
+def _column_groups(n_columns, size):
+    """Slices of the columns convolved together (:data:`GRID_ARRAYS` arrays
+    of ``size`` each, besides one for the taps, within :func:`_grid_budget`;
+    at least one column)."""
+    per = max(1, (_grid_budget() // size - 1) // GRID_ARRAYS)
+    return [slice(a, min(a + per, n_columns)) for a in range(0, n_columns, per)]
 
 
 def _linear_bins(pos, columns, n_nodes):
@@ -125,20 +170,33 @@ def _linear_bins(pos, columns, n_nodes):
     return out
 
 
-def _convolve(binned, sigmas, delta):
-    """Columns of ``binned`` convolved with the Gaussian of each ``sigma``
-    (a list of (sigma, column indices)) on the grid, by one FFT per column."""
-    n_nodes = binned.shape[0]
-    halves = [int(math.ceil(U_MAX * sigma / delta)) for sigma, _ in sigmas]
-    size = sp_fft.next_fast_len(n_nodes + 2 * max(halves), real=True)
-    spectra = sp_fft.rfft(binned, n=size, axis=0)
-    out = []
-    for (sigma, cols), half in zip(sigmas, halves, strict=True):
-        lags = np.arange(-half, half + 1) * (delta / sigma)
-        taps = sp_fft.rfft(np.exp(-0.5 * lags * lags), n=size)
-        full = sp_fft.irfft(spectra[:, cols] * taps[:, None], n=size, axis=0)
-        out.append(full[half : half + n_nodes])
+def _correlated(pos, columns, n_nodes, taps, pos_q):
+    """The ``columns`` of the points at grid positions ``pos``, binned on
+    ``n_nodes`` nodes, correlated with each of ``taps`` (a list of arrays of
+    ``2 half + 1`` taps, ``half`` the same for all) and interpolated at the
+    grid positions ``pos_q``: ``(len(pos_q), len(taps), n_columns)``. The
+    columns are taken in groups (:func:`_column_groups`), one FFT each."""
+    half = (len(taps[0]) - 1) // 2
+    size = sp_fft.next_fast_len(n_nodes + 2 * half, real=True)
+    out = np.empty((pos_q.size, len(taps), columns.shape[1]))
+    for group in _column_groups(columns.shape[1], size):
+        binned = _linear_bins(pos, columns[:, group], n_nodes)
+        spectra = sp_fft.rfft(binned, n=size, axis=0)
+        del binned
+        for j, t in enumerate(taps):  # one tap's transforms at a time
+            full = sp_fft.irfft(spectra * sp_fft.rfft(t, n=size)[:, None], n=size,
+                                axis=0)  # fmt: skip
+            out[:, j, group] = _interpolate(full[half : half + n_nodes], pos_q)
+            del full
     return out
+
+
+def _gaussian_taps(sigma, delta):
+    """The Gaussian of standard deviation ``sigma`` on the grid's lags, to
+    :data:`U_MAX`."""
+    half = int(math.ceil(U_MAX * sigma / delta))
+    lags = np.arange(-half, half + 1) * (delta / sigma)
+    return np.exp(-0.5 * lags * lags)
 
 
 def _line_points(Q, X, V, head, scale, sample_weight):
@@ -208,8 +266,7 @@ def binned_moment_sums(Q, X, V, head, powers, *, tol, scale=None,
     lo, delta, n_nodes = binned_grid(
         float(x.min()), float(x.max()), sigma, tol, LOCAL_GRID_FACTOR
     )
-    binned = _linear_bins((x - lo) / delta, np.column_stack([Vp * w[:, None], w]),
-                          n_nodes)  # fmt: skip
+    pos_x = (x - lo) / delta
     pos = (q - lo) / delta
     inside = np.flatnonzero((pos >= 0) & (pos < n_nodes - 1))
     sums = np.zeros((m, powers + 1, k + 1))
@@ -217,14 +274,12 @@ def binned_moment_sums(Q, X, V, head, powers, *, tol, scale=None,
     if not inside.size:
         return MomentSums(sums, bound, None, sigma)
     half = int(math.ceil(U_MAX * sigma / delta))
-    size = sp_fft.next_fast_len(n_nodes + 2 * half, real=True)
-    spectra = sp_fft.rfft(binned, n=size, axis=0)
-    for j in range(powers + 1):  # one power's grid at a time
-        taps = sp_fft.rfft(_moment_taps(j, half, delta, sigma), n=size)
-        full = sp_fft.irfft(spectra * taps[:, None], n=size, axis=0)
-        sums[inside, j] = _interpolate(full[half : half + n_nodes], pos[inside])
-    del spectra, full
-    (wide,) = _convolve(binned[:, k:], [(math.sqrt(2.0) * sigma, [0])], delta)
+    taps = [_moment_taps(j, half, delta, sigma) for j in range(powers + 1)]
+    columns = np.column_stack([Vp * w[:, None], w])
+    sums[inside] = _correlated(pos_x, columns, n_nodes, taps, pos[inside])
+    wide = _correlated(pos_x, w[:, None], n_nodes,
+                       [_gaussian_taps(math.sqrt(2.0) * sigma, delta)],
+                       pos[inside])[:, 0, 0]  # fmt: skip
     own = own_rows(m, **params)
     if own is not None:
         mine = own[inside]
@@ -238,7 +293,7 @@ def binned_moment_sums(Q, X, V, head, powers, *, tol, scale=None,
     shift = math.exp((U_MAX + 2.0 * step) * step)
     # The wider weight sum, binned too: with its own error (binning, its
     # truncated tails and rounding).
-    wide_in = np.abs(_interpolate(wide, pos[inside])[:, 0])
+    wide_in = np.abs(wide)
     wide_in += 0.125 * second_derivative_envelope(0) * step**2 * shift * total
     wide_in += (TRUNCATION + FFT_ROUNDING) * total
     # The convolution's rounding grows with the taps' norm: the finer grid's.
@@ -286,11 +341,7 @@ def binned_kernel_sums(
     # Values centred on their mid-range: the bound is relative to the range.
     mid = 0.5 * (Vp.max(axis=0) + Vp.min(axis=0))
     columns = np.column_stack([(Vp - mid) * w[:, None], w])
-    binned = _linear_bins((x - lo) / delta, columns, n_nodes)
-    sums, wide = _convolve(
-        binned, [(sigma, slice(None)), (math.sqrt(2.0) * sigma, [k])], delta
-    )
-    wide = wide[:, 0]
+    pos_x = (x - lo) / delta
     pos = (q - lo) / delta
     inside = (pos >= 0) & (pos < n_nodes - 1)
     S = np.zeros((m, k))
@@ -298,7 +349,13 @@ def binned_kernel_sums(
     bound = np.full(m, np.inf)
     own = own_rows(m, **params)
     if inside.any():
-        at = _interpolate(np.column_stack([sums, wide]), pos[inside])
+        at = np.empty((int(inside.sum()), k + 2))
+        at[:, : k + 1] = _correlated(
+            pos_x, columns, n_nodes, [_gaussian_taps(sigma, delta)], pos[inside]
+        )[:, 0]
+        at[:, k + 1] = _correlated(pos_x, w[:, None], n_nodes,
+                                   [_gaussian_taps(math.sqrt(2.0) * sigma, delta)],
+                                   pos[inside])[:, 0, 0]  # fmt: skip
         if own is not None:
             mine = own[inside]
             removed = removed_weight(mine, sample_weight, params.get("self_weight"))
