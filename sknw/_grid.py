@@ -8,6 +8,8 @@ from numbers import Integral
 import numpy as np
 
 from ._bandwidth import rule_bandwidth
+from ._scaling import group_candidates
+from ._sums import BACKENDS, FitRequest, GridSizeError
 from .exceptions import GridEdgeWarning, warn
 
 #: Multipliers of the rule-of-thumb bandwidth in the default grid.
@@ -206,6 +208,31 @@ def grid_window(cands, around, steps=WINDOW_STEPS, centre=None):
     return window
 
 
+def refused_candidates(est, X, w, cands):
+    """Mask of the candidates whose fit to ``X`` (weights ``w``) the
+    estimator's explicit approximate backend would refuse (a binned grid
+    too large, :class:`~sknw._sums.GridSizeError`): a search scores them NaN
+    (:class:`ScoreMemo`), so that it never selects, nor refines towards, a
+    bandwidth its final fit could not take."""
+    refused = np.zeros(len(cands), dtype=bool)
+    backend = BACKENDS.get(est.algorithm)
+    if backend is None or not backend.tolerance or est._discrete is not None:
+        return refused
+    Xc = est._continuous(X)
+    for scale, members in group_candidates(cands, est.metric, Xc):
+        for i, head in members:
+            request = FitRequest(
+                X=Xc, sample_weight=w, values=None, head=head, scale=scale,
+                metric=est.metric, metric_params=est.metric_params_,
+                tolerance=est.binned_tol, powers=est._local_powers,
+            )  # fmt: skip
+            try:
+                backend.fit(request)
+            except GridSizeError:
+                refused[i] = True
+    return refused
+
+
 class ScoreMemo:
     """The scores of the candidates a search has scored, by kernel,
     bandwidth (bit for bit), smoothing parameters and span: a candidate met
@@ -213,11 +240,16 @@ class ScoreMemo:
     trial of two rounds) is not scored twice. Holds the kernels of its keys,
     so that their identities stay theirs. ``defaults``: ``{key: function}``,
     the values candidates without those keys take (the function's, at the
-    call) before they are looked up."""
+    call) before they are looked up. ``refused``: a function giving the mask
+    of candidates not to score (:func:`refused_candidates`), whose score is
+    NaN (a row of ``n_splits`` NaN per split, None without splits) and
+    empty windows 0."""
 
-    def __init__(self, score, defaults=None):
+    def __init__(self, score, defaults=None, refused=None, n_splits=None):
         self._score = score
         self._defaults = defaults or {}
+        self._refused = refused
+        self._n_splits = n_splits
         self._known = {}
 
     @staticmethod
@@ -246,14 +278,32 @@ class ScoreMemo:
             if key not in self._known:
                 new.setdefault(key, i)
         if new:
-            (mean, splits), n_empty = self._score([cands[i] for i in new.values()])
-            for j, (key, i) in enumerate(new.items()):
-                row = None if splits is None else splits[j]
-                self._known[key] = (mean[j], row, n_empty[j], cands[i]["kernel"])
+            self._score_new(cands, new)
         rows = [self._known[key] for key in keys]
         splits = None if rows[0][1] is None else np.array([r[1] for r in rows])
         mean = np.array([r[0] for r in rows], dtype=np.float64)
         return (mean, splits), np.array([r[2] for r in rows])
+
+    def _score_new(self, cands, new):
+        """Score the new candidates ``new`` (``{key: index}``) in one call,
+        but the refused ones."""
+        todo = [cands[i] for i in new.values()]
+        refused = np.zeros(len(todo), dtype=bool)
+        if self._refused is not None:
+            refused = self._refused(todo)
+        kept = [c for c, r in zip(todo, refused, strict=True) if not r]
+        mean = splits = n_empty = None
+        if kept:
+            (mean, splits), n_empty = self._score(kept)
+        nan_row = None if self._n_splits is None else np.full(self._n_splits, np.nan)
+        j = 0
+        for (key, i), r in zip(new.items(), refused, strict=True):
+            if r:
+                self._known[key] = (np.nan, nan_row, 0, cands[i]["kernel"])
+                continue
+            row = None if splits is None else splits[j]
+            self._known[key] = (mean[j], row, n_empty[j], cands[i]["kernel"])
+            j += 1
 
 
 def grid_step(cands):

@@ -6,14 +6,15 @@ itself in one pass per candidate and training fold (the point's own term
 holds only in the moments of order 0, its offset being 0);
 :func:`~sknw._local_frame.query_centred_fit` solves them and bounds their
 error (within :data:`~sknw._local_frame.QUERY_CENTRED_TOLERANCE` of the
-targets' range, ``binned_tol`` for the binned moments). A candidate too
-narrow for the binned grid takes the exact passes. For leave-one-out, the
-candidates of one scale and kernel go to the core together
-(:func:`~sknw._sums.grid_local_moments`): the transform takes many of them in
-one stacked pass. Points beyond the bound (one-sided windows, in the tails)
-take their moments term by term over their windows, about their windows'
-means (:func:`_line_fits`); the few left then take the exact path of
-predictions over the training points of their windows
+targets' range, ``binned_tol`` for the binned moments). The searches score
+NaN a candidate whose binned grid the final fit would refuse
+(:func:`~sknw._grid.refused_candidates`); one a split's grid refuses takes
+the exact passes. For leave-one-out, the candidates of one scale and kernel
+go to the core together (:func:`~sknw._sums.grid_local_moments`): the
+transform takes many of them in one stacked pass. Points beyond the bound
+(one-sided windows, in the tails) take their moments term by term over their
+windows, about their windows' means (:func:`_line_fits`); the few left then
+take the exact path of predictions over the training points of their windows
 (:func:`exact_estimates`), from the cross-validation's exact passes
 (:meth:`CVSelectionMixin._cv_estimates`).
 """
@@ -308,9 +309,12 @@ def _split_moments(est, accepted, X, V, w, kept, head, scale, split, params):
     ``shared`` the dict of what the split's indexes share across candidates)
     by a backend summing local moments (of the ``accepted`` names), with the
     number of training points of positive weight of each query's fit; None
-    where the choice gives none (or its grid would be too large,
-    :class:`~sknw._sums.GridSizeError`)."""
+    where the choice gives none, where no training point weighs, or where
+    its grid would be too large (:class:`~sknw._sums.GridSizeError`)."""
     request, Xq, rows, query = _request(X, V, w, kept, head, scale, split, params)
+    n_positive = _positive(request, rows, query)
+    if not np.any(np.asarray(n_positive) > 0):  # empty windows: the exact passes
+        return None
     try:
         name, index = choose(est.algorithm, accepted, request)
     except GridSizeError:  # too narrow for the binned grid: the exact passes
@@ -323,7 +327,7 @@ def _split_moments(est, accepted, X, V, w, kept, head, scale, split, params):
     )
     if moments is None:
         return None
-    return moments, rows, _positive(request, rows, query)
+    return moments, rows, n_positive
 
 
 def _joint_fits(got, est, spread, offsets=None, tolerance=None):

@@ -322,11 +322,8 @@ def _solution(
         eig = np.linalg.eigvalsh(scaled)
     top = eig[:, -1]
     singular = ~(top > 0) | ~(eig[:, 0] > np.maximum(min_eigenvalue * top, rounding))
-    # Singular for the rounding of the moments, not for min_eigenvalue (one
-    # coordinate: min_eigenvalue never decides, see _line_solution).
+    # Singular for the rounding of the moments, not for min_eigenvalue.
     rounded = singular & (eig[:, 0] > min_eigenvalue * top)
-    if d == 1:
-        rounded = singular & (trace > 0)
     if linear == d:
         smallest, second_linear = eig[:, 0], trace
     if few is not None:
@@ -390,10 +387,7 @@ def _line_solution(A, cols, Zq, min_eigenvalue, few, to_bandwidth, max_leverage)
     rounding = COVARIANCE_ROUNDING * _EPS * trace
     dz = mz - Zq[:, 0]
     singular = ~(scaled > 0) | ~(scaled > np.maximum(min_eigenvalue * scaled, rounding))
-    # One coordinate: min_eigenvalue never decides; a variance within
-    # rounding of 0, or below it, may be positive (two distinct points, one
-    # of them far lighter): its fit is not known singular in this frame.
-    rounded = singular & (trace > 0)
+    rounded = singular & (scaled > min_eigenvalue * scaled)
     if few is not None:
         singular |= few
     ok = finite & ~singular

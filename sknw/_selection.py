@@ -32,6 +32,7 @@ from ._grid import (  # noqa: F401 - the grid's names, here too
     grid_multipliers,
     grid_step,
     grid_window,
+    refused_candidates,
     warn_at_edge,
 )
 from ._mixed import (
@@ -296,9 +297,10 @@ def select(mean_scores):
     if np.all(np.isnan(mean_scores)):
         raise ValueError(
             "Every candidate scored NaN: no kernel and bandwidth could be "
-            "evaluated (empty windows under empty_window='nan' or 'raise', or "
-            "a scorer that returned NaN). Widen the bandwidth grid or use "
-            "empty_window='nearest'."
+            "evaluated (empty windows under empty_window='nan' or 'raise', a "
+            "scorer that returned NaN, or algorithm='binned' with grids too "
+            "large for every bandwidth). Widen the bandwidth grid, use "
+            "empty_window='nearest', or a larger binned_tol."
         )
     return int(np.nanargmax(mean_scores))
 
@@ -489,9 +491,14 @@ class CVSelectionMixin:
             return score_candidates(preds, y_score, w_n, folds, scorer), n_empty
 
         # Each candidate scored once per search; those without smoothing
-        # parameters take the current ones.
+        # parameters take the current ones; those the final fit could not
+        # bin score NaN.
         current = {"lambdas": lambda: tuple(state["lambdas"])}
-        evaluate = ScoreMemo(scored, None if discrete is None else current)
+        evaluate = ScoreMemo(
+            scored, None if discrete is None else current,
+            refused=lambda cands: refused_candidates(self, X, w_n, cands),
+            n_splits=None if folds is None or criterion is not None else len(folds),
+        )  # fmt: skip
         spans = candidate_spans(self)
         if spans is not None:
             cands = span_candidates(self, X, w, resolved, spans)

@@ -285,21 +285,93 @@ def test_local_polynomial_search_on_binned():
             )
 
 
+@pytest.mark.parametrize("cv", [None, 3])
 @pytest.mark.parametrize("search", [NadarayaWatsonRegressorCV, LocalLinearRegressorCV])
-def test_searches_score_candidates_too_narrow_for_the_grid_exactly(search):
-    # A bandwidth whose grid would exceed its largest size is scored by the
-    # exact sums; selecting it raises at the final fit, as a plain fit would.
+def test_searches_score_candidates_too_narrow_for_the_grid_nan(search, cv):
+    # A bandwidth whose grid the final fit would refuse scores NaN (ranked
+    # last, and not computed): the search never selects it.
     X, y = clustered(400, seed=9)
     tiny = 1e-5
-    grid = [tiny, 0.2, 0.4]
-    binned = search(bandwidths=grid, algorithm="binned").fit(X, y)
-    exact = search(bandwidths=grid, algorithm="brute").fit(X, y)
+    grid = [tiny, 0.2, 0.4, 0.8]
+    binned = search(bandwidths=grid, cv=cv, algorithm="binned").fit(X, y)
+    exact = search(bandwidths=grid, cv=cv, algorithm="brute").fit(X, y)
     got = binned.cv_results_["mean_test_score"]
     ref = exact.cv_results_["mean_test_score"]
-    np.testing.assert_allclose(got[0], ref[0], rtol=1e-10)
+    assert np.isnan(got[0]) and np.all(np.isfinite(got[1:]))
+    assert_scores_close = np.abs(got[1:] - ref[1:]) <= 1e-6 * np.abs(ref[1:])
+    assert assert_scores_close.all()
+    if cv is not None:
+        assert np.isnan(binned.cv_results_["split0_test_score"][0])
     assert np.ravel(binned.bandwidth_)[0] != tiny
-    with pytest.raises(ValueError, match="grid of more than .* bandwidths"):
-        search(bandwidths=[tiny], algorithm="binned").fit(X, y)
+    with pytest.raises(ValueError, match="binned_tol"):
+        search(bandwidths=[tiny], cv=cv, algorithm="binned").fit(X, y)
+
+
+@pytest.mark.parametrize("search", [NadarayaWatsonRegressorCV, LocalLinearRegressorCV])
+def test_refined_binned_search_stays_where_the_grid_fits(search):
+    # The refinement leaves the grid of candidates towards small bandwidths
+    # (a fast-varying target), below those whose grid fits in a small
+    # working_memory: it stops where the grid no longer fits, rather than
+    # selecting a bandwidth the final fit would refuse.
+    import sklearn
+
+    rng = np.random.default_rng(0)
+    x = np.sort(rng.uniform(0.0, 1.0, 3000))
+    y = np.sin(80 * x) + rng.normal(0.0, 0.01, x.size)
+    kwargs = {"bandwidths": [0.03, 0.06, 0.2], "refine": True}
+    with sklearn.config_context(working_memory=8):
+        est = search(algorithm="binned", **kwargs).fit(x[:, None], y)
+    exact = search(algorithm="brute", **kwargs).fit(x[:, None], y)
+    assert est.algorithm_ == "binned"
+    # The exact search refines below what the binned grid can take.
+    assert np.ravel(exact.bandwidth_)[0] < np.ravel(est.bandwidth_)[0]
+    assert np.all(np.isfinite(est.predict(x[:10, None])))
+
+
+def test_binned_predict_under_a_smaller_working_memory_takes_exact_sums():
+    # Fitted with room for its grid; predicting where working_memory holds
+    # less than one column's transforms: every query summed exactly.
+    import sklearn
+
+    X, y = clustered(1000, seed=10)
+    Q = np.linspace(-2.0, 9.0, 50)[:, None]
+    for make in (NadarayaWatsonRegressor, LocalLinearRegressor):
+        est = make(bandwidth=0.01, algorithm="binned").fit(X, y)
+        exact = make(bandwidth=0.01, algorithm="brute").fit(X, y)
+        with sklearn.config_context(working_memory=1):
+            got = est.predict(Q)
+        np.testing.assert_allclose(got, exact.predict(Q), rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("search", [NadarayaWatsonRegressorCV, LocalLinearRegressorCV])
+def test_binned_search_with_a_training_fold_of_no_weight(search):
+    # A fold whose training points all weigh 0 fails the search as on the
+    # exact backends, not in the grid's arithmetic.
+    X, y = clustered(300, seed=11)
+    w = np.ones(X.shape[0])
+    w[100:200] = 0.0
+    a, b, c = np.arange(100), np.arange(100, 200), np.arange(200, 300)
+    folds = [(b, c), (np.concatenate([b, c]), a)]
+    kwargs = {"bandwidths": [0.2, 0.4], "cv": folds, "empty_window": "nan"}
+    messages = []
+    for algorithm in ("brute", "binned"):
+        with pytest.raises(ValueError) as error:
+            search(algorithm=algorithm, **kwargs).fit(X, y, sample_weight=w)
+        messages.append(str(error.value))
+    assert messages[1] == messages[0]
+
+
+def test_binned_moments_bin_once_whatever_n_jobs(monkeypatch):
+    # Every call bins every training point: one call for all the queries
+    # (batches for n_jobs would each bin them again).
+    moments = _spied_moments(monkeypatch)
+    X, y = clustered(2000, seed=12)
+    est = LocalLinearRegressor(bandwidth=0.1, algorithm="binned", n_jobs=4)
+    est.fit(X, y).predict(X)
+    assert len(moments) == 1
+    moments.clear()
+    LocalLinearRegressorCV(bandwidths=[0.1], algorithm="binned", n_jobs=4).fit(X, y)
+    assert len(moments) == 1
 
 
 def _spied_moments(monkeypatch):

@@ -222,3 +222,36 @@ def test_the_memo_gives_candidates_its_defaults_before_looking_them_up():
     current["lambdas"] = (0.25,)  # the search moved them: a new candidate
     memo([{"kernel": cand["kernel"], "bandwidth": np.array([0.1])}])
     assert len(calls) == 2
+
+
+@pytest.mark.parametrize("n_splits", [None, 2])
+def test_the_memo_scores_refused_candidates_nan_without_computing_them(n_splits):
+    from sknw._grid import ScoreMemo
+    from sknw.kernels import get_kernel
+
+    calls = []
+    scorer = _memo_scores(calls)
+
+    def score(cands):
+        (mean, splits), empty = scorer(cands)
+        return (mean, None if n_splits is None else splits), empty
+
+    def refused(cands):
+        return np.array([float(c["bandwidth"]) < 0.1 for c in cands])
+
+    memo = ScoreMemo(score, refused=refused, n_splits=n_splits)
+    gauss = get_kernel("gaussian")
+    cands = [{"kernel": gauss, "bandwidth": h} for h in (0.01, 0.5, 0.05, 1.0)]
+    (mean, splits), empty = memo(cands)
+    assert calls == [[0.5, 1.0]]  # the refused ones never reach the scorer
+    assert_allclose(mean, [np.nan, -0.5, np.nan, -1.0])
+    assert empty.tolist() == [0, 10, 0, 11]
+    if n_splits is None:
+        assert splits is None
+    else:
+        assert splits.shape == (4, 2) and np.isnan(splits[[0, 2]]).all()
+        assert_allclose(splits[[1, 3], 1], [-1.0, -2.0])
+    # Every candidate refused: no call, NaN rows of the splits' width.
+    (mean, splits), _ = memo([{"kernel": gauss, "bandwidth": 0.02}])
+    assert len(calls) == 1 and np.isnan(mean).all()
+    assert (splits is None) if n_splits is None else splits.shape == (1, 2)

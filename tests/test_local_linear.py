@@ -1072,15 +1072,15 @@ def test_frames_sharing_passes_give_each_query_its_own_frame(monkeypatch, own):
     assert_allclose(batched, alone, rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("algorithm", ["brute", "auto"])
 @pytest.mark.parametrize("h", [0.03, 0.05])
-def test_exact_passes_redo_designs_singular_for_rounding_as_refits(h):
+def test_leave_one_out_of_isolated_points_equals_refits(h, algorithm):
     # Isolated points, each left out at a small bandwidth: the window of the
-    # point at 3.0 holds 3.16 and, far lighter (e**-350 or e**-123), 3.8. Its
-    # design is not singular (two distinct points: the line through them),
-    # but its variance rounds to 0 or below in the one frame of the exact
-    # passes: the exact path of predictions computes it again, as a refit.
+    # point at 3.0 holds 3.16 and, far lighter (e**-350 or e**-123), 3.8.
+    # With the default ridge (max_leverage), the exact passes (one frame for
+    # all the data) and the fast paths give each point its refit's estimate.
     rng = np.random.default_rng(21)
-    x = np.concatenate([rng.uniform(0.0, 1.0, 200), [3.0, 3.16, 3.8, 4.0]])
+    x = np.concatenate([rng.uniform(0.0, 1.0, 600), [3.0, 3.16, 3.8, 4.0]])
     X = x[:, None]
     y = np.sin(3 * x) + rng.normal(0, 0.1, x.size)
     seen = []
@@ -1093,12 +1093,10 @@ def test_exact_passes_redo_designs_singular_for_rounding_as_refits(h):
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(LocalPolynomialCVFit, "_cv_estimates", spy)
-        LocalLinearRegressorCV(
-            bandwidths=[h], algorithm="brute", max_leverage=None
-        ).fit(X, y)
-    rows = [*range(0, 200, 25), 200, 201, 202, 203]
+        LocalLinearRegressorCV(bandwidths=[h], algorithm=algorithm).fit(X, y)
+    rows = [*range(0, 600, 75), 600, 601, 602, 603]
     for i in rows:
         keep = np.arange(x.size) != i
-        refit = LocalLinearRegressor(bandwidth=h, algorithm="brute", max_leverage=None)
+        refit = LocalLinearRegressor(bandwidth=h, algorithm="brute")
         refit.fit(X[keep], y[keep])
         assert_allclose(seen[0][i], refit.predict(X[i : i + 1])[0], rtol=1e-10)

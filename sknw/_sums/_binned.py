@@ -93,8 +93,9 @@ MAX_NODES = 1 << 23
 #: (its bins, its spectrum, its convolution, and room for the transform's
 #: own), besides the spectrum of the taps: the columns are taken in groups
 #: whose arrays fit in scikit-learn's ``working_memory``
-#: (:func:`_grid_budget`), and a grid whose one column would not is refused
-#: (:class:`GridSizeError`).
+#: (:func:`_grid_budget`). A grid whose one column would not fit is refused
+#: at fit (:class:`GridSizeError`); at predict, under a smaller
+#: ``working_memory`` than at fit, its queries take the exact sums.
 GRID_ARRAYS = 4
 
 
@@ -104,14 +105,14 @@ class GridSizeError(ValueError):
     candidate instead."""
 
 
-def binned_grid(x_min, x_max, sigma, tol, fine=1.0):
+def binned_grid(x_min, x_max, sigma, tol, fine=1.0, memory=True):
     """``(lo, delta, n_nodes)`` of the grid for data in ``[x_min, x_max]``
     (``fine``: squared steps that many times smaller, for the local
     moments).
 
     Raises :class:`GridSizeError` (a ValueError) when the grid would exceed
-    :data:`MAX_NODES`, or its transforms for one column scikit-learn's
-    ``working_memory``.
+    :data:`MAX_NODES`, or (``memory``) its transforms for one column
+    scikit-learn's ``working_memory`` (:func:`grid_fits`).
     """
     delta = sigma * math.sqrt(tol / (GRID_MARGIN * BIN_ERROR * fine))
     lo = x_min - U_MAX * sigma
@@ -119,7 +120,7 @@ def binned_grid(x_min, x_max, sigma, tol, fine=1.0):
     n_nodes = int(math.ceil(span / delta)) + 2 if delta > 0 else math.inf
     if np.isfinite(span) and n_nodes <= MAX_NODES:
         size = _fft_size(n_nodes, math.sqrt(2.0) * sigma, delta)
-        if (GRID_ARRAYS + 1) * size > _grid_budget():
+        if memory and not grid_fits(n_nodes, sigma, delta):
             raise GridSizeError(
                 f"algorithm='binned' would need a grid of {n_nodes} nodes, whose "
                 f"transforms take {(GRID_ARRAYS + 1) * size * 8 / 2**20:.0f} MiB, "
@@ -142,6 +143,14 @@ def _fft_size(n_nodes, sigma, delta):
     a Gaussian of standard deviation ``sigma`` (taps to :data:`U_MAX`)."""
     half = int(math.ceil(U_MAX * sigma / delta))
     return sp_fft.next_fast_len(n_nodes + 2 * half, real=True)
+
+
+def grid_fits(n_nodes, sigma, delta):
+    """Whether the transforms of one column of a grid of ``n_nodes`` (of
+    step ``delta``, convolved up to a Gaussian of standard deviation
+    ``sqrt(2) sigma``) fit in :func:`_grid_budget`."""
+    size = _fft_size(n_nodes, math.sqrt(2.0) * sigma, delta)
+    return (GRID_ARRAYS + 1) * size <= _grid_budget()
 
 
 def _grid_budget():
@@ -263,14 +272,15 @@ def binned_moment_sums(Q, X, V, head, powers, *, tol, scale=None,
     same ``tol``; its powers are convolved one at a time."""
     m, k = Q.shape[0], V.shape[1]
     q, x, Vp, w, sigma = _line_points(Q, X, V, head, scale, sample_weight)
-    lo, delta, n_nodes = binned_grid(
-        float(x.min()), float(x.max()), sigma, tol, LOCAL_GRID_FACTOR
-    )
+    sums = np.zeros((m, powers + 1, k + 1))
+    bound = np.full((m, powers + 1), np.inf)
+    grid = _grid_of(x, sigma, tol, LOCAL_GRID_FACTOR)
+    if grid is None:  # no grid: every query unserved
+        return MomentSums(sums, bound, None, sigma)
+    lo, delta, n_nodes = grid
     pos_x = (x - lo) / delta
     pos = (q - lo) / delta
     inside = np.flatnonzero((pos >= 0) & (pos < n_nodes - 1))
-    sums = np.zeros((m, powers + 1, k + 1))
-    bound = np.full((m, powers + 1), np.inf)
     if not inside.size:
         return MomentSums(sums, bound, None, sigma)
     half = int(math.ceil(U_MAX * sigma / delta))
@@ -305,6 +315,19 @@ def binned_moment_sums(Q, X, V, head, powers, *, tol, scale=None,
     return MomentSums(sums, bound, None, sigma)
 
 
+def _grid_of(x, sigma, tol, fine=1.0):
+    """The grid of :func:`binned_grid` for the points ``x`` (of positive
+    weight), or None where there are none or its transforms for one column
+    do not fit in the current ``working_memory`` (at predict, smaller than
+    at fit, which checked them): their queries then take the exact sums."""
+    if not x.size:
+        return None
+    lo, delta, n_nodes = binned_grid(
+        float(x.min()), float(x.max()), sigma, tol, fine, memory=False
+    )
+    return (lo, delta, n_nodes) if grid_fits(n_nodes, sigma, delta) else None
+
+
 def _g_max(j):
     """The largest ``|g_j(u)|``: ``(j / e)**(j / 2)`` (1 for ``j = 0``)."""
     return 1.0 if j == 0 else (j / math.e) ** (j / 2.0)
@@ -337,13 +360,16 @@ def binned_kernel_sums(
     (head,) = heads
     m, k = Q.shape[0], V.shape[1]
     q, x, Vp, w, sigma = _line_points(Q, X, V, head, scale, sample_weight)
-    lo, delta, n_nodes = binned_grid(float(x.min()), float(x.max()), sigma, tol)
-    # Values centred on their mid-range: the bound is relative to the range.
-    mid = 0.5 * (Vp.max(axis=0) + Vp.min(axis=0))
-    columns = np.column_stack([(Vp - mid) * w[:, None], w])
-    pos_x = (x - lo) / delta
-    pos = (q - lo) / delta
-    inside = (pos >= 0) & (pos < n_nodes - 1)
+    grid = _grid_of(x, sigma, tol)
+    inside = np.zeros(m, dtype=bool)  # no grid: every query exact
+    if grid is not None:
+        lo, delta, n_nodes = grid
+        # Values centred on their mid-range: the bound is relative to the range.
+        mid = 0.5 * (Vp.max(axis=0) + Vp.min(axis=0))
+        columns = np.column_stack([(Vp - mid) * w[:, None], w])
+        pos_x = (x - lo) / delta
+        pos = (q - lo) / delta
+        inside = (pos >= 0) & (pos < n_nodes - 1)
     S = np.zeros((m, k))
     den = np.zeros(m)
     bound = np.full(m, np.inf)
@@ -402,7 +428,8 @@ class BinnedBackend(Backend):
             x = x[w > 0]
         sigma = gaussian_sigma(request.head)
         fine = LOCAL_GRID_FACTOR if request.powers else 1.0  # local moments
-        binned_grid(float(x.min()), float(x.max()), sigma, request.tolerance, fine)
+        if x.size:  # else no sums to bin: every query exact
+            binned_grid(float(x.min()), float(x.max()), sigma, request.tolerance, fine)
         return request.tolerance
 
     def serves(self, index, V, heads, sample_weight):

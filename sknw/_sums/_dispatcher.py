@@ -373,7 +373,9 @@ def local_moments(
             return backend.moment_sums(index, Qb, X, V, h, powers, True, **p)
         return backend.moment_sums(index, Qb, X, V, h, powers, **p)
 
-    bounds = batch_bounds(Q.shape[0], n_jobs)
+    # An approximate backend (binned) bins every training point at each
+    # call: one call for all the queries, whatever n_jobs.
+    bounds = None if backend.tolerance else batch_bounds(Q.shape[0], n_jobs)
     if bounds is None:
         with core_blas_threads():
             return batch(Q, {**params, "heads": [head]})
