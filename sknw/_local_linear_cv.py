@@ -322,7 +322,8 @@ class LocalLinearRegressorCV(LocalPolynomialCVFit, LocalLinearRegressor):
         moments about each left-out point are binned, and each out-of-sample
         estimate they give is within ``binned_tol`` times the range of the
         targets of the exact one (approximate scores); the points beyond
-        that bound, and the in-sample criteria, take exact sums.
+        that bound, and the in-sample criteria, take exact sums. A bandwidth
+        too small for the grid scores NaN.
     binned_tol : float, default=1e-6
         As in :class:`LocalLinearRegressor`.
     n_jobs : int, default=None

@@ -706,7 +706,8 @@ class NadarayaWatsonRegressorCV(CVSelectionMixin, NadarayaWatsonRegressor):
         search's passes and the selected kernel and bandwidth (an explicit
         choice must serve every kernel in ``kernels``, checked before the
         search); ``"binned"``: each out-of-sample estimate within
-        ``binned_tol`` of the exact one (approximate scores).
+        ``binned_tol`` of the exact one (approximate scores), and a bandwidth
+        too small for its grid scored NaN.
     binned_tol : float, default=1e-6
         As in :class:`NadarayaWatsonRegressor`.
     n_jobs : int, default=None

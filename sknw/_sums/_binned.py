@@ -101,8 +101,9 @@ GRID_ARRAYS = 4
 
 class GridSizeError(ValueError):
     """A grid too large for a bandwidth and tolerance (:func:`binned_grid`):
-    an estimator's fit raises it; a search takes the exact sums for that
-    candidate instead."""
+    an estimator's fit raises it; a search scores NaN a candidate its final
+    fit would refuse (:func:`~sknw._grid.refused_candidates`), and takes the
+    exact sums for one that only a split's grid refuses."""
 
 
 def binned_grid(x_min, x_max, sigma, tol, fine=1.0, memory=True):
@@ -119,8 +120,8 @@ def binned_grid(x_min, x_max, sigma, tol, fine=1.0, memory=True):
     span = (x_max + U_MAX * sigma) - lo
     n_nodes = int(math.ceil(span / delta)) + 2 if delta > 0 else math.inf
     if np.isfinite(span) and n_nodes <= MAX_NODES:
-        size = _fft_size(n_nodes, math.sqrt(2.0) * sigma, delta)
         if memory and not grid_fits(n_nodes, sigma, delta):
+            size = _fft_size(n_nodes, math.sqrt(2.0) * sigma, delta)
             raise GridSizeError(
                 f"algorithm='binned' would need a grid of {n_nodes} nodes, whose "
                 f"transforms take {(GRID_ARRAYS + 1) * size * 8 / 2**20:.0f} MiB, "
