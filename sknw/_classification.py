@@ -370,7 +370,10 @@ class NadarayaWatsonClassifierCV(CVSelectionMixin, NadarayaWatsonClassifier):
         Default ``"auto"``. As in :class:`NadarayaWatsonRegressorCV`.
     binned_tol : float, default=1e-6
         As in :class:`NadarayaWatsonRegressorCV`: each out-of-sample
-        probability of the search within it of the exact one.
+        probability of the search within it of the exact one. A point's
+        log-loss then changes by up to about ``binned_tol / p`` for its
+        class's probability ``p``: much more than ``binned_tol`` where ``p``
+        is near 0.
     n_jobs : int, default=None
         As in :class:`NadarayaWatsonRegressorCV`: parallel workers for the
         cross-validation passes and for predictions.
