@@ -490,15 +490,7 @@ class CVSelectionMixin:
             preds, n_empty = self._cv_estimates(X, V, w_n, unit, cands, folds, finish)
             return score_candidates(preds, y_score, w_n, folds, scorer), n_empty
 
-        # Each candidate scored once per search; those without smoothing
-        # parameters take the current ones; those the final fit could not
-        # bin score NaN.
-        current = {"lambdas": lambda: tuple(state["lambdas"])}
-        evaluate = ScoreMemo(
-            scored, None if discrete is None else current,
-            refused=lambda cands: refused_candidates(self, X, w_n, cands),
-            n_splits=None if folds is None or criterion is not None else len(folds),
-        )  # fmt: skip
+        evaluate = self._score_memo(scored, X, w_n, folds, criterion, state)
         spans = candidate_spans(self)
         if spans is not None:
             cands = span_candidates(self, X, w, resolved, spans)
@@ -544,6 +536,18 @@ class CVSelectionMixin:
             self._refine(evaluate, found[0], self._continuous(X))
         elif isinstance(grid, Integral) and lambdas is None and state["shape"] is None:
             self._polish_size(evaluate, found, X)
+
+    def _score_memo(self, scored, X, w, folds, criterion, state):
+        """The :class:`ScoreMemo` of a search's ``scored``: each candidate
+        scored once; those without smoothing parameters take the current
+        ones (``state``); those the final fit could not bin score NaN
+        (:func:`refused_candidates`, with the normalised weights ``w``)."""
+        current = {"lambdas": lambda: tuple(state["lambdas"])}
+        return ScoreMemo(
+            scored, None if self._discrete is None else current,
+            refused=lambda cands: refused_candidates(self, X, w, cands),
+            n_splits=None if folds is None or criterion is not None else len(folds),
+        )  # fmt: skip
 
     def _polish_size(self, evaluate, found, X):
         """The size of the chosen bandwidth of a default grid (one scalar

@@ -121,7 +121,7 @@ def binned_grid(x_min, x_max, sigma, tol, fine=1.0, memory=True):
     n_nodes = int(math.ceil(span / delta)) + 2 if delta > 0 else math.inf
     if np.isfinite(span) and n_nodes <= MAX_NODES:
         if memory and not grid_fits(n_nodes, sigma, delta):
-            size = _fft_size(n_nodes, math.sqrt(2.0) * sigma, delta)
+            size = _fft_size(n_nodes, _half_width(math.sqrt(2.0) * sigma, delta))
             raise GridSizeError(
                 f"algorithm='binned' would need a grid of {n_nodes} nodes, whose "
                 f"transforms take {(GRID_ARRAYS + 1) * size * 8 / 2**20:.0f} MiB, "
@@ -139,10 +139,15 @@ def binned_grid(x_min, x_max, sigma, tol, fine=1.0, memory=True):
     return lo, delta, n_nodes
 
 
-def _fft_size(n_nodes, sigma, delta):
+def _half_width(sigma, delta):
+    """The taps on each side of a kernel of standard deviation ``sigma``
+    (truncated at :data:`U_MAX` of them) on a grid of step ``delta``."""
+    return int(math.ceil(U_MAX * sigma / delta))
+
+
+def _fft_size(n_nodes, half):
     """The length of the transforms of a grid of ``n_nodes`` convolved with
-    a Gaussian of standard deviation ``sigma`` (taps to :data:`U_MAX`)."""
-    half = int(math.ceil(U_MAX * sigma / delta))
+    ``2 half + 1`` taps."""
     return sp_fft.next_fast_len(n_nodes + 2 * half, real=True)
 
 
@@ -150,7 +155,7 @@ def grid_fits(n_nodes, sigma, delta):
     """Whether the transforms of one column of a grid of ``n_nodes`` (of
     step ``delta``, convolved up to a Gaussian of standard deviation
     ``sqrt(2) sigma``) fit in :func:`_grid_budget`."""
-    size = _fft_size(n_nodes, math.sqrt(2.0) * sigma, delta)
+    size = _fft_size(n_nodes, _half_width(math.sqrt(2.0) * sigma, delta))
     return (GRID_ARRAYS + 1) * size <= _grid_budget()
 
 
@@ -187,7 +192,7 @@ def _correlated(pos, columns, n_nodes, taps, pos_q):
     grid positions ``pos_q``: ``(len(pos_q), len(taps), n_columns)``. The
     columns are taken in groups (:func:`_column_groups`), one FFT each."""
     half = (len(taps[0]) - 1) // 2
-    size = sp_fft.next_fast_len(n_nodes + 2 * half, real=True)
+    size = _fft_size(n_nodes, half)
     out = np.empty((pos_q.size, len(taps), columns.shape[1]))
     for group in _column_groups(columns.shape[1], size):
         binned = _linear_bins(pos, columns[:, group], n_nodes)
@@ -204,7 +209,7 @@ def _correlated(pos, columns, n_nodes, taps, pos_q):
 def _gaussian_taps(sigma, delta):
     """The Gaussian of standard deviation ``sigma`` on the grid's lags, to
     :data:`U_MAX`."""
-    half = int(math.ceil(U_MAX * sigma / delta))
+    half = _half_width(sigma, delta)
     lags = np.arange(-half, half + 1) * (delta / sigma)
     return np.exp(-0.5 * lags * lags)
 
@@ -284,7 +289,7 @@ def binned_moment_sums(Q, X, V, head, powers, *, tol, scale=None,
     inside = np.flatnonzero((pos >= 0) & (pos < n_nodes - 1))
     if not inside.size:
         return MomentSums(sums, bound, None, sigma)
-    half = int(math.ceil(U_MAX * sigma / delta))
+    half = _half_width(sigma, delta)
     taps = [_moment_taps(j, half, delta, sigma) for j in range(powers + 1)]
     columns = np.column_stack([Vp * w[:, None], w])
     sums[inside] = _correlated(pos_x, columns, n_nodes, taps, pos[inside])
