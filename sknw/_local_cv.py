@@ -8,8 +8,8 @@ holds only in the moments of order 0, its offset being 0);
 error (within :data:`~sknw._local_frame.QUERY_CENTRED_TOLERANCE` of the
 targets' range, ``binned_tol`` for the binned moments). The searches score
 NaN a candidate whose binned grid the final fit would refuse
-(:func:`~sknw._grid.refused_candidates`); one a split's grid refuses takes
-the exact passes. For leave-one-out, the candidates of one scale and kernel
+(:func:`~sknw._grid.refused_candidates`; a split's grid spans no more than
+all the data's). For leave-one-out, the candidates of one scale and kernel
 go to the core together (:func:`~sknw._sums.grid_local_moments`): the
 transform takes many of them in one stacked pass. Points beyond the bound
 (one-sided windows, in the tails) take their moments term by term over their
@@ -29,7 +29,6 @@ from ._scaling import group_candidates, scaling_of
 from ._sums import (
     BACKENDS,
     FitRequest,
-    GridSizeError,
     Head,
     MomentSums,
     choose,
@@ -309,16 +308,12 @@ def _split_moments(est, accepted, X, V, w, kept, head, scale, split, params):
     ``shared`` the dict of what the split's indexes share across candidates)
     by a backend summing local moments (of the ``accepted`` names), with the
     number of training points of positive weight of each query's fit; None
-    where the choice gives none, where no training point weighs, or where
-    its grid would be too large (:class:`~sknw._sums.GridSizeError`)."""
+    where the choice gives none or where no training point weighs."""
     request, Xq, rows, query = _request(X, V, w, kept, head, scale, split, params)
     n_positive = _positive(request, rows, query)
     if not np.any(np.asarray(n_positive) > 0):  # empty windows: the exact passes
         return None
-    try:
-        name, index = choose(est.algorithm, accepted, request)
-    except GridSizeError:  # too narrow for the binned grid: the exact passes
-        return None
+    name, index = choose(est.algorithm, accepted, request)
     if not BACKENDS[name].local_moments:
         return None
     Vt = request.values()[0]

@@ -102,8 +102,7 @@ GRID_ARRAYS = 4
 class GridSizeError(ValueError):
     """A grid too large for a bandwidth and tolerance (:func:`binned_grid`):
     an estimator's fit raises it; a search scores NaN a candidate its final
-    fit would refuse (:func:`~sknw._grid.refused_candidates`), and takes the
-    exact sums for one that only a split's grid refuses."""
+    fit would refuse (:func:`~sknw._grid.refused_candidates`)."""
 
 
 def binned_grid(x_min, x_max, sigma, tol, fine=1.0, memory=True):

@@ -23,7 +23,7 @@ from ._base import (
     own_rows,
     per_query,
 )
-from ._binned import BinnedBackend, GridSizeError
+from ._binned import BinnedBackend
 from ._cells import (
     CellIndex,
     CellPartition,
@@ -239,9 +239,7 @@ def grid_sums(
     Discrete heads: from the pair tables a search keeps (``pairs(Q, X, V,
     heads, **params)``, see :mod:`sknw._sums._pairs`) where they serve, else
     cell by cell, each cell's continuous heads by this function.
-    ``tolerance``: that of the approximate backends (None: none of them);
-    a head whose binned grid would be too large (:class:`GridSizeError`)
-    takes the dense sums."""
+    ``tolerance``: that of the approximate backends (None: none of them)."""
     if discrete_of(heads) is not None:
         if pairs is not None:
             with core_blas_threads():  # as the backends (backend_sums)
@@ -275,11 +273,7 @@ def grid_sums(
         if per_query(head):  # the dense backend serves per-query divisors
             dense.append(h)
             continue
-        try:
-            name, index = choose(algorithm, accepted, replace(request, head=head))
-        except GridSizeError:
-            # A candidate too narrow for the binned grid: exact sums.
-            name = DENSE
+        name, index = choose(algorithm, accepted, replace(request, head=head))
         if name == DENSE:
             dense.append(h)
         else:
