@@ -6,7 +6,12 @@ from scipy.spatial.distance import cdist
 from ._sums._base import median_offsets
 from .kernels import Gaussian
 
-__all__ = ["BANDWIDTH_RULES", "COORDINATE_METRICS", "rule_bandwidth"]
+__all__ = [
+    "BANDWIDTH_RULES",
+    "COORDINATE_METRICS",
+    "grid_reference",
+    "rule_bandwidth",
+]
 
 #: Metrics of coordinate differences: rules give one bandwidth per feature.
 COORDINATE_METRICS = frozenset(
@@ -75,16 +80,42 @@ def _scott(std, iqr, n_factor, d):
     return std * n_factor
 
 
+def _robust_spread(std, iqr):
+    """The smaller of the standard deviation and ``IQR / 1.349`` (equal for
+    normal data), the standard deviation where the IQR is 0."""
+    return np.where(iqr > 0, np.minimum(std, iqr / 1.349), std)
+
+
 def _silverman(std, iqr, n_factor, d):
-    robust = np.where(iqr > 0, np.minimum(std, iqr / 1.349), std)
-    return 0.9 * robust * n_factor
+    return 0.9 * _robust_spread(std, iqr) * n_factor
+
+
+def _robust_scott(std, iqr, n_factor, d):
+    return _robust_spread(std, iqr) * n_factor
 
 
 #: Bandwidth rules by name: functions of (std, iqr, n**(-1/(d+4)), d) giving a
 #: per-feature bandwidth for the Gaussian kernel.
 BANDWIDTH_RULES = {"scott": _scott, "silverman": _silverman}
 #: The rules' constant for a scalar bandwidth on a unit scale.
-_SCALAR_FACTOR = {"scott": 1.0, "silverman": 0.9}
+_SCALAR_FACTOR = {"scott": 1.0, "silverman": 0.9, "robust": 1.0}
+#: Every rule, the grids' reference (:func:`grid_reference`) among them.
+_RULES = {**BANDWIDTH_RULES, "robust": _robust_scott}
+
+
+def grid_reference(
+    X, kernel, sample_weight=None, metric="euclidean", metric_params=None
+):
+    """The bandwidth the default grids of the searches multiply: Scott's rule
+    with a robust spread, ``min(s_j, IQR_j / 1.349) n**(-1/(d+4))`` (``s_j``
+    where the IQR is 0; frequency weights as in :func:`rule_bandwidth`),
+    times the kernel's canonical-scale ratio; for other metrics as
+    :func:`rule_bandwidth`'s ``"scott"``.
+
+    A few points far from the others inflate the standard deviation but not
+    the IQR, so the grid stays about the bulk of the data.
+    """
+    return rule_bandwidth(X, "robust", kernel, sample_weight, metric, metric_params)
 
 
 def _median_distance(X, w, metric, metric_params, unit=1.0):
@@ -180,6 +211,6 @@ def rule_bandwidth(
     flat = (np.ptp(X, axis=0) == 0) | ~(std > 0)
     std = np.where(flat, fallback, std)
     iqr = np.where(flat, 0.0, iqr)
-    h = BANDWIDTH_RULES[rule](std, iqr, n_factor, d) * factor
+    h = _RULES[rule](std, iqr, n_factor, d) * factor
     # A spread at the very edge of the float range may still round to 0 or inf.
     return np.clip(h, tiny, huge)

@@ -2,6 +2,7 @@
 
 import re
 import warnings
+from dataclasses import dataclass, fields
 from numbers import Integral, Real
 
 import numpy as np
@@ -67,6 +68,25 @@ from .kernels import KERNELS, Kernel, get_kernel
 
 #: Tile size used by the estimators (see :func:`default_tile_elements`).
 _tile_elements = default_tile_elements
+
+
+@dataclass(frozen=True)
+class FitSettings:
+    """The parameters that predictions read, as they were at fit: a
+    parameter changed after fit takes effect at the next fit only.
+
+    ``max_leverage`` and ``min_eigenvalue`` are the local fits' (their
+    defaults elsewhere)."""
+
+    empty_window: str
+    max_leverage: float | None = 100.0
+    min_eigenvalue: float = 1e-8
+
+    @classmethod
+    def of(cls, est):
+        """The settings of estimator ``est``'s parameters."""
+        params = est.get_params(deep=False)
+        return cls(**{f.name: params[f.name] for f in fields(cls) if f.name in params})
 
 
 class NadarayaWatsonBase(BaseEstimator):
@@ -324,7 +344,10 @@ class NadarayaWatsonBase(BaseEstimator):
     def _fit_span(self, sample_weight):
         """``span_`` (the parameter; a CV estimator sets its choice later),
         and the weights that count the neighbours (the sample weights, not
-        the robustness weights); refused with discrete features."""
+        the robustness weights); refused with discrete features. The first
+        step of every fit: it also fixes the settings predictions read
+        (:class:`FitSettings`)."""
+        self._settings = FitSettings.of(self)
         self.span_ = getattr(self, "span", None)
         self._neighbour_weight = sample_weight
         if self.span_ is not None and self._discrete is not None:
@@ -704,7 +727,7 @@ class NadarayaWatsonBase(BaseEstimator):
         distances overflow at an extreme bandwidth; those queries get the limit
         of a vanishing bandwidth, their nearest training points, silently.
         """
-        policy = self.empty_window
+        policy = self._settings.empty_window
         if not is_compact(self.kernel_):
             policy = "nearest"
         elif policy == "raise":

@@ -20,13 +20,22 @@ yhat_i)**2``, ``sigma2 = RSS / n`` and ``tr = sum_i H_ii``:
 
 The score is minus the criterion (higher is better, as for scikit-learn's
 scorers), averaged over the outputs; ``-inf`` where ``n - tr - 2`` (AICc) or
-``n - tr`` (GCV) is not positive.
+``n - tr`` (GCV) is not positive. A residual sum of squares below the
+rounding of its output's values (:data:`RSS_FLOOR` units of roundoff of the
+largest ``|y|``, per point) counts as that floor: an output that every
+candidate fits exactly (all zeros, a constant) scores alike for every
+candidate instead of ``log(0)``, and its rounding noise does not choose the
+bandwidth.
 """
 
 import numpy as np
 
 #: The in-sample criteria ``scoring`` may name.
 IN_SAMPLE = ("aicc", "gcv")
+
+#: Units of roundoff of an output's largest magnitude, per point, below
+#: which its residual sum of squares is rounding (see the module docstring).
+RSS_FLOOR = 64.0
 
 
 def check_in_sample(scoring, kind, cv, owner, supported):
@@ -63,12 +72,15 @@ def in_sample_scores(preds, shares, y, w, unit, criterion):
         with np.errstate(divide="ignore", invalid="ignore"):
             copies = np.where(w > 0, w / np.minimum(w, unit), 0.0)
     n = float(counts.sum())
+    eps, tiny = np.finfo(np.float64).eps, np.finfo(np.float64).tiny
+    top = np.max(np.abs(Y), axis=0) if n_pts else np.zeros(Y.shape[1])
+    floor = n * (RSS_FLOOR * eps * top) ** 2 + tiny
     scores = np.full(preds.shape[0], np.nan)
     for i, (pred, share) in enumerate(zip(preds, shares, strict=True)):
         if np.isnan(pred).any() or np.isnan(share).any():
             continue
         fitted = (1.0 - share)[:, None] * pred + share[:, None] * Y
-        rss = counts @ (Y - fitted) ** 2
+        rss = np.maximum(counts @ (Y - fitted) ** 2, floor)
         tr = float(np.sum(share * copies))
         with np.errstate(divide="ignore", invalid="ignore"):
             if criterion == "aicc":

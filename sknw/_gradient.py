@@ -263,8 +263,8 @@ def empty_gradient(est, empty, warned=False):
     if not is_compact(est.kernel_):
         return 0.0
     if warned:
-        return np.nan if est.empty_window == "nan" else 0.0
-    policy = est.empty_window
+        return np.nan if est._settings.empty_window == "nan" else 0.0
+    policy = est._settings.empty_window
     if policy == "raise":
         raise est._empty_error(empty)
     value = np.nan if policy == "nan" else 0.0

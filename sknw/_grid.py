@@ -7,7 +7,7 @@ from numbers import Integral
 
 import numpy as np
 
-from ._bandwidth import rule_bandwidth
+from ._bandwidth import grid_reference
 from ._scaling import group_candidates
 from ._sums import BACKENDS, FitRequest, GridSizeError
 from .exceptions import GridEdgeWarning, warn
@@ -64,7 +64,7 @@ def candidate_grid(X, w, kernels, bandwidths, metric, metric_params):
         multipliers = grid_multipliers(int(bandwidths))
         cands = []
         for kernel in kernels:
-            ref = rule_bandwidth(X, "scott", kernel, w, metric, metric_params)
+            ref = grid_reference(X, kernel, w, metric, metric_params)
             for c in multipliers:
                 cands.append(
                     {"kernel": kernel, "bandwidth": c * ref, "multiplier": c,
@@ -91,7 +91,8 @@ def extend_at_edges(cands, n_kernels, scored, evaluate):
     n_empty)`` and ``evaluate(new)`` those of new candidates. Where the best
     candidate has a kernel's smallest (largest) multiplier, every kernel gets
     :data:`EXTENSION_STEPS` more at the grid's spacing below (above) it,
-    until the best is inside or :data:`EXTENSION_LIMIT` is reached; an edge
+    until the best is inside or :data:`EXTENSION_LIMIT` is reached (then a
+    :class:`~sknw.exceptions.GridEdgeWarning` says so); an edge
     that scores no better than its neighbour (a plateau, such as every
     bandwidth small enough to give each point its nearest neighbour's
     estimate) is not extended. Returns
@@ -118,6 +119,7 @@ def extend_at_edges(cands, n_kernels, scored, evaluate):
             new = mults[-1] * ratio ** np.arange(1, EXTENSION_STEPS + 1)
             new = new[new <= hi_limit]
         if not new.size:
+            _warn_at_limit(below=best % n_bw == 0)
             break
         added = [
             {"kernel": cands[k * n_bw]["kernel"], "bandwidth": c * rule,
@@ -133,6 +135,20 @@ def extend_at_edges(cands, n_kernels, scored, evaluate):
             for old, extra in ((cands, added), (mean, m2), (splits, s2), (n_empty, e2))
         )
     return cands, mean, splits, n_empty
+
+
+def _warn_at_limit(below):
+    """Warn that the best candidate of the default grid is at the limit of
+    its extension (:data:`EXTENSION_LIMIT`)."""
+    side, edge = ("below", "smallest") if below else ("above", "largest")
+    warn(
+        f"The best bandwidth of the default grid is its {edge}, at the limit of "
+        f"its extension ({EXTENSION_LIMIT:g} times the ends of "
+        f"{DEFAULT_GRID_RANGE} times the rule of thumb); the optimum may lie "
+        f"{side} it. Give the bandwidths to search (bandwidths=[...]) or a "
+        "bandwidth.",
+        GridEdgeWarning,
+    )
 
 
 def _merged(old, extra, n_kernels, below):

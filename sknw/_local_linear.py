@@ -209,7 +209,7 @@ class LocalPolynomialFit(NadarayaWatsonRegressor):
         fast = None if with_std else self._query_centred(Q)
         if fast is None:
             return self._exact_local_fit(Q, with_std)
-        if self.empty_window == "raise" and fast.empty.any():
+        if self._settings.empty_window == "raise" and fast.empty.any():
             # Counted among all the queries (the exact path sees the rest).
             raise self._empty_error(fast.empty)
         rest = np.flatnonzero(~fast.served)
@@ -223,7 +223,8 @@ class LocalPolynomialFit(NadarayaWatsonRegressor):
                 warn(_singular_message(n_few, n_few), SingularDesignWarning)
             n_ridged = 0 if fast.ridged is None else int(fast.ridged.sum())
             if n_ridged:
-                message = _ridged_message(n_ridged, n_ridged, self.max_leverage)
+                limit = self._settings.max_leverage
+                message = _ridged_message(n_ridged, n_ridged, limit)
                 warn(message, RidgedDesignWarning)
         _merge_warnings(caught, Q.shape[0])
         return LocalFit(estimate, *([None] * 8))
@@ -261,14 +262,15 @@ class LocalPolynomialFit(NadarayaWatsonRegressor):
         tol = {"tolerance": self._index if approximate else None}
 
         def fit_of(moments):
+            settings = self._settings
             if p == 1:
                 return query_centred_fit(
-                    moments, spread / 2, spread, self.min_eigenvalue, n_positive,
-                    max_leverage=self.max_leverage, **tol,
+                    moments, spread / 2, spread, settings.min_eigenvalue, n_positive,
+                    max_leverage=settings.max_leverage, **tol,
                 )  # fmt: skip
             return query_centred_poly_fit(
-                moments, p, spread / 2, spread, self.min_eigenvalue, n_positive,
-                max_leverage=self.max_leverage, **tol,
+                moments, p, spread / 2, spread, settings.min_eigenvalue, n_positive,
+                max_leverage=settings.max_leverage, **tol,
             )  # fmt: skip
 
         fit = fit_of(moments)
@@ -323,7 +325,8 @@ class LocalPolynomialFit(NadarayaWatsonRegressor):
             warn(_singular_message(n_singular, m), SingularDesignWarning)
         n_ridged = int(sol.ridged.sum())
         if n_ridged:
-            warn(_ridged_message(n_ridged, m, self.max_leverage), RidgedDesignWarning)
+            message = _ridged_message(n_ridged, m, self._settings.max_leverage)
+            warn(message, RidgedDesignWarning)
 
     def _gradient_rows(self, Q):
         """The slopes of the local fits at the validated queries ``Q``, in
@@ -422,9 +425,10 @@ class LocalPolynomialFit(NadarayaWatsonRegressor):
             if p > 1:  # solved about the query (see local_solution)
                 bandwidth = bandwidths[rows]
                 basis, scale = frame.query_frame(bandwidth, mom.R[rows], p)
+            settings = self._settings
             return local_solution(
-                mom.A[rows], cols, n_terms, k, monomials(z, p), self.min_eigenvalue,
-                few=few[rows], max_leverage=self.max_leverage, linear=d,
+                mom.A[rows], cols, n_terms, k, monomials(z, p), settings.min_eigenvalue,
+                few=few[rows], max_leverage=settings.max_leverage, linear=d,
                 basis=basis, degree=p, to_bandwidth=scale,
             )  # fmt: skip
 
@@ -823,6 +827,6 @@ class LocalLinearRegressor(LocalPolynomialFit):
 
     def _search_params(self):
         return {
-            "min_eigenvalue": self.min_eigenvalue,
-            "max_leverage": self.max_leverage,
+            "min_eigenvalue": self._settings.min_eigenvalue,
+            "max_leverage": self._settings.max_leverage,
         }

@@ -278,8 +278,8 @@ class LocalPolynomialRegressor(LocalPolynomialFit):
     def _search_params(self):
         return {
             "degree": self.degree_,
-            "min_eigenvalue": self.min_eigenvalue,
-            "max_leverage": self.max_leverage,
+            "min_eigenvalue": self._settings.min_eigenvalue,
+            "max_leverage": self._settings.max_leverage,
         }
 
 

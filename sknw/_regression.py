@@ -677,7 +677,8 @@ class NadarayaWatsonRegressorCV(CVSelectionMixin, NadarayaWatsonRegressor):
         ``tr(H)`` follow from the leave-one-out estimates and each point's
         self weight, from the same pass. Sample weights are frequency weights
         there (repeated rows: their total is ``n``, so scaling them changes the
-        criteria); several outputs average their criteria.
+        criteria); several outputs average their criteria, an output fitted
+        exactly by every candidate (a constant) counting alike for each.
     refine : bool, default=False
         After the grid, maximise the score over the log-bandwidth with the
         selected kernel: Brent's bounded search between the grid neighbours
@@ -810,7 +811,10 @@ class NadarayaWatsonRegressorCV(CVSelectionMixin, NadarayaWatsonRegressor):
     Sample weights are frequency weights: leaving a point out removes one unit
     of its weight (a point of weight 3 keeps weight 2, as a row repeated three
     times would), and a weight of at most 1 removes the point entirely. The
-    own term is masked before the per-query shift, so the estimate is exact
+    default grid multiplies Scott's rule of a robust spread (the smaller of
+    the standard deviation and ``IQR / 1.349`` per feature), so that a few
+    points far from the others do not move it away from the bulk of the
+    data. The own term is masked before the per-query shift, so the estimate is exact
     for any bandwidth. Every candidate sharing a feature scaling reuses the
     same tiles of distances; memory stays within a few tiles plus the
     out-of-sample predictions of every candidate.

@@ -20,6 +20,7 @@ from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import column_or_1d
 
 from ._bandwidth import COORDINATE_METRICS
+from ._base import FitSettings
 from ._criteria import IN_SAMPLE, check_in_sample, in_sample_scores
 from ._default import subsample_rows
 from ._grid import (  # noqa: F401 - the grid's names, here too
@@ -417,6 +418,7 @@ class CVSelectionMixin:
         """Select kernel and bandwidth on validated training data (targets,
         or a classifier's encoded labels), without fitting: the plain
         estimators' ``bandwidth="cv"``."""
+        self._settings = FitSettings.of(self)
         if is_classifier(self):
             self.y_fit_ = y
             self._select(X, self._onehot(), y, w, "classification", self.classes_)

@@ -246,7 +246,11 @@ def span_bandwidth(shape, span, X, sample_weight, *, metric, metric_params, scal
     """``bandwidth_`` of a span: the per-feature ``shape`` (or a float) times
     the size that makes the median bandwidth of (up to
     :data:`SPAN_SUBSAMPLE`) training points of positive weight one, the
-    scaling ``scaling`` of ``shape`` dividing the features and distances."""
+    scaling ``scaling`` of ``shape`` dividing the features and distances.
+    Where that median is 0 (most windows hold only copies of their point,
+    such as a single training point), the median of the positive
+    bandwidths, or 1 where there is none: a size of 0 would divide the
+    features into overflow."""
     w = sample_weight
     rows = np.arange(X.shape[0]) if w is None else np.flatnonzero(w > 0)
     if rows.size > SPAN_SUBSAMPLE:
@@ -255,7 +259,11 @@ def span_bandwidth(shape, span, X, sample_weight, *, metric, metric_params, scal
         X[rows], X, span, metric=metric, metric_params=metric_params,
         scale=scaling.scale, sample_weight=w, tile_elements=1 << 17,
     )  # fmt: skip
-    size = float(np.median(h)) / scaling.divisor
+    positive = h[h > _TINY]  # neighbour_distances gives 0 as _TINY
+    size = 1.0
+    if positive.size:
+        median = np.median(h) if np.median(h) > _TINY else np.median(positive)
+        size = float(median) / scaling.divisor
     degree = HOMOGENEOUS_DEGREE.get(metric) if isinstance(metric, str) else None
     if degree is not None:
         size = size ** (1.0 / degree)

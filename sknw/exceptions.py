@@ -30,12 +30,14 @@ def _internal(module):
 
 
 class GridEdgeWarning(UserWarning):
-    """The best bandwidth of a user grid is at its edge.
+    """The best bandwidth of a grid is at its edge.
 
     Raised by the ``*CV`` estimators when the best candidate of a given
     ``bandwidths`` grid (of at least three distinct sizes) has its kernel's
     smallest or largest bandwidth: the optimum may lie beyond the grid. The
-    default grid extends itself instead.
+    default grid extends itself instead, and warns only where its best
+    candidate is still at an edge after the largest extension (a factor
+    of 1024 beyond each end).
 
     Examples
     --------

@@ -191,3 +191,24 @@ def test_local_linear_criteria_with_frequency_weights():
             ref.cv_results_["mean_test_score"],
             rtol=1e-8,
         )
+
+
+@pytest.mark.parametrize("constant", [0.0, 3.7])
+def test_an_output_every_candidate_fits_exactly_does_not_choose(constant):
+    # Its residuals are rounding (or exactly 0): its AICc is the same for
+    # every candidate but the penalty, never log(0) = -inf.
+    X, Y = data(n=60, seed=8)
+    bandwidths = [0.005, 0.02, 0.05, 0.1, 0.3]
+    both = np.column_stack([Y[:, 0], np.full(60, constant)])
+    cv = NadarayaWatsonRegressorCV(bandwidths=bandwidths, scoring="aicc").fit(X, both)
+    scores = cv.cv_results_["mean_test_score"]
+    assert np.all(np.isfinite(scores))
+    expected = []
+    for h in bandwidths:
+        H = smoother(X, h, "gaussian")
+        tr, n = np.trace(H), 60
+        penalty = 1 + 2 * (tr + 1) / (n - tr - 2)
+        expected.append(-(criterion(H, Y, "aicc") + penalty) / 2)
+    expected = np.array(expected)
+    assert_allclose(scores - scores[0], expected - expected[0], rtol=1e-8)
+    assert cv.best_index_ == int(np.argmax(expected))

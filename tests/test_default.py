@@ -160,3 +160,58 @@ def test_an_explicit_dense_algorithm_scores_the_smaller_subsample():
     assert subsample_size(Gaussian(), "euclidean", None, 1) == LINE_SUBSAMPLE
     assert subsample_size(Gaussian(), "euclidean", None, 1, "fgt") == LINE_SUBSAMPLE
     assert subsample_size(Gaussian(), "euclidean", None, 1, "brute") == SUBSAMPLE
+
+
+def _with_far_point(far, d, seed=0):
+    """1000 points in [0, 1]**d and one at ``far`` in the first feature."""
+    X, y = sine(1000, d=d, seed=seed, noise=0.3)
+    X = np.vstack([X, np.r_[far, np.full(d - 1, 0.5)]])
+    return X, np.r_[y, 0.0]
+
+
+def _loo_mse(make, X, y, h):
+    """Leave-one-out MSE of a fixed bandwidth ``h``, by explicit refits on
+    the bulk's points (the far point's own error is the same for every
+    small bandwidth: its nearest neighbour's estimate)."""
+    errors = []
+    for i in range(0, X.shape[0] - 1, 25):
+        keep = np.arange(X.shape[0]) != i
+        fit = make(bandwidth=h, empty_window="nearest").fit(X[keep], y[keep])
+        errors.append((fit.predict(X[i : i + 1])[0] - y[i]) ** 2)
+    return float(np.mean(errors))
+
+
+@pytest.mark.parametrize("far", [1e4, 1e6])
+@pytest.mark.parametrize("d", [1, 2])
+@pytest.mark.parametrize(
+    "make", [NadarayaWatsonRegressor, LocalLinearRegressor, NadarayaWatsonClassifier]
+)
+def test_one_far_point_leaves_the_default_about_the_bulk(make, d, far):
+    # The grid is built about a robust spread (the IQR), which one far point
+    # does not inflate: the choice smooths the bulk of the data, within a
+    # factor of the choice without the far point.
+    X, y = _with_far_point(far, d)
+    if make is NadarayaWatsonClassifier:
+        y = (y > 0).astype(int)
+    with_far = make().fit(X, y).bandwidth_
+    without = make().fit(X[:-1], y[:-1]).bandwidth_
+    assert np.all(with_far < 3 * without) and np.all(with_far > without / 3)
+
+
+def test_one_far_point_default_scores_as_a_fixed_bulk_bandwidth():
+    X, y = _with_far_point(1e5, 1)
+    chosen = NadarayaWatsonRegressor().fit(X, y).bandwidth_[0]
+    mse = _loo_mse(NadarayaWatsonRegressor, X, y, chosen)
+    assert mse <= 1.1 * _loo_mse(NadarayaWatsonRegressor, X, y, 0.02)
+
+
+def test_an_optimum_beyond_the_grid_limit_warns():
+    # A straight line: local linear's leave-one-out error falls with the
+    # bandwidth up to the global line, beyond the extension's limit.
+    from sknw.exceptions import GridEdgeWarning
+
+    rng = np.random.default_rng(1)
+    X = rng.uniform(0, 1, (200, 1))
+    y = 2 * X[:, 0] + 0.1 * rng.normal(size=200)
+    with pytest.warns(GridEdgeWarning, match="limit of its extension"):
+        LocalLinearRegressorCV(kernels=["gaussian"]).fit(X, y)

@@ -59,7 +59,10 @@ def test_classifier_and_cv_estimator_parallel():
     assert_allclose(got, expected, rtol=1e-13)
     cv = NadarayaWatsonRegressorCV(bandwidths=5).fit(X, y)
     cv2 = NadarayaWatsonRegressorCV(bandwidths=5, n_jobs=2).fit(X, y)
-    assert_allclose(cv2.predict(Q), cv.predict(Q), rtol=1e-13)
+    # To rounding of the targets' spread: the batches' sums may round apart,
+    # and the polished bandwidth with them.
+    spread = np.ptp(y)
+    assert_allclose(cv2.predict(Q), cv.predict(Q), rtol=1e-13, atol=1e-12 * spread)
 
 
 @pytest.mark.parametrize("backend", ["threading", "loky"])

@@ -28,9 +28,10 @@ from sknw import (
     NadarayaWatsonRegressor,
     NadarayaWatsonRegressorCV,
 )
+from sknw._bandwidth import grid_reference
 from sknw.datasets import make_d2l_sine
 from sknw.exceptions import EmptyWindowWarning
-from sknw.kernels import KERNELS, Triangular
+from sknw.kernels import KERNELS, Gaussian, Triangular
 
 KERNEL_NAMES = sorted({cls.__name__.lower(): name for name, cls in KERNELS.items()})
 CLASSIFIER_KERNEL_NAMES = [k for k in KERNEL_NAMES if KERNELS[k].nonnegative]
@@ -246,9 +247,9 @@ def test_cv_results_structure():
     assert cv.best_score_ > np.max(res["mean_test_score"])
     lo, hi = res["param_bandwidth"][i - 1], res["param_bandwidth"][i + 1]
     assert lo < cv.bandwidth_ < hi
-    # Multipliers of each kernel's own rule bandwidth.
-    ref = NadarayaWatsonRegressor(kernel=Triangular(), bandwidth="scott")
-    ref = ref.fit(X, y).bandwidth_
+    # Multipliers of each kernel's own reference bandwidth (Scott's rule of
+    # a robust spread).
+    ref = grid_reference(X, Triangular())
     np.testing.assert_allclose(res["param_bandwidth"][7], 0.0625 * ref)
     # Refit: predicts like the plain estimator with the chosen parameters.
     plain = NadarayaWatsonRegressor(kernel=cv.kernel_, bandwidth=cv.bandwidth_)
@@ -1122,7 +1123,7 @@ def test_default_grid_size_polished_to_the_loo_optimum(seed):
     # The default estimator reports the polished multiplier of the rule.
     default = NadarayaWatsonRegressor().fit(x[:, None], y)
     assert default.bandwidth_ == pytest.approx(cv.bandwidth_, rel=1e-12)
-    rule = NadarayaWatsonRegressor(bandwidth="scott").fit(x[:, None], y).bandwidth_
+    rule = grid_reference(x[:, None], Gaussian())
     selection = default.bandwidth_selection_
     assert selection["multiplier"] * rule == pytest.approx(h, rel=1e-12)
     assert selection["score"] == cv.best_score_

@@ -2,6 +2,8 @@
 against fixed-bandwidth fits at each query's bandwidth, against statsmodels'
 ``lowess``, and the counting of weighted and left-out neighbours."""
 
+import warnings
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -22,6 +24,7 @@ from sknw import (
     NadarayaWatsonRegressorCV,
 )
 from sknw._span import neighbour_count, neighbour_distances
+from sknw.exceptions import SingularDesignWarning
 from sknw.kernels import get_kernel
 
 
@@ -593,3 +596,23 @@ def test_neighbour_index_is_at_the_span_distance(d, weighted):
     assert_allclose(h, reference_bandwidths(Q, X, 0.1, w=w), rtol=1e-15)
     at = np.sqrt(np.sum((Q - X[index]) ** 2, axis=1))
     assert_allclose(at, h, rtol=1e-14)
+
+
+@pytest.mark.parametrize("d", [1, 2, 3])
+def test_a_span_over_copies_of_one_point_predicts_its_value(d):
+    # Every window holds only copies of the point (k-th distance 0): the
+    # estimate is that point's value everywhere, never NaN.
+    from sknw import NadarayaWatsonClassifier, NadarayaWatsonRegressor
+
+    rng = np.random.default_rng(0)
+    Q = np.vstack([np.full(d, 0.3), rng.uniform(-5, 5, (4, d))])
+    for n in (1, 3):
+        X = np.full((n, d), 0.3)
+        for make in (NadarayaWatsonRegressor, LocalLinearRegressor):
+            fit = make(span=0.5).fit(X, np.full(n, 2.0))
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", SingularDesignWarning)
+                assert_allclose(fit.predict(Q), 2.0)
+            assert np.all(np.isfinite(fit.bandwidth_) & (fit.bandwidth_ > 1e-300))
+        clf = NadarayaWatsonClassifier(span=0.5).fit(X, ["a"] * n)
+        assert_allclose(clf.predict_proba(Q), 1.0)

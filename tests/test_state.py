@@ -13,6 +13,10 @@ from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
 from sknw import (
+    LocalLinearRegressor,
+    LocalLinearRegressorCV,
+    LocalPolynomialRegressor,
+    LocalPolynomialRegressorCV,
     NadarayaWatsonClassifier,
     NadarayaWatsonClassifierCV,
     NadarayaWatsonRegressor,
@@ -60,6 +64,17 @@ CONFIGS = {
     ),
 }
 CLASSIFIERS = (NadarayaWatsonClassifier, NadarayaWatsonClassifierCV)
+#: Every public estimator.
+ESTIMATORS = [
+    NadarayaWatsonRegressor,
+    NadarayaWatsonRegressorCV,
+    NadarayaWatsonClassifier,
+    NadarayaWatsonClassifierCV,
+    LocalLinearRegressor,
+    LocalLinearRegressorCV,
+    LocalPolynomialRegressor,
+    LocalPolynomialRegressorCV,
+]
 
 
 def is_classifier(est):
@@ -362,3 +377,69 @@ def test_predict_reads_the_metric_resolved_at_fit(after):
     assert refit.metric_ == after["metric"]
     expected = NadarayaWatsonRegressor(bandwidth=0.8, **after).fit(X, y).predict(Q)
     assert_allclose(refit.predict(Q), expected, rtol=1e-14)
+
+
+#: A valid value other than the default for every parameter of the estimators.
+OTHER_VALUES = {
+    "algorithm": "brute",
+    "bandwidth": 0.37,
+    "bandwidths": [0.2, 0.9],
+    "binned_tol": 0.3,
+    "categorical_features": [1],
+    "categorical_kernel": "liracine",
+    "cv": 3,
+    "degree": 3,
+    "empty_window": "raise",
+    "kernel": "cauchy",
+    "kernels": ["cosine"],
+    "max_leverage": 1.01,
+    "metric": "chebyshev",
+    "metric_params": {"p": 3},
+    "min_eigenvalue": 0.9,
+    "n_jobs": 1,
+    "noise_variance": 0.5,
+    "ordered_features": [0],
+    "ordered_kernel": "liracine",
+    "refine": False,
+    "robust_iterations": 2,
+    "scoring": "r2",
+    "span": 0.9,
+    "spans": [0.4],
+}
+
+
+def _outputs(est, Q):
+    """Everything the fitted estimator gives at the queries ``Q``."""
+    if is_classifier(est):
+        return [est.predict_proba(Q), est.attention_weights(Q)]
+    mean, std = est.predict(Q, return_std=True)
+    out = [mean, std, est.predict_interval(Q)[0], est.effective_sample_size(Q)]
+    out.append(est.attention_weights(Q))
+    if hasattr(est, "gradient"):
+        out.append(est.gradient(Q))
+    return out
+
+
+@pytest.mark.parametrize("make", ESTIMATORS, ids=lambda c: c.__name__)
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_a_parameter_changed_after_fit_changes_no_output(make):
+    # Queries beyond the data (ridged local designs, compact windows that may
+    # be empty) and inside it; a compact kernel and a small bandwidth.
+    rng = np.random.default_rng(5)
+    X = rng.uniform(0, 1, (60, 2))
+    y = np.sin(4 * X[:, 0]) + X[:, 1] ** 2 + 0.1 * rng.normal(size=60)
+    if issubclass(make, CLASSIFIERS):
+        y = (y > np.median(y)).astype(int)
+    Q = np.vstack([rng.uniform(0, 1, (20, 2)), [[1.6, 0.5], [0.5, -0.7]]])
+    params = {"empty_window": "nearest"}
+    if "kernel" in make().get_params():
+        params.update(kernel="tricube", bandwidth=0.4)
+    else:
+        params.update(kernels=["tricube"], bandwidths=[0.3, 0.4, 0.5])
+    est = make(**params).fit(X, y)
+    before = _outputs(est, Q)
+    for name in make().get_params():
+        est.set_params(**{name: OTHER_VALUES[name]})
+        for got, ref in zip(_outputs(est, Q), before, strict=True):
+            assert_allclose(got, ref, rtol=1e-12, atol=0, err_msg=name)
+        est.set_params(**{name: make(**params).get_params()[name]})

@@ -62,3 +62,24 @@ def test_tree_metric_support():
     assert _traits.tree_p("cosine", None) is None
     assert _traits.tree_p("euclidean", {"w": [1.0]}) is None
     assert _traits.tree_p(lambda a, b: 0.0, None) is None
+
+
+def test_only_discrete_features_never_take_the_tree():
+    # Every feature discrete, a compact kernel and a level shared by more
+    # points than the tree's threshold: "auto" sums each cell without a
+    # KD-tree (which has no continuous column to search), as brute does.
+    pd = pytest.importorskip("pandas")
+    from sknw import NadarayaWatsonRegressor
+
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"a": pd.Categorical(rng.choice(list("ab"), 1200))})
+    y = rng.normal(size=1200)
+    for bandwidth in ("cv", "scott"):
+        auto = NadarayaWatsonRegressor(kernel="epanechnikov", bandwidth=bandwidth)
+        brute = NadarayaWatsonRegressor(
+            kernel="epanechnikov", bandwidth=bandwidth, algorithm="brute"
+        )
+        assert_allclose(auto.fit(X, y).predict(X), brute.fit(X, y).predict(X))
+    tree = NadarayaWatsonRegressor(kernel="epanechnikov", algorithm="tree")
+    with pytest.raises(ValueError, match="needs a continuous feature"):
+        tree.fit(X, y)

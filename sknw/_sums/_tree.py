@@ -132,6 +132,11 @@ class TreeBackend(Backend):
     leave_one_out = True
 
     def why_not(self, kernel, metric, metric_params, n_features):
+        if n_features < 1:
+            return (
+                f"algorithm={self.name!r} needs a continuous feature to search "
+                "(every feature is discrete)."
+            )
         if is_compact(kernel) and tree_p(metric, metric_params) is not None:
             return None
         given = f"{metric!r}" + (f" with {metric_params!r}" if metric_params else "")
