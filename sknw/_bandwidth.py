@@ -4,6 +4,7 @@ import numpy as np
 from scipy.spatial.distance import cdist
 
 from ._sums._base import median_offsets
+from ._weights import effective_sample_size
 from .kernels import Gaussian
 
 __all__ = [
@@ -108,14 +109,22 @@ def grid_reference(
 ):
     """The bandwidth the default grids of the searches multiply: Scott's rule
     with a robust spread, ``min(s_j, IQR_j / 1.349) n**(-1/(d+4))`` (``s_j``
-    where the IQR is 0; frequency weights as in :func:`rule_bandwidth`),
-    times the kernel's canonical-scale ratio; for other metrics as
-    :func:`rule_bandwidth`'s ``"scott"``.
+    where the IQR is 0), ``n`` the effective sample size of the weights (see
+    :mod:`sknw._weights`), times the kernel's canonical-scale ratio; for
+    other metrics as :func:`rule_bandwidth`'s ``"scott"``.
 
     A few points far from the others inflate the standard deviation but not
-    the IQR, so the grid stays about the bulk of the data.
+    the IQR, so the grid stays about the bulk of the data; and the grid does
+    not move when every weight is multiplied by one constant.
     """
-    return rule_bandwidth(X, "robust", kernel, sample_weight, metric, metric_params)
+    w = sample_weight
+    if w is None:
+        count = X.shape[0]
+    else:  # weights summing to the count: quantiles free of their scale
+        count = effective_sample_size(w)
+        w = np.asarray(w, dtype=np.float64) / np.max(w)
+        w = w * (count / np.sum(w))
+    return rule_bandwidth(X, "robust", kernel, w, metric, metric_params, count=count)
 
 
 def _median_distance(X, w, metric, metric_params, unit=1.0):
@@ -152,7 +161,14 @@ def kernel_factor(kernel):
 
 
 def rule_bandwidth(
-    X, rule, kernel, sample_weight=None, metric="euclidean", metric_params=None
+    X,
+    rule,
+    kernel,
+    sample_weight=None,
+    metric="euclidean",
+    metric_params=None,
+    *,
+    count=None,
 ):
     """Bandwidth from a rule of thumb, per feature for coordinate metrics.
 
@@ -176,6 +192,8 @@ def rule_bandwidth(
         Frequency weights: ``n`` is their sum and the spreads are weighted.
     metric, metric_params
         The estimator's metric and its resolved parameters.
+    count : float, optional
+        The ``n`` of the rule, in place of the sum of the weights.
 
     Returns
     -------
@@ -197,6 +215,8 @@ def rule_bandwidth(
         unit = np.ldexp(1.0, -exponent)
     w = np.ldexp(w, -exponent)
     n_factor = np.exp(-(np.log(w.sum()) + exponent * np.log(2.0)) / (d + 4))
+    if count is not None:
+        n_factor = float(count) ** (-1.0 / (d + 4))
     factor = kernel_factor(kernel)
     tiny, huge = np.finfo(np.float64).tiny, np.finfo(np.float64).max
     if metric not in COORDINATE_METRICS:

@@ -222,8 +222,8 @@ class NadarayaWatsonBase(BaseEstimator):
         """``heads`` with each query's nearest-neighbour bandwidth (a span,
         ``span_``; as they are without): each divisor becomes the query's
         bandwidth times its ratio to the fitted head's. ``own``: the queries
-        are these training points, each left out of its own window (one
-        unit of its weight)."""
+        are these training points, each left out of its own window (its
+        whole row)."""
         if self.span_ is None:
             return heads
         h = self._span_neighbours(Q, own)
@@ -235,13 +235,10 @@ class NadarayaWatsonBase(BaseEstimator):
         (:func:`~sknw._span.neighbour_distances`; with ``with_index``, and
         that point's index), ``own`` as in :meth:`_span_heads`."""
         w = self._neighbour_weight
-        kept = None
-        if own is not None and w is not None:
-            kept = w - np.minimum(w, 1.0)
         return neighbour_distances(
             Q, self.X_fit_, self.span_, metric=self.metric_,
             metric_params=self.metric_params_, scale=self._scale(),
-            sample_weight=w, own=own, kept=kept, tile_elements=_tile_elements(),
+            sample_weight=w, own=own, tile_elements=_tile_elements(),
             with_index=with_index,
         )  # fmt: skip
 
@@ -548,9 +545,8 @@ class NadarayaWatsonBase(BaseEstimator):
         (:class:`~sknw._uncertainty.SquaredWeights`), from the same pass with a
         second head, the squared kernel. ``validated``: ``X`` is already an
         array of validated queries. ``own``: the queries are the training
-        points of these indices, each left out of its own average (one unit of
-        its weight, for frequency weights; leave-one-out, without
-        ``squared``).
+        points of these indices, each left out of its own average (its whole
+        row; leave-one-out, without ``squared``).
         """
         Q = X if validated else self._validate_queries(X)
         k = V.shape[1]
@@ -679,18 +675,11 @@ class NadarayaWatsonBase(BaseEstimator):
 
     def _leave_out(self, own, w):
         """The core's leave-one-out parameters for queries that are the
-        training points ``own`` (none for None), with weights ``w`` as the
-        sums take them: each keeps its weight less one unit (frequency
-        weights; the unit divided as ``w`` was, see :meth:`_normalised`), or
-        none of it."""
+        training points ``own`` (none for None): each point's whole row
+        leaves its own sums, whatever its weight (see :mod:`sknw._weights`)."""
         if own is None:
             return {}
-        kept = None
-        if w is not None:
-            with np.errstate(over="ignore", divide="ignore"):
-                unit = float(1.0 / power_of_two_scale(self.sample_weight_))
-            kept = w - np.minimum(w, unit)
-        return {"exclude_self": True, "self_index": own, "self_weight": kept}
+        return {"exclude_self": True, "self_index": own}
 
     def _normalised(self, V):
         """Values and weights divided by powers of two (exactly).

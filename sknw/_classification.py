@@ -23,6 +23,7 @@ from ._validation import (
     check_sample_weight,
     dense_training,
 )
+from ._weights import distinct_rows
 from .kernels import KERNELS, Kernel
 
 #: Kernel names the classifier accepts: those of non-negative kernels.
@@ -271,11 +272,12 @@ class NadarayaWatsonClassifier(ClassifierMixin, NadarayaWatsonBase):
 
     def _values(self):
         """The values averaged by the weights: the one-hot encoded labels."""
-        return self._onehot()
+        return self._onehot(self.y_fit_)
 
-    def _onehot(self):
-        onehot = np.zeros((self.y_fit_.shape[0], self.classes_.shape[0]))
-        onehot[np.arange(self.y_fit_.shape[0]), self.y_fit_] = 1.0
+    def _onehot(self, labels):
+        """The one-hot rows of the encoded ``labels``."""
+        onehot = np.zeros((labels.shape[0], self.classes_.shape[0]))
+        onehot[np.arange(labels.shape[0]), labels] = 1.0
         return onehot
 
     def predict_proba(self, X):
@@ -455,9 +457,10 @@ class NadarayaWatsonClassifierCV(CVSelectionMixin, NadarayaWatsonClassifier):
 
     Notes
     -----
-    The leave-one-out probabilities drop each point's own term (one unit of
-    its frequency weight) from the weighted class counts; see
-    :class:`NadarayaWatsonRegressorCV`.
+    The leave-one-out probabilities drop each observation's own term (all of
+    its copies) from the weighted class counts; see
+    :class:`NadarayaWatsonRegressorCV` for the meaning of sample weights
+    there.
 
     Examples
     --------
@@ -529,7 +532,8 @@ class NadarayaWatsonClassifierCV(CVSelectionMixin, NadarayaWatsonClassifier):
         y : array-like of shape (n_samples,)
             Class labels.
         sample_weight : array-like of shape (n_samples,), default=None
-            Non-negative frequency weights.
+            Non-negative weights (for leave-one-out, see
+            :class:`NadarayaWatsonRegressorCV`, Notes).
 
         groups : array-like of shape (n_samples,), default=None
             Group labels of the samples, for a splitter that uses them
@@ -546,8 +550,14 @@ class NadarayaWatsonClassifierCV(CVSelectionMixin, NadarayaWatsonClassifier):
         groups = check_groups(groups, X.shape[0], self.cv)
         self._fit_span(w)
         self.metric_params_ = self._resolve_metric_params(X, w)
+        # Leave-one-out sees each distinct observation once (sknw._weights).
+        Xs, ys, ws = (
+            (X, self.y_fit_, w)
+            if self.cv is not None
+            else distinct_rows(X, self.y_fit_, w)
+        )
         self._select(
-            X, self._onehot(), self.y_fit_, w, "classification", self.classes_,
+            Xs, self._onehot(ys), ys, ws, "classification", self.classes_,
             groups=groups,
         )  # fmt: skip
         self.X_fit_, self.sample_weight_ = X, w

@@ -8,11 +8,13 @@ renormalises (Nadaraya--Watson), or refits the point's local weighted least
 squares without it (local linear, by Sherman--Morrison; see
 :func:`sknw._local_linear_cv._local_shares`), the fitted value at a training
 point is
-``yhat_i = (1 - r_i) yloo_i + r_i y_i``, with ``r_i`` the share, in its full
-weight sum, of the own weight leaving out removes (all of it, or one unit of
-a frequency weight). Its self weight is ``H_ii = r_i w_i / removed_i``. With
-``n`` the total weight, the residual sum of squares ``RSS = sum_i w_i (y_i -
-yhat_i)**2``, ``sigma2 = RSS / n`` and ``tr = sum_i H_ii``:
+``yhat_i = (1 - r_i) yloo_i + r_i y_i``, with ``r_i`` the share of its own
+term in its full weight sum: its self weight ``H_ii = r_i`` (leaving a point
+out removes its whole row). With ``n`` the effective sample size of the
+weights (``(sum w)**2 / sum(w**2)``, the number of points for equal weights;
+see :mod:`sknw._weights`), the residual sum of squares ``RSS = n sum_i w_i
+(y_i - yhat_i)**2 / sum_i w_i``, ``sigma2 = RSS / n`` and ``tr = sum_i
+H_ii``:
 
 * AICc (Hurvich, Simonoff and Tsai, 1998):
   ``log(sigma2) + 1 + 2 (tr + 1) / (n - tr - 2)``;
@@ -20,7 +22,8 @@ yhat_i)**2``, ``sigma2 = RSS / n`` and ``tr = sum_i H_ii``:
 
 The score is minus the criterion (higher is better, as for scikit-learn's
 scorers), averaged over the outputs; ``-inf`` where ``n - tr - 2`` (AICc) or
-``n - tr`` (GCV) is not positive. A residual sum of squares below the
+``n - tr`` (GCV) is not positive. Multiplying every weight by one constant
+changes no score. A residual sum of squares below the
 rounding of its output's values (:data:`RSS_FLOOR` units of roundoff of the
 largest ``|y|``, per point) counts as that floor: an output that every
 candidate fits exactly (all zeros, a constant) scores alike for every
@@ -29,6 +32,8 @@ bandwidth.
 """
 
 import numpy as np
+
+from ._weights import effective_sample_size
 
 #: The in-sample criteria ``scoring`` may name.
 IN_SAMPLE = ("aicc", "gcv")
@@ -58,20 +63,17 @@ def check_in_sample(scoring, kind, cv, owner, supported):
     return scoring
 
 
-def in_sample_scores(preds, shares, y, w, unit, criterion):
+def in_sample_scores(preds, shares, y, w, criterion):
     """Minus ``criterion`` of each candidate from its leave-one-out estimates
     ``preds`` (n_candidates, n, k) and removed shares ``shares``
     (n_candidates, n; see the module docstring); ``w`` the normalised
-    frequency weights (None for unit weights) of which ``unit`` is one. A
-    candidate with any NaN estimate scores NaN."""
+    weights (None for unit weights). A candidate with any NaN estimate
+    scores NaN."""
     n_pts = y.shape[0]
     Y = np.asarray(y, dtype=np.float64).reshape(n_pts, -1)
-    counts = np.ones(n_pts) if w is None else w / unit
-    copies = np.ones(n_pts)
-    if w is not None:
-        with np.errstate(divide="ignore", invalid="ignore"):
-            copies = np.where(w > 0, w / np.minimum(w, unit), 0.0)
-    n = float(counts.sum())
+    n = effective_sample_size(n_pts if w is None else w)
+    counts = np.ones(n_pts) if w is None else w * (n / np.sum(w))
+    copies = np.ones(n_pts) if w is None else 1.0 * (w > 0)
     eps, tiny = np.finfo(np.float64).eps, np.finfo(np.float64).tiny
     top = np.max(np.abs(Y), axis=0) if n_pts else np.zeros(Y.shape[1])
     floor = n * (RSS_FLOOR * eps * top) ** 2 + tiny

@@ -7,6 +7,7 @@ import numpy as np
 from ._bandwidth import kernel_factor, rule_bandwidth
 from ._plugin import plugin_bandwidth
 from ._sums._traits import gaussian_eligible, line_metric, sorted_eligible
+from ._weights import distinct_rows
 
 #: Fewest training points of positive weight for a leave-one-out selection;
 #: below, the Scott rule.
@@ -50,6 +51,10 @@ def default_bandwidth(est, X, y, w):
     data: ``y`` the targets (the encoded labels of a classifier), ``w`` the
     sample weights or None. ``selection`` is the fitted
     ``bandwidth_selection_`` (see the estimators' docstrings)."""
+    # Each distinct observation once, weighing its rows' total (see
+    # sknw._weights): integer weights choose as repeated rows, and the choice
+    # does not change with the weights' scale.
+    X, y, w = distinct_rows(X, y, w)
     n = X.shape[0]
     discrete = est._discrete
     d = X.shape[1] if discrete is None else len(discrete.continuous)

@@ -210,13 +210,13 @@ def _prepared(est, X, Y, w, unit, folds):
         if all(a is b for a, b in zip(kept_passes[0], key, strict=True)):
             return kept_passes[2]
     V, mid, y_scale, spread = moment_targets(Y, w)
-    kept = None if w is None else w - np.minimum(w, unit)
+    kept = None  # leaving a point out removes its whole row
     splits = [(None, None)] if folds is None else folds
     orders = None
     if folds is None:
         order = np.argsort(X[:, 0], kind="stable")
         X, V = X[order], V[order]
-        w, kept = (None, None) if w is None else (w[order], kept[order])
+        w = None if w is None else w[order]
         inverse = np.empty_like(order)
         inverse[order] = np.arange(order.size)
         orders = (order, inverse)
@@ -541,7 +541,7 @@ def exact_estimates(est, cand, X, w, unit, train, rows, centres=None):
     exact path of predictions (moments in frames near each point), and the
     number of empty windows among them: leave-one-out (``train`` None) on
     the estimator fitted to all the data, each point left out of its own fit
-    (one unit of its weight), or the fit to ``X[train]``, as a refit would
+    (its whole row), or the fit to ``X[train]``, as a refit would
     give them. ``w`` are the normalised weights, ``unit`` one unit of them;
     empty windows under ``empty_window`` ``"nan"`` and ``"raise"`` give NaN.
     ``centres``: where each point's first frame is (see
@@ -586,8 +586,7 @@ def _windowed(est, cand, X, w, keep, rows, own, policy):
     wk = None if w is None else w[keep]
     loo = {}
     if own is not None:
-        kept = None if w is None else wk - np.minimum(wk, 1.0)
-        loo = {"exclude_self": True, "self_index": own, "self_weight": kept}
+        loo = {"exclude_self": True, "self_index": own}
     support, empty = line_support(
         X[rows], Xk, scaling.head(cand["kernel"]), metric=est.metric,
         metric_params=est.metric_params_, scale=scaling.scale, sample_weight=wk,

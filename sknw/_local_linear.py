@@ -589,15 +589,12 @@ class LocalPolynomialFit(NadarayaWatsonRegressor):
 
         For a compact kernel, one boxcar pass over the support (``u < 1``,
         where the compact kernels are positive); every point otherwise.
-        ``own``: leave-one-out counts of these training points, without each
-        one unless it keeps part of its weight (more than one unit).
+        ``own``: leave-one-out counts of these training points, each
+        without itself.
         """
         w = self.sample_weight_
         positive = np.ones(self.X_fit_.shape[0]) if w is None else 1.0 * (w > 0)
-        stays = None
-        if own is not None:
-            # A point of weight above one unit keeps the rest in its window.
-            stays = np.zeros(own.size) if w is None else 1.0 * (w[own] > 1.0)
+        stays = None if own is None else np.zeros(own.size)
         head = self._head()
         unbounded = not np.isfinite(head.kernel.support)
         if unbounded and self._discrete is None:

@@ -108,8 +108,8 @@ class LocalPolynomialCVFit(CVSelectionMixin, LocalPolynomialFit):
         y : array-like of shape (n_samples,) or (n_samples, n_outputs)
             Targets.
         sample_weight : array-like of shape (n_samples,), default=None
-            Non-negative frequency weights, used in the weighted sums and in the
-            scores.
+            Non-negative weights, used in the weighted sums and in the scores
+            (for leave-one-out, see :class:`NadarayaWatsonRegressorCV`, Notes).
 
         groups : array-like of shape (n_samples,), default=None
             Group labels of the samples, for a splitter that uses them
@@ -400,8 +400,8 @@ class LocalLinearRegressorCV(LocalPolynomialCVFit, LocalLinearRegressor):
     The leave-one-out estimate at :math:`x_i` is the intercept of the
     kernel-weighted least-squares fit at :math:`x_i` to the other points: the
     moments of :class:`LocalLinearRegressor` (Notes) with point :math:`i`'s
-    term left out of every sum (one unit of its weight, for frequency
-    weights). Each candidate costs one kernel evaluation per pair, and one
+    term (its whole row, see :class:`NadarayaWatsonRegressorCV`) left out of
+    every sum. Each candidate costs one kernel evaluation per pair, and one
     small linear system per point.
 
     Examples

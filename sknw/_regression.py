@@ -351,8 +351,12 @@ class NadarayaWatsonRegressor(RegressorMixin, GradientMixin, NadarayaWatsonBase)
             Targets.
         sample_weight : array-like of shape (n_samples,), default=None
             Non-negative weights of the training points: frequencies for the
-            estimates and bandwidth rules (a weight of 2 is a repeated row),
-            precisions for the standard errors (see :meth:`standard_error`).
+            estimates and the rules of thumb (a weight of 2 is a repeated
+            row), precisions for the standard errors (see
+            :meth:`standard_error`). The choice of ``bandwidth="cv"`` is the
+            same for integer weights as for the rows they repeat, and does
+            not change when every weight is multiplied by one constant (see
+            :class:`NadarayaWatsonRegressorCV`, Notes).
 
         Returns
         -------
@@ -675,10 +679,10 @@ class NadarayaWatsonRegressorCV(CVSelectionMixin, NadarayaWatsonRegressor):
         / (n - tr(H) - 2)``, and generalised cross-validation, ``n RSS / (n -
         tr(H))**2``, with ``H`` the smoother matrix; the fitted values and
         ``tr(H)`` follow from the leave-one-out estimates and each point's
-        self weight, from the same pass. Sample weights are frequency weights
-        there (repeated rows: their total is ``n``, so scaling them changes the
-        criteria); several outputs average their criteria, an output fitted
-        exactly by every candidate (a constant) counting alike for each.
+        self weight, from the same pass. With sample weights, ``n`` is their
+        effective sample size ``(sum w)**2 / sum(w**2)`` (see Notes);
+        several outputs average their criteria, an output fitted exactly by
+        every candidate (a constant) counting alike for each.
     refine : bool, default=False
         After the grid, maximise the score over the log-bandwidth with the
         selected kernel: Brent's bounded search between the grid neighbours
@@ -808,14 +812,21 @@ class NadarayaWatsonRegressorCV(CVSelectionMixin, NadarayaWatsonRegressor):
         \hat m_{-i}(x_i) = \frac{\sum_{j \ne i} w_j K(d(x_i, x_j)/h)\, y_j}
                                 {\sum_{j \ne i} w_j K(d(x_i, x_j)/h)}.
 
-    Sample weights are frequency weights: leaving a point out removes one unit
-    of its weight (a point of weight 3 keeps weight 2, as a row repeated three
-    times would), and a weight of at most 1 removes the point entirely. The
-    default grid multiplies Scott's rule of a robust spread (the smaller of
-    the standard deviation and ``IQR / 1.349`` per feature), so that a few
-    points far from the others do not move it away from the bulk of the
-    data. The own term is masked before the per-query shift, so the estimate is exact
-    for any bandwidth. Every candidate sharing a feature scaling reuses the
+    Leave-one-out (``cv=None``) sees each distinct observation once: rows
+    equal in inputs and targets are merged into one weighing their total
+    weight (their number without weights), rows of weight 0 are dropped, and
+    leaving an observation out removes all of it, so that its copies never
+    predict it. The scores are weighted by the observations' weights; the
+    default grid and the in-sample criteria count them by the weights'
+    effective sample size ``(sum w)**2 / sum(w**2)``. Integer weights
+    therefore choose as the rows they repeat, and multiplying every weight
+    by one constant changes no score. The default grid multiplies Scott's
+    rule of a robust spread (the smaller of the standard deviation and ``IQR
+    / 1.349`` per feature), so that a few points far from the others do not
+    move it away from the bulk of the data.
+
+    The own term is masked before the per-query shift, so the estimate is
+    exact for any bandwidth. Every candidate sharing a feature scaling reuses the
     same tiles of distances; memory stays within a few tiles plus the
     out-of-sample predictions of every candidate.
 
@@ -887,8 +898,8 @@ class NadarayaWatsonRegressorCV(CVSelectionMixin, NadarayaWatsonRegressor):
         y : array-like of shape (n_samples,) or (n_samples, n_outputs)
             Targets.
         sample_weight : array-like of shape (n_samples,), default=None
-            Non-negative frequency weights, used in the weighted sums and in the
-            scores.
+            Non-negative weights, used in the weighted sums and in the
+            scores (see Notes for leave-one-out).
 
         groups : array-like of shape (n_samples,), default=None
             Group labels of the samples, for a splitter that uses them

@@ -64,6 +64,7 @@ from ._validation import (
     check_sample_weight,
     validate_regression_data,
 )
+from ._weights import distinct_rows, effective_sample_size
 from .kernels import Kernel, get_kernel
 
 #: The ``algorithm`` values of the CV estimators of Nadaraya--Watson (their
@@ -97,10 +98,11 @@ def cv_predictions(
     """Out-of-sample weighted averages of ``V`` for every candidate.
 
     ``folds`` is None for exact leave-one-out, else a list of (train, test)
-    index arrays. ``w`` are frequency weights in which one unit of weight
-    (what leaving a point out removes) is ``unit``: weights normalised by
+    index arrays. ``w`` are the weights normalised by
     :func:`normalised_weights`, so that their products with the values can
-    neither overflow nor fall into the subnormal range. Returns ``preds`` of
+    neither overflow nor fall into the subnormal range, in which one unit of
+    weight is ``unit`` (the spans count the weights in these units); leaving
+    a point out removes its whole row (see :mod:`sknw._weights`). Returns ``preds`` of
     shape (n_candidates, n_samples, k) (each sample predicted from the fold
     that holds it out), the number of empty windows per candidate and their
     mask, of shape (n_candidates, n_samples). Empty windows follow
@@ -132,9 +134,8 @@ def cv_predictions(
     preds = np.full((len(cands), n, k), np.nan)
     n_empty = np.zeros(len(cands), dtype=np.intp)
     empties = np.zeros((len(cands), n), dtype=bool)
-    # Frequency weights: leaving a point out removes one unit of its weight
-    # (all of it where the unit, inf for tiny weights, exceeds the weight).
-    kept = None if w is None else w - np.minimum(w, unit)
+    # Leaving a point out removes its whole row (see sknw._weights).
+    kept = None
     splits = [(None, None)] if folds is None else folds
     for scale, members in groups:
         for split, (train, test) in enumerate(splits):
@@ -171,7 +172,7 @@ def cv_predictions(
             for (i, _), head, (S, den, M) in zip(members, heads, results, strict=True):
                 factors = getattr(head, "factors", None)
                 if shares is not None and train is None:
-                    shares[i] = _removed_shares(head, den, M, w, kept)
+                    shares[i] = _removed_shares(head, den, M, w)
                 empty = ~(den != 0)
                 with np.errstate(invalid="ignore", divide="ignore"):
                     out = S / den[:, None] + mid
@@ -207,14 +208,15 @@ def _fill_empty(out, empty, head, empty_window, fallbacks):
     return compact
 
 
-def _removed_shares(head, den, M, w, kept):
-    """Each training point's share, in its full weight sum, of the own weight
-    leaving out removes, from its leave-one-out sums ``(den, M)``."""
+def _removed_shares(head, den, M, w):
+    """Each training point's share, in its full weight sum, of its own term
+    (which leaving it out removes), from its leave-one-out sums ``(den,
+    M)``."""
     k0 = float(np.asarray(head.kernel(np.zeros(1)), dtype=np.float64)[0])
     factors = getattr(head, "factors", None)
     if factors is not None:  # a product kernel: the point's own factor
         k0 *= factors.self_factor()
-    removed = np.ones(den.shape[0]) if w is None else w - kept
+    removed = np.ones(den.shape[0]) if w is None else w
     with np.errstate(over="ignore", under="ignore", invalid="ignore"):
         own = k0 * removed
         # den exp(M) underflows to 0 where the own term dominates (share 1).
@@ -405,10 +407,12 @@ class CVSelectionMixin:
         groups = check_groups(groups, X.shape[0], self.cv)
         self._fit_span(w)
         self.metric_params_ = self._resolve_metric_params(X, w)
+        # Leave-one-out sees each distinct observation once (sknw._weights).
+        Xs, ys, ws = (X, y, w) if self.cv is not None else distinct_rows(X, y, w)
         V, finish = self._cv_values(
-            X, y.reshape(y.shape[0], -1), normalised_weights(w)[0]
+            Xs, ys.reshape(ys.shape[0], -1), normalised_weights(ws)[0]
         )
-        self._select(X, V, y, w, "regression", finish=finish, groups=groups)
+        self._select(Xs, V, ys, ws, "regression", finish=finish, groups=groups)
         self.X_fit_, self.y_fit_, self.sample_weight_ = X, y, w
         self._resolve_algorithm(self._selected_scaling)
         self._fit_noise_variance()
@@ -421,7 +425,7 @@ class CVSelectionMixin:
         self._settings = FitSettings.of(self)
         if is_classifier(self):
             self.y_fit_ = y
-            self._select(X, self._onehot(), y, w, "classification", self.classes_)
+            self._select(X, self._onehot(y), y, w, "classification", self.classes_)
             return self
         try:
             V, finish = self._cv_values(
@@ -487,7 +491,7 @@ class CVSelectionMixin:
                 preds, n_empty = self._cv_estimates(
                     X, V, w_n, unit, cands, folds, finish, shares=shares
                 )
-                mean = in_sample_scores(preds, shares, y_score, w_n, unit, criterion)
+                mean = in_sample_scores(preds, shares, y_score, w_n, criterion)
                 return (mean, None), n_empty
             preds, n_empty = self._cv_estimates(X, V, w_n, unit, cands, folds, finish)
             return score_candidates(preds, y_score, w_n, folds, scorer), n_empty
@@ -588,17 +592,15 @@ class CVSelectionMixin:
             return per_point_losses(preds, y_score, kind)
 
         mults = np.array([c["multiplier"] for c in found[0]])
-        count = X.shape[0] if w_n is None else float(np.sum(w_n)) / unit
+        count = effective_sample_size(X.shape[0] if w_n is None else w_n)
         return smoothest_near_best(found[1], mults, best, point_losses, w_n, count)
 
     def _bandwidth_grid(self, X, w):
         """The grid (a number of multipliers, or the given bandwidths of the
         continuous features) and the starting smoothing parameters of the
         discrete features (None: given with each bandwidth, not searched)."""
-        n = X.shape[0]
-        if w is not None:  # frequency weights: n is their sum, as for the rules
-            with np.errstate(over="ignore"):
-                n = float(np.sum(w))
+        # The weights' effective sample size (see sknw._weights).
+        n = effective_sample_size(X.shape[0] if w is None else w)
         if self.bandwidths is None or isinstance(self.bandwidths, Integral):
             grid = 30 if self.bandwidths is None else int(self.bandwidths)
         elif self._discrete is not None:

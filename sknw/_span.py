@@ -7,8 +7,9 @@ counts them so), and the weights are ``K(d / h_q)`` with ``h_q`` the query's
 ``k``-th smallest distance, in the coordinates the features are divided into
 (the per-feature bandwidth's shape). Sample weights are frequencies: ``n`` is
 their sum and a window holds the nearest points whose weights sum to ``k``.
-Leaving a training point out (leave-one-out) takes one unit of its weight
-from its own window and from ``n``, as a refit without it would.
+Leaving a training point out (leave-one-out) takes its whole row from its
+own window and from ``n``, as a refit without it would (the searches merge
+copies of a row first, see :mod:`sknw._weights`).
 
 The bandwidths come from one pass over the distances (full rows of a tile of
 queries, then a partial sort), or in one feature under a metric that is

@@ -18,6 +18,7 @@ from sknw import (
 from sknw._sums import Head
 from sknw._sums._binned import binned_grid, binned_moment_sums
 from sknw._sums._traits import gaussian_eligible as binned_eligible
+from sknw._weights import distinct_rows
 from sknw.kernels import KERNELS, Gaussian, get_kernel
 
 
@@ -188,13 +189,13 @@ def _spied_fits(monkeypatch):
 
 def loo_local_linear(x, y, w, h, rows):
     """Leave-one-out local linear estimates at ``x[rows]`` by weighted least
-    squares on the other points (each point's weight less one unit), and the
+    squares on the other points (each point's row left out), and the
     variance of each window in bandwidths squared (its design's
     conditioning)."""
     out, var = [], []
     for i in rows:
         k = w * np.exp(-0.5 * ((x - x[i]) / h) ** 2)
-        k[i] *= (w[i] - min(w[i], 1.0)) / w[i]
+        k[i] = 0.0
         A = np.column_stack([np.ones_like(x), x - x[i]]) * np.sqrt(k)[:, None]
         out.append(np.linalg.lstsq(A, y * np.sqrt(k), rcond=None)[0][0])
         u = (x - x[i]) / h
@@ -228,9 +229,9 @@ def test_local_linear_search_on_binned_within_its_tolerance(cv, monkeypatch):
 @pytest.mark.parametrize("h", [0.15, 0.03])
 def test_local_linear_binned_loo_estimates_within_tolerance(h, monkeypatch):
     # Point by point, against weighted least squares on the other points
-    # (each point keeping its weight beyond one unit), in the clusters and
-    # in the sparse bridge, where at h = 0.03 each point's own term outweighs
-    # the others' by about e**20. Windows of a variance far above
+    # (each point's row left out), in the clusters and in the sparse bridge,
+    # where at h = 0.03 each point's own term, subtracted from its sums,
+    # outweighs the others' by about e**20. Windows of a variance far above
     # min_eigenvalue only: nearer singular, whether the design is singular
     # (and its estimate local constant) depends on rounding, in any frame.
     from sknw._local_linear_cv import LocalPolynomialCVFit
@@ -254,6 +255,8 @@ def test_local_linear_binned_loo_estimates_within_tolerance(h, monkeypatch):
     est.fit(X, y, sample_weight=w)
     assert moments  # binned passes
     pred = seen[0][0, :, 0]
+    # The search's rows: the distinct ones, sorted (see sknw._weights).
+    X, y, w = distinct_rows(X, y, w)
     x = X[:, 0]
     rng = np.random.default_rng(7)
     rows = np.concatenate([

@@ -37,14 +37,14 @@ def local_linear_smoother(X, h, kernel, w=None):
 
 
 def criterion(H, Y, name, w=None):
-    """AICc or GCV of the smoother ``H`` (frequency weights ``w``), averaged
-    over the outputs, from the definitions."""
-    counts = np.ones(Y.shape[0]) if w is None else w
-    n = counts.sum()
+    """AICc or GCV of the smoother ``H`` (weights ``w``), averaged over the
+    outputs, from the definitions: ``n`` is the weights' effective sample
+    size ``(sum w)**2 / sum(w**2)`` and the residuals are weighted by ``w``
+    scaled to sum to ``n``."""
+    w = np.ones(Y.shape[0]) if w is None else w
+    n = w.sum() ** 2 / (w @ w)
     fitted = H @ Y
-    rss = counts @ (Y - fitted) ** 2
-    # The diagonal of the weighted smoother is already each point's share
-    # with all its copies: its trace is that of the repeated rows' smoother.
+    rss = (n / w.sum()) * w @ (Y - fitted) ** 2
     tr = np.trace(H)
     if name == "aicc":
         value = np.log(rss / n) + 1 + 2 * (tr + 1) / (n - tr - 2)
@@ -93,7 +93,14 @@ def test_frequency_weights_count_as_repeated_rows(name):
         repeated.cv_results_["mean_test_score"],
         rtol=1e-10,
     )
-    # And equal the definitions with weights.
+    # And equal the definitions with weights, whatever their scale.
+    scaled = NadarayaWatsonRegressorCV(bandwidths=bandwidths, scoring=name)
+    scaled.fit(X, Y[:, 0], sample_weight=0.37 * w)
+    assert_allclose(
+        weighted.cv_results_["mean_test_score"],
+        scaled.cv_results_["mean_test_score"],
+        rtol=1e-10,
+    )
     expected = [
         -criterion(smoother(X, h, "gaussian", w), Y, name, w) for h in bandwidths
     ]
@@ -181,16 +188,22 @@ def test_local_linear_criteria_with_frequency_weights():
     X, Y = data(n=50, seed=12)
     w = np.random.default_rng(5).integers(1, 4, 50).astype(float)
     rows = np.repeat(np.arange(50), w.astype(int))
+    bandwidths = [0.15, 0.3, 0.6]
     for name in ("aicc", "gcv"):
-        got = LocalLinearRegressorCV(bandwidths=[0.15, 0.3, 0.6], scoring=name)
+        got = LocalLinearRegressorCV(bandwidths=bandwidths, scoring=name)
         got.fit(X, Y[:, 0], sample_weight=w)
-        ref = LocalLinearRegressorCV(bandwidths=[0.15, 0.3, 0.6], scoring=name)
+        ref = LocalLinearRegressorCV(bandwidths=bandwidths, scoring=name)
         ref.fit(X[rows], Y[rows, 0])
         assert_allclose(
             got.cv_results_["mean_test_score"],
             ref.cv_results_["mean_test_score"],
             rtol=1e-8,
         )
+        expected = [
+            -criterion(local_linear_smoother(X, h, "gaussian", w), Y, name, w)
+            for h in bandwidths
+        ]
+        assert_allclose(got.cv_results_["mean_test_score"], expected, rtol=1e-8)
 
 
 @pytest.mark.parametrize("constant", [0.0, 3.7])

@@ -215,3 +215,78 @@ def test_an_optimum_beyond_the_grid_limit_warns():
     y = 2 * X[:, 0] + 0.1 * rng.normal(size=200)
     with pytest.warns(GridEdgeWarning, match="limit of its extension"):
         LocalLinearRegressorCV(kernels=["gaussian"]).fit(X, y)
+
+
+WEIGHTED = [
+    NadarayaWatsonRegressor,
+    LocalLinearRegressor,
+    NadarayaWatsonClassifier,
+    NadarayaWatsonRegressorCV,
+    LocalLinearRegressorCV,
+]
+
+
+@pytest.mark.parametrize("scale", [1e-3, 10.0, 2.0**60])
+@pytest.mark.parametrize("make", WEIGHTED)
+def test_the_default_does_not_change_with_the_scale_of_the_weights(make, scale):
+    X, y = sine(150, d=2, seed=7)
+    if make is NadarayaWatsonClassifier:
+        y = (y > 0).astype(int)
+    w = np.random.default_rng(3).integers(1, 4, 150).astype(float)
+    ref = make().fit(X, y, sample_weight=w)
+    scaled = make().fit(X, y, sample_weight=scale * w)
+    # Equal to rounding: a scale other than a power of two rounds the sums
+    # differently, which moves the per-feature refinement's stopping point
+    # within its tolerance.
+    assert_allclose(scaled.bandwidth_, ref.bandwidth_, rtol=1e-3)
+    power_of_two = make().fit(X, y, sample_weight=2.0**-20 * w)
+    assert_array_equal(power_of_two.bandwidth_, ref.bandwidth_)
+
+
+@pytest.mark.parametrize("make", WEIGHTED)
+def test_integer_weights_choose_as_the_rows_they_repeat(make):
+    X, y = sine(80, d=2, seed=10)
+    if make is NadarayaWatsonClassifier:
+        y = (y > 0).astype(int)
+    w = np.random.default_rng(6).integers(0, 4, 80)
+    order = np.random.default_rng(7).permutation(80)  # in another order
+    weighted = make().fit(X[order], y[order], sample_weight=w[order])
+    repeated = make().fit(np.repeat(X, w, axis=0), np.repeat(y, w))
+    assert_allclose(weighted.bandwidth_, repeated.bandwidth_, rtol=1e-9)
+
+
+def test_importance_weights_do_not_collapse_the_default():
+    # Weights 1 to 3 (and ten times them): the out-of-fold error stays that
+    # of the unweighted default, where leaving out one unit of a weight made
+    # each point predict itself and the bandwidth collapse.
+    from sklearn.datasets import load_diabetes
+    from sklearn.model_selection import KFold
+
+    X, y = load_diabetes(return_X_y=True)
+    w = np.random.default_rng(0).integers(1, 4, y.size).astype(float)
+    folds = list(KFold(5, shuffle=True, random_state=0).split(X))
+    r2 = {}
+    for key, weights in (("none", None), ("w", w), ("10w", 10 * w)):
+        pred = np.empty_like(y)
+        for train, test in folds:
+            sw = None if weights is None else weights[train]
+            fit = NadarayaWatsonRegressor().fit(X[train], y[train], sample_weight=sw)
+            pred[test] = fit.predict(X[test])
+        r2[key] = 1 - np.mean((pred - y) ** 2) / np.var(y)
+    assert r2["w"] > r2["none"] - 0.02 and r2["none"] > 0.4
+    assert r2["10w"] == pytest.approx(r2["w"], abs=1e-6)
+
+
+def test_leave_one_out_leaves_out_the_row_and_its_copies():
+    # A duplicated row is left out with its copy: the leave-one-out score is
+    # that of refits on the other distinct rows.
+    X, y = sine(40, seed=9)
+    X, y = np.vstack([X, X[:5]]), np.r_[y, y[:5]]
+    h = 0.05
+    cv = NadarayaWatsonRegressorCV(bandwidths=[h], kernels=["gaussian"]).fit(X, y)
+    errors = []
+    for i in range(X.shape[0]):
+        keep = ~np.all(X == X[i], axis=1)
+        fit = NadarayaWatsonRegressor(bandwidth=h).fit(X[keep], y[keep])
+        errors.append((fit.predict(X[i : i + 1])[0] - y[i]) ** 2)
+    assert_allclose(cv.best_score_, -np.mean(errors), rtol=1e-10)

@@ -4,6 +4,7 @@ import warnings
 
 import numpy as np
 import pytest
+from _leave_out import weights_without
 from numpy.testing import assert_allclose, assert_array_equal
 from scipy.spatial.distance import cdist
 from sklearn.model_selection import GridSearchCV, KFold, LeaveOneOut
@@ -293,11 +294,11 @@ def test_answers_do_not_depend_on_the_batch(kernel):
 
 
 def brute_loo(X, y, w, kernel, bandwidth):
-    """Leave-one-out predictions by refitting without one unit of weight."""
+    """Leave-one-out predictions by refitting without each row and its
+    copies."""
     preds = []
     for i in range(X.shape[0]):
-        wi = w.copy()
-        wi[i] -= 1.0
+        wi = weights_without(X, y, w, i)
         est = LocalLinearRegressor(kernel=kernel, bandwidth=bandwidth)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", SingularDesignWarning)
@@ -716,7 +717,7 @@ def test_cv_on_the_fast_paths_equals_least_squares_refits(kernel, cv):
         )
         est.fit(X, y, sample_weight=w)
     assert len(calls) == len(grid) * (1 if cv is None else cv)
-    kept = w - 1.0
+    kept = np.zeros_like(w)  # leaving a point out removes its row
     scores = []
     for h in grid:
         if cv is None:
@@ -760,10 +761,9 @@ def test_fast_paths_count_empty_windows_among_all_queries(policy):
 
 @pytest.mark.parametrize("weight", [1.0, 5.0])
 def test_cv_fast_path_with_two_points_of_positive_weight(weight):
-    # Leaving a point of weight 0 out leaves both positive points in its
-    # window: its local line is the line through them (not the local mean).
-    # A point of weight 1 left out leaves one point (its value); one of
-    # weight 5 keeps 4 of its weight, and the line through both.
+    # Leave-one-out sees the two points of positive weight only (see
+    # sknw._weights): each left out leaves the other one, whose value is its
+    # estimate, whatever their weight.
     rng = np.random.default_rng(15)
     X = rng.uniform(0, 1, (600, 1))
     y = 2 * X[:, 0] + 1
@@ -775,7 +775,7 @@ def test_cv_fast_path_with_two_points_of_positive_weight(weight):
         )
         for a in ("auto", "brute")
     ]
-    expected = np.mean((y[10] - y[20]) ** 2) if weight == 1.0 else 0.0
+    expected = (y[10] - y[20]) ** 2
     for fit in fits:
         assert_allclose(-fit.best_score_, expected, rtol=1e-10, atol=1e-20)
 
@@ -807,8 +807,7 @@ def test_cv_passes_take_exact_backends_whatever_the_algorithm():
 @pytest.mark.parametrize("kernel", ["gaussian", "epanechnikov"])
 def test_exact_path_leaves_each_point_out_as_a_refit(kernel):
     # The frames near each point (the exact path of predictions) with each
-    # point left out of its own fit: one unit of its weight, as a refit to
-    # the data with that unit removed.
+    # point left out of its own fit: its whole row, as a refit without it.
     rng = np.random.default_rng(17)
     X = rng.uniform(0, 1, (200, 2))
     y = np.sin(3 * X[:, 0]) + X[:, 1] + rng.normal(0, 0.1, 200)
@@ -820,7 +819,7 @@ def test_exact_path_leaves_each_point_out_as_a_refit(kernel):
     counts = est._window_counts(X[rows], rows)
     for r, i in enumerate(rows):
         left = w.copy()
-        left[i] -= 1.0
+        left[i] = 0.0
         keep = left > 0
         refit = LocalLinearRegressor(kernel=kernel, bandwidth=0.25, algorithm="brute")
         refit.fit(X[keep], y[keep], sample_weight=left[keep])

@@ -247,7 +247,7 @@ def test_cross_validation_equals_refits(cv):
     from sklearn.model_selection import KFold, LeaveOneOut
 
     X, y, _, w = _data(9, 80, 1)
-    if cv is None:  # leave-one-out removes one unit of a frequency weight
+    if cv is None:  # leave-one-out removes whole rows, as LeaveOneOut
         w = np.ones_like(w)
     bandwidths = [0.15, 0.3, 0.6]
     est = LocalPolynomialRegressorCV(degree=2, bandwidths=bandwidths, cv=cv,

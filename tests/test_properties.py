@@ -11,6 +11,7 @@ profile (see ``conftest.py``).
 import warnings
 
 import numpy as np
+from _leave_out import weights_without
 from hypothesis import assume, given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -288,8 +289,8 @@ def test_classifier_duplicate_equals_double_weight(case, kernel, bandwidth):
 
 @given(case=duplicated(), kernel=st.sampled_from(CONTINUOUS))
 def test_cv_duplicate_equals_double_weight(case, kernel):
-    # Frequency weights: leaving out one copy of a duplicated row keeps the
-    # other, as leaving out one unit of a doubled weight does.
+    # A duplicated row and a doubled weight reach the same distinct rows
+    # (sknw._weights): leaving the row out removes both copies.
     # The same candidates for both: with several features the default grid
     # is followed by a search whose path (strict improvements) may differ by
     # the rounding of nearly equal scores, so the second fit takes the
@@ -417,10 +418,9 @@ def loo_problems(draw):
     return X, y, classes, w
 
 
-def refit_without_one_unit(make, X, V, w, i):
-    """Refit without one unit of row ``i``'s weight; the fitted estimator."""
-    wi = np.ones(len(X)) if w is None else w.copy()
-    wi[i] -= min(wi[i], 1.0)
+def refit_without_row(make, X, V, w, i):
+    """Refit without row ``i`` and its copies; the fitted estimator."""
+    wi = weights_without(X, V, w, i)
     keep = wi > 0
     return quietly(make().fit, X[keep], V[keep], wi[keep])
 
@@ -436,7 +436,7 @@ def test_loo_regression_score_equals_refitting(problem, kernel, data):
 
     pred = np.array(
         [
-            quietly(refit_without_one_unit(make, X, y, w, i).predict, X[i : i + 1])[0]
+            quietly(refit_without_row(make, X, y, w, i).predict, X[i : i + 1])[0]
             for i in range(len(X))
         ]
     )
@@ -458,7 +458,7 @@ def test_loo_classification_score_equals_refitting(problem, kernel, data):
 
     p_true = []
     for i in range(len(X)):
-        est = refit_without_one_unit(make, X, labels, w, i)
+        est = refit_without_row(make, X, labels, w, i)
         proba = quietly(est.predict_proba, X[i : i + 1])[0]
         # A class absent from the refit has probability 0.
         p_true.append(proba[est.classes_ == labels[i]].sum())

@@ -29,6 +29,7 @@ from sknw import (
     NadarayaWatsonRegressorCV,
 )
 from sknw._bandwidth import grid_reference
+from sknw._weights import distinct_rows
 from sknw.datasets import make_d2l_sine
 from sknw.exceptions import EmptyWindowWarning
 from sknw.kernels import KERNELS, Gaussian, Triangular
@@ -47,12 +48,13 @@ def _data(n=30, d=2, seed=0):
 
 
 def _brute_loo(make, X, V, w, bw):
-    """Leave-one-out by refitting without one unit of each point's weight."""
+    """Leave-one-out by refitting without each point's row (the rows are
+    distinct)."""
     n = X.shape[0]
     preds = []
     for i in range(n):
         wi = np.ones(n) if w is None else w.copy()
-        wi[i] -= min(wi[i], 1.0)
+        wi[i] = 0.0
         keep = wi > 0
         est = make(bw).fit(X[keep], V[keep], sample_weight=wi[keep])
         preds.append(est._predict_values(X[i : i + 1]))
@@ -757,14 +759,14 @@ def _fast_data(n=800, seed=3):
 
 def _nw_reference(kernel, h, Xq, Xt, yt, wt, own=None):
     """Nadaraya--Watson estimates from the definition; ``own`` (the training
-    index of each query) leaves one unit of its weight out; empty windows
+    index of each query) leaves its row out; empty windows
     take the weighted average of the nearest points that keep a weight."""
     from scipy.spatial.distance import cdist
 
     D = cdist(Xq, Xt)
     W = np.broadcast_to(wt, D.shape).copy()
     if own is not None:
-        W[np.arange(len(own)), own] -= 1.0
+        W[np.arange(len(own)), own] = 0.0
     # In the log domain, shifted by each row's largest log weight (the ratio
     # does not change), so that far queries do not underflow.
     with np.errstate(divide="ignore"):
@@ -848,8 +850,15 @@ def test_classifier_cv_on_the_fast_backends_equals_the_dense_one(
     for algorithm in ("auto", "brute"):
         with monkeypatch.context() as patch:
             patch.setattr(backend, "sums", spy)
+            # The Brier score: the fast paths bound each probability's error,
+            # which does not bound the log-loss of a probability near 0 (a
+            # point whose leave-one-out window holds only the other class).
             search = NadarayaWatsonClassifierCV(
-                kernels=[kernel_name], bandwidths=grid, cv=cv, algorithm=algorithm
+                kernels=[kernel_name],
+                bandwidths=grid,
+                cv=cv,
+                algorithm=algorithm,
+                scoring="neg_brier_score",
             )
             scores.append(search.fit(X, labels, sample_weight=w).cv_results_)
         if algorithm == "auto":
@@ -983,12 +992,14 @@ def test_large_training_sets_search_the_shape_on_a_subsample(monkeypatch, search
     assert polished == [selection.SUBSAMPLE_POLISH]  # none on every point
     monkeypatch.setattr(selection, "SUBSAMPLE_ROUNDS", 0)
     est = search().fit(X, y, sample_weight=w)
-    rows = subsample_rows(np.flatnonzero(w > 0), 120)
+    # Leave-one-out searches the distinct rows (sorted, see sknw._weights).
+    Xd, yd, wd = distinct_rows(X, y, w)
+    rows = subsample_rows(np.arange(yd.size), 120)
     sub = search()
     sub._polish = selection.SUBSAMPLE_POLISH
-    sub.fit(X[rows], y[rows], sample_weight=w[rows])
+    sub.fit(Xd[rows], yd[rows], sample_weight=wd[rows])
     assert np.array_equal(est._searched[0], sub._searched[0])
-    search().fit(X[rows], y[rows], sample_weight=w[rows])
+    search().fit(Xd[rows], yd[rows], sample_weight=wd[rows])
     assert polished[-1] is None  # a search on every point: the full polish
     assert not np.all(sub._searched[0] == 1.0)  # the search moved the shape
     mults = est.cv_results_["bandwidth_multiplier"]

@@ -5,6 +5,7 @@ import warnings
 
 import numpy as np
 import pytest
+from _leave_out import weights_without
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose, assert_array_equal
@@ -116,14 +117,16 @@ def test_every_path_agrees_with_exact_windows(problem):
 def test_leave_one_out_scores_use_the_same_windows(problem):
     X, y, _, h, kernel, metric = problem
     W = exact_weights(X, X, kernel, h, metric)
-    np.fill_diagonal(W, 0.0)
+    # Each point left out with its copies (see sknw._weights).
+    left = np.array([weights_without(X, y, None, i) for i in range(y.size)])
+    W = W * left
     loo = average(W, y)
     cv = NadarayaWatsonRegressorCV(
         kernels=[kernel], bandwidths=[h], metric=metric, empty_window="mean"
     )
     _quietly(cv.fit, X, y)
     # Empty leave-one-out windows take the mean of the other points.
-    others = (y.sum() - y) / (y.size - 1)
+    others = left @ y / left.sum(axis=1)
     loo = np.where(np.isnan(loo), others, loo)
     assert_allclose(cv.best_score_, -np.mean((loo - y) ** 2), rtol=1e-10, atol=1e-12)
 
@@ -169,3 +172,31 @@ def test_sorted_boxcar_windows_on_a_decimal_grid_are_exact(h):
             for a in ("auto", "brute")
         ]
         assert_allclose(scores[0], scores[1], rtol=1e-12)
+
+
+@pytest.mark.parametrize("algorithm", ["brute", "auto", "tree"])
+def test_a_compact_window_edge_is_decided_on_exact_distances(algorithm):
+    # Points exactly one bandwidth from a query: outside its epanechnikov
+    # window on every path. Squared distances by a centred product (the
+    # mean here is 0.4) round 1 to just below it, which gave the otherwise
+    # empty window of (0, -1) two points of weight about 1e-16, and them the
+    # whole estimate.
+    X = np.array([[0.0, 0.0], [0.0, 1.0], [0.0, -1.0], [0.0, 2.0], [0.0, 0.0]])
+    y = np.array([0.0, 0.0, 0.0, 0.0, 1.0])
+    cv = NadarayaWatsonRegressorCV(
+        kernels=["epanechnikov"],
+        bandwidths=[1.0],
+        empty_window="mean",
+        algorithm=algorithm,
+    )
+    _quietly(cv.fit, X, y)
+    refits = []
+    for i in range(5):
+        keep = np.arange(5) != i
+        fit = NadarayaWatsonRegressor(
+            kernel="epanechnikov", bandwidth=1.0, empty_window="mean"
+        )
+        _quietly(fit.fit, X[keep], y[keep])
+        refits.append(_quietly(fit.predict, X[i : i + 1])[0])
+    assert_array_equal(cv.cv_results_["n_empty_windows"], [3])
+    assert_allclose(cv.best_score_, -np.mean((np.array(refits) - y) ** 2), rtol=1e-12)

@@ -18,7 +18,7 @@ from ._base import (
     line_origin,
     power_of_two_scale,
 )
-from ._traits import is_continuous
+from ._traits import is_compact, is_continuous
 
 #: Largest error in squared scaled distances allowed on the GEMM path.
 GEMM_U2_TOLERANCE = 1e-11
@@ -54,9 +54,14 @@ def _gemm_usable(Q, X, heads, scale, centre):
     They differ from :func:`cdist` by rounding of order
     ``eps (|q - c|^2 + |x - c|^2)``; allowed when that error, in units of the
     smallest bandwidth, stays below :data:`GEMM_U2_TOLERANCE`, for continuous
-    built-in kernels only (rounding cannot flip a boxcar weight).
+    built-in kernels of unbounded support only: rounding near the edge of a
+    compact window would give a point outside it a weight (of the order of
+    the rounding), which is the whole estimate of an otherwise empty window,
+    or take one inside it out; windows are decided on :func:`cdist`'s
+    distances, as every path decides them.
     """
-    if Q.shape[1] < 2 or not all(is_continuous(h.kernel) for h in heads):
+    smooth = all(is_continuous(h.kernel) and not is_compact(h.kernel) for h in heads)
+    if Q.shape[1] < 2 or not smooth:
         return False
     if any(np.ndim(h.divisor) for h in heads):  # per-query divisors: cdist
         return False
