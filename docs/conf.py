@@ -421,9 +421,11 @@ def _rule_factors():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(50, 1))
     y = X[:, 0]
-    reference = NadarayaWatsonRegressor().fit(X, y).bandwidth_[0]
+    rule = {"bandwidth": "scott"}
+    reference = NadarayaWatsonRegressor(**rule).fit(X, y).bandwidth_[0]
     return {
-        cls: NadarayaWatsonRegressor(kernel=name).fit(X, y).bandwidth_[0] / reference
+        cls: NadarayaWatsonRegressor(kernel=name, **rule).fit(X, y).bandwidth_[0]
+        / reference
         for name, cls in KERNELS.items()
     }
 

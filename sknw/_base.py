@@ -1,6 +1,5 @@
 """Parameters, fitting and weighted averaging shared by all sknw estimators."""
 
-import re
 import warnings
 from dataclasses import dataclass, fields
 from numbers import Integral, Real
@@ -57,13 +56,7 @@ from ._validation import (
     check_sample_weight,
     resolve_metric_params,
 )
-from .exceptions import (
-    EmptyWindowWarning,
-    RidgedDesignWarning,
-    SingularDesignWarning,
-    UndefinedStdWarning,
-    warn,
-)
+from .exceptions import EmptyWindowWarning, QueryWarning, warn
 from .kernels import KERNELS, Kernel, get_kernel
 
 #: Tile size used by the estimators (see :func:`default_tile_elements`).
@@ -723,8 +716,10 @@ class NadarayaWatsonBase(BaseEstimator):
             raise self._empty_error(empty)
         else:
             warn(
-                f"{self._empty_message(empty)}; they use empty_window={policy!r}.",
+                f"{_EMPTY_WINDOWS}; they use empty_window={policy!r}.",
                 EmptyWindowWarning,
+                n_affected=int(empty.sum()),
+                n_queries=empty.shape[0],
             )
         if policy == "nan":
             return np.nan
@@ -768,11 +763,12 @@ class NadarayaWatsonBase(BaseEstimator):
         """Warn of queries whose every discrete factor is 0 (see
         :func:`sknw._sums.empty_window_estimates`)."""
         warn(
-            f"{count} queries have no training point with a non-zero weight: "
+            "Some queries have no training point with a non-zero weight: "
             "their levels match none seen at fit where the smoothing parameter "
             "is 0; they use the weighted mean of the targets. Use positive "
             "smoothing parameters to borrow from other levels.",
             EmptyWindowWarning,
+            n_affected=count,
         )
 
     def attention_weights(self, X):
@@ -872,28 +868,24 @@ def _raw_rows(X):
         return np.asarray(X, dtype=object)
 
 
-#: The warnings whose message starts with "N of M queries": merged over the
-#: batches of a prediction.
-_COUNTED = (
-    EmptyWindowWarning,
-    RidgedDesignWarning,
-    SingularDesignWarning,
-    UndefinedStdWarning,
+#: The message of the empty-window warnings (the counts in its attributes).
+_EMPTY_WINDOWS = (
+    "Some queries have no training point with a non-zero kernel weight (an "
+    "empty window of the kernel at the fitted bandwidth)"
 )
-_COUNT = re.compile(r"^(\d+) of (\d+) queries")
 
 
 def _merge_warnings(caught, m):
-    """Warn once per kind of counted warning, with the counts of every batch
-    summed (the others as they came)."""
+    """Warn once per kind and message of the counted warnings
+    (:class:`~sknw.exceptions.QueryWarning`), with the counts of every batch
+    summed over the ``m`` queries of the call (the others as they came)."""
     merged = {}
     for record in caught:
-        text = str(record.message)
-        found = _COUNT.match(text)
-        if record.category in _COUNTED and found:
-            count, first = merged.get(record.category, (0, text))
-            merged[record.category] = (count + int(found.group(1)), first)
+        message = record.message
+        if isinstance(message, QueryWarning) and message.n_affected is not None:
+            key = (record.category, str(message))
+            merged[key] = merged.get(key, 0) + message.n_affected
         else:
-            warnings.warn(record.message, record.category, stacklevel=3)
-    for category, (count, text) in merged.items():
-        warn(_COUNT.sub(f"{count} of {m} queries", text, count=1), category)
+            warnings.warn(message, record.category, stacklevel=3)
+    for (category, text), count in merged.items():
+        warn(text, category, n_affected=count, n_queries=m)

@@ -45,10 +45,10 @@ def _column(X, j):
 def _dtype_kind(dtype):
     """``(discrete, ordered)`` of a column dtype under ``"from_dtype"``."""
     name = str(dtype).lower()
-    if name == "category" or getattr(dtype, "categories", None) is not None:
-        return True, bool(getattr(dtype, "ordered", False))
     if name.startswith("enum"):  # polars' Enum: ordered categories
         return True, True
+    if name == "category" or getattr(dtype, "categories", None) is not None:
+        return True, bool(getattr(dtype, "ordered", False))
     if name in ("object", "string", "str", "utf8", "categorical") or name.startswith(
         ("string", "str")
     ):
@@ -141,6 +141,14 @@ class FeatureEncoder:
         self.types = types
         self.categories = [None] * len(types)
         self.coded = [False] * len(types)
+        self.names = None
+
+    def label(self, j):
+        """Feature ``j`` as errors name it: by its column name where the
+        training data had names, with its index."""
+        if self.names is None:
+            return f"{j}"
+        return f"{self.names[j]!r} (column {j})"
 
     @property
     def discrete(self):
@@ -151,26 +159,32 @@ class FeatureEncoder:
         return np.flatnonzero(self.types == CONTINUOUS)
 
     def fit(self, X):
+        columns = getattr(X, "columns", None)
+        self.names = None if columns is None else [str(c) for c in columns]
+        frame = _frame_columns(X)
         for j in self.discrete:
+            label = self.label(j)
             col = _column(X, j)
-            categories = getattr(getattr(col, "dtype", None), "categories", None)
-            dtype = getattr(col, "dtype", None)
+            # The column's own dtype (a polars column is read as numpy's).
+            dtype = frame[1][j] if frame is not None else getattr(col, "dtype", None)
+            categories = getattr(dtype, "categories", None)
             if self.types[j] == ORDERED and categories is not None:
-                if not getattr(dtype, "ordered", False):
+                if _dtype_kind(dtype) != (True, True):
                     raise ValueError(
-                        f"Feature {j} is declared ordered, but its categories "
+                        f"Feature {label} is declared ordered, but its categories "
                         "are unordered: give an ordered categorical (e.g. "
-                        "pandas.Categorical(..., ordered=True)) or integers."
+                        "pandas.Categorical(..., ordered=True) or a polars "
+                        "Enum) or integers."
                     )
-                self.categories[j] = np.asarray(dtype.categories, dtype=object)
+                self.categories[j] = np.asarray(list(categories), dtype=object)
                 self.coded[j] = True
-                _check_missing(np.asarray(col, dtype=object), j)
+                _check_missing(np.asarray(col, dtype=object), label)
                 continue
             values = np.asarray(col, dtype=object)
-            _check_missing(values, j)
-            _check_finite(values, j)
+            _check_missing(values, label)
+            _check_finite(values, label)
             if self.types[j] == ORDERED:
-                self.categories[j] = _integer_levels(values, j)
+                self.categories[j] = _integer_levels(values, label)
                 continue
             self.categories[j] = _sorted_levels(values)
             self.coded[j] = True
@@ -186,21 +200,22 @@ class FeatureEncoder:
             if self.types[j] == CONTINUOUS:
                 out[j] = col
                 continue
+            label = self.label(j)
             numeric = _numeric(col) if not hasattr(col, "cat") else None
             if numeric is not None:  # numbers: checked without objects
                 if not np.all(np.isfinite(numeric)):
                     raise ValueError(
-                        f"Input X contains NaN or infinity in discrete feature {j}."
+                        f"Input X contains NaN or infinity in discrete feature {label}."
                     )
                 values = numeric
             else:
                 values = np.asarray(col, dtype=object)
-                _check_missing(values, j)
-                _check_finite(values, j)
+                _check_missing(values, label)
+                _check_finite(values, label)
             if self.coded[j]:
                 out[j] = _codes(values, self.categories[j])
             else:
-                out[j] = _integer_values(values, j)
+                out[j] = _integer_values(values, label)
         if hasattr(X, "iloc"):
             import pandas as pd
 
@@ -227,17 +242,17 @@ def _is_missing(v):
         return True
 
 
-def _check_missing(values, j):
+def _check_missing(values, label):
     missing = [i for i, v in enumerate(values) if _is_missing(v)]
     if missing:
         raise ValueError(
-            f"Input X contains NaN (missing values) in discrete feature {j}, "
+            f"Input X contains NaN (missing values) in discrete feature {label}, "
             f"rows {missing[:5]}: impute them or encode them as a level of "
             "their own."
         )
 
 
-def _check_finite(values, j):
+def _check_finite(values, label):
     """Refuse infinite numbers as levels."""
     bad = [
         i
@@ -246,7 +261,7 @@ def _check_finite(values, j):
     ]
     if bad:
         raise ValueError(
-            f"Input X contains infinity in discrete feature {j}, rows "
+            f"Input X contains infinity in discrete feature {label}, rows "
             f"{bad[:5]}: a level is a finite number or a label."
         )
 
@@ -296,27 +311,29 @@ def _numeric(values):
     return None
 
 
-def _integer_values(values, j):
+def _integer_values(values, label):
     try:
         x = np.asarray(values, dtype=np.float64)
     except (TypeError, ValueError):
         raise ValueError(
-            f"Ordered feature {j} holds values that are not numbers: give "
+            f"Ordered feature {label} holds values that are not numbers: give "
             "integer levels or an ordered categorical."
         ) from None
     if not np.all(np.isfinite(x)):
-        raise ValueError(f"Input X contains NaN or infinity in ordered feature {j}.")
+        raise ValueError(
+            f"Input X contains NaN or infinity in ordered feature {label}."
+        )
     if np.any(x != np.round(x)):
         raise ValueError(
-            f"Ordered feature {j} holds values that are not integers: an "
+            f"Ordered feature {label} holds values that are not integers: an "
             "ordered feature's levels are integers (or the categories of an "
             "ordered categorical)."
         )
     return x
 
 
-def _integer_levels(values, j):
-    return np.unique(_integer_values(values, j))
+def _integer_levels(values, label):
+    return np.unique(_integer_values(values, label))
 
 
 def n_levels(encoder, j):

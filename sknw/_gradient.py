@@ -269,9 +269,11 @@ def empty_gradient(est, empty, warned=False):
         raise est._empty_error(empty)
     value = np.nan if policy == "nan" else 0.0
     warn(
-        f"{est._empty_message(empty)}; their gradient is {value} "
-        f"(empty_window={policy!r}).",
+        "Some queries have no training point with a non-zero kernel weight (an "
+        f"empty window); their gradient is {value} (empty_window={policy!r}).",
         EmptyWindowWarning,
+        n_affected=int(np.sum(empty)),
+        n_queries=np.size(empty),
     )
     return value
 

@@ -46,21 +46,46 @@ from .kernels import Boxcar
 _EPS = np.finfo(np.float64).eps
 
 
-def _ridged_message(n_ridged, m, max_leverage):
-    return (
-        f"{n_ridged} of {m} queries have a local design of "
-        f"leverage above max_leverage={max_leverage!r} (few points "
-        "in their window, or a query beyond them): their slopes are "
-        "ridged towards the local-constant fit."
-    )
+#: The warnings of the local designs (counts in their attributes).
+_RIDGED = (
+    "Some queries have a local design of leverage above max_leverage (few "
+    "points in their window, or a query beyond them): their slopes are ridged "
+    "towards the local-constant fit."
+)
+_SINGULAR = (
+    "Some queries have a singular local design (too few or collinear training "
+    "points in their window); they get the local-constant estimate."
+)
+#: What the singular-design warning adds where the features themselves are
+#: collinear with the intercept (:func:`collinear_with_intercept`).
+_COLLINEAR = (
+    " The training features are collinear with the intercept (such as one-hot "
+    "columns that sum to 1, or a constant column), so every local design is "
+    "singular: drop one column of each one-hot group "
+    "(OneHotEncoder(drop='first')), or declare such columns in "
+    "categorical_features."
+)
+
+#: Training rows (evenly spaced) that :func:`collinear_with_intercept` checks.
+COLLINEAR_ROWS = 2000
 
 
-def _singular_message(n_singular, m):
-    return (
-        f"{n_singular} of {m} queries have a singular local design (too few "
-        "or collinear training points in their window); they get the "
-        "local-constant estimate."
-    )
+def collinear_with_intercept(X, w=None):
+    """Whether the continuous training features ``X`` (rows of positive
+    weight ``w``) and an intercept are linearly dependent, to within 1e-10
+    of their scale (checked on up to :data:`COLLINEAR_ROWS` rows): one-hot
+    columns that sum to 1, a constant or a repeated column. Every local
+    linear design inherits such a dependency."""
+    rows = X if w is None else X[w > 0]
+    if rows.shape[0] > COLLINEAR_ROWS:
+        rows = rows[np.linspace(0, rows.shape[0] - 1, COLLINEAR_ROWS).astype(np.intp)]
+    if not rows.shape[1] or rows.shape[0] <= rows.shape[1] + 1:
+        return False
+    Z = rows - rows.mean(axis=0)
+    top = np.max(np.abs(Z), axis=0)
+    Z = Z / np.where(top > 0, top, 1.0)
+    s = np.linalg.svd(Z, compute_uv=False)
+    return bool(s[-1] <= 1e-10 * max(s[0], np.finfo(np.float64).tiny))
 
 
 class LocalPolynomialFit(NadarayaWatsonRegressor):
@@ -196,6 +221,18 @@ class LocalPolynomialFit(NadarayaWatsonRegressor):
         super()._resolve_algorithm(scaling)
         if not BACKENDS[self.algorithm_].local_moments:
             self._targets = None
+        Xc = np.asarray(self._continuous(self.X_fit_), dtype=np.float64)
+        self._collinear = collinear_with_intercept(Xc, w)
+
+    #: Whether fit found the continuous features collinear with the intercept
+    #: (:func:`collinear_with_intercept`).
+    _collinear = False
+
+    @property
+    def _singular(self):
+        """The message of the singular-design warning, with the hint of
+        collinear features where fit found them."""
+        return _SINGULAR + (_COLLINEAR if self._collinear else "")
 
     def _local_fit(self, X, validated=False, with_std=True):
         """The local linear fit, and with ``with_std`` its weight sums.
@@ -218,14 +255,15 @@ class LocalPolynomialFit(NadarayaWatsonRegressor):
             warnings.simplefilter("always")
             if rest.size:
                 estimate[rest] = self._exact_local_fit(Q[rest], False).estimate
+            m = Q.shape[0]
             n_few = int(fast.singular.sum())
             if n_few:
-                warn(_singular_message(n_few, n_few), SingularDesignWarning)
+                warn(
+                    self._singular, SingularDesignWarning, n_affected=n_few, n_queries=m
+                )
             n_ridged = 0 if fast.ridged is None else int(fast.ridged.sum())
             if n_ridged:
-                limit = self._settings.max_leverage
-                message = _ridged_message(n_ridged, n_ridged, limit)
-                warn(message, RidgedDesignWarning)
+                warn(_RIDGED, RidgedDesignWarning, n_affected=n_ridged, n_queries=m)
         _merge_warnings(caught, Q.shape[0])
         return LocalFit(estimate, *([None] * 8))
 
@@ -322,11 +360,11 @@ class LocalPolynomialFit(NadarayaWatsonRegressor):
         m = counts.shape[0]
         n_singular = int((sol.finite & ~sol.ok & (counts > 0)).sum())
         if n_singular:
-            warn(_singular_message(n_singular, m), SingularDesignWarning)
+            message = self._singular
+            warn(message, SingularDesignWarning, n_affected=n_singular, n_queries=m)
         n_ridged = int(sol.ridged.sum())
         if n_ridged:
-            message = _ridged_message(n_ridged, m, self._settings.max_leverage)
-            warn(message, RidgedDesignWarning)
+            warn(_RIDGED, RidgedDesignWarning, n_affected=n_ridged, n_queries=m)
 
     def _gradient_rows(self, Q):
         """The slopes of the local fits at the validated queries ``Q``, in

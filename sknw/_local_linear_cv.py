@@ -282,7 +282,7 @@ class LocalLinearRegressorCV(LocalPolynomialCVFit, LocalLinearRegressor):
         As in :class:`NadarayaWatsonRegressorCV`: ``None`` or an int ``n``
         (default 30) for ``n`` multipliers, log-spaced by ``2**(1/j)`` or
         ``2**j`` over about 0.05 to 5, of each kernel's Scott-rule
-        bandwidth; otherwise a sequence of bandwidths.
+        bandwidth of a robust spread; otherwise a sequence of bandwidths.
     cv : int, cross-validation generator, iterable or None, default=None
         ``None``: exact, efficient leave-one-out. Otherwise K-fold as in
         :func:`sklearn.model_selection.check_cv`, through the same machinery.

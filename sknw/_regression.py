@@ -39,7 +39,8 @@ class NadarayaWatsonRegressor(RegressorMixin, GradientMixin, NadarayaWatsonBase)
         Default ``"cv"``: chosen at fit by exact leave-one-out cross-validation (the
         mean squared error) over the default grid of
         :class:`NadarayaWatsonRegressorCV`, 30 multipliers of the Scott-rule
-        bandwidth of the kernel (so with its shape across features), the same
+        bandwidth of a robust spread (``min(sd, IQR / 1.349)`` per feature) of
+        the kernel (so with its shape across features), the same
         choice as that estimator's; training sets of more than 4,000 points
         (50,000 with one feature and a kernel the sorted or fgt backends serve)
         score a deterministic subsample of that size, the choice rescaled by
@@ -619,7 +620,7 @@ class NadarayaWatsonRegressor(RegressorMixin, GradientMixin, NadarayaWatsonBase)
         n_undefined = int(undefined.any(axis=1).sum())
         if n_undefined:
             warn(
-                f"{n_undefined} of {undefined.shape[0]} queries have no standard "
+                "Some queries have no standard "
                 "error (NaN): their window is empty, or holds in effect no more "
                 "observations than the local fit has parameters, or the "
                 "residuals of the local fit are below the rounding of the "
@@ -627,6 +628,8 @@ class NadarayaWatsonRegressor(RegressorMixin, GradientMixin, NadarayaWatsonBase)
                 "bandwidth gives them observations; outside empty windows, "
                 "noise_variance='global' or a float gives them a variance.",
                 UndefinedStdWarning,
+                n_affected=n_undefined,
+                n_queries=undefined.shape[0],
             )
         return std
 
@@ -652,12 +655,13 @@ class NadarayaWatsonRegressorCV(CVSelectionMixin, NadarayaWatsonRegressor):
         :class:`~sknw.kernels.Kernel` instances.
     bandwidths : int, array-like or None, default=None
         ``None`` or an int ``n`` (default 30): ``n`` multipliers of each
-        kernel's Scott-rule bandwidth (per feature for coordinate metrics, see
-        :class:`NadarayaWatsonRegressor`), log-spaced by ``2**(1/j)`` or
-        ``2**j`` over about 0.05 to 5 (30 multipliers: ``2**(1/4)`` apart,
-        0.041 to 6.2), extended 4 multipliers at a time at the spacing of the
-        grid where the best is at an edge, until it is inside (or up to a
-        factor ``2**10`` beyond either end; see ``cv_results_``), the chosen
+        kernel's Scott-rule bandwidth of a robust spread (per feature for
+        coordinate metrics, see :class:`NadarayaWatsonRegressor`), log-spaced
+        by ``2**(1/j)`` or ``2**j`` over about 0.05 to 5 (30 multipliers:
+        ``2**(1/4)`` apart, 0.041 to 6.2), extended 4 multipliers at a time at
+        the spacing of the grid where the best is at an edge, until it is
+        inside (or up to a factor ``2**10`` beyond either end, which warns;
+        see ``cv_results_``), the chosen
         size then polished (see ``bandwidth_``). Otherwise a sequence of
         bandwidths, each a positive float or an array of shape
         (n_features,), tried with every kernel; a

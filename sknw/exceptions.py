@@ -8,6 +8,7 @@ import numpy as np
 __all__ = [
     "EmptyWindowWarning",
     "GridEdgeWarning",
+    "QueryWarning",
     "RidgedDesignWarning",
     "SingularDesignWarning",
     "UndefinedDistanceError",
@@ -15,12 +16,52 @@ __all__ = [
 ]
 
 
-def warn(message, category):
-    """Warn with the location of the first caller outside sknw (not public)."""
+#: The warnings shown under the ``"default"`` action, by text, category and
+#: place (see :func:`warn`).
+_SHOWN = set()
+
+
+def warn(message, category, *, n_affected=None, n_queries=None):
+    """Warn with the location of the first caller outside sknw (not public);
+    a :class:`QueryWarning` carries the counts ``n_affected`` and
+    ``n_queries``.
+
+    Under the ``"default"`` action, a warning already shown from the same
+    place with the same text is not shown again. Python's own registry of
+    them is cleared whenever a ``catch_warnings`` block ends, as
+    scikit-learn's input validation does at every call: without this, a
+    grid search or a plot that predicts many times would show one line per
+    call."""
     level, frame = 2, sys._getframe(1)
     while frame is not None and _internal(frame.f_globals.get("__name__", "")):
         frame, level = frame.f_back, level + 1
-    warnings.warn(message, category, stacklevel=level)
+    if frame is not None:
+        place = (frame.f_code.co_filename, frame.f_lineno)
+        module = frame.f_globals.get("__name__", "")
+        key = (str(message), category, *place)
+        if _action(str(message), category, module, place[1]) == "default":
+            if key in _SHOWN:
+                return
+            _SHOWN.add(key)
+    instance = category(message)
+    if n_affected is not None:
+        instance.n_affected = int(n_affected)
+    if n_queries is not None:
+        instance.n_queries = int(n_queries)
+    warnings.warn(instance, stacklevel=level)
+
+
+def _action(text, category, module, lineno):
+    """The action of Python's warning filters for this warning."""
+    for action, pattern, kind, where, line in warnings.filters:
+        if (
+            (pattern is None or pattern.match(text))
+            and issubclass(category, kind)
+            and (where is None or where.match(module))
+            and (line == 0 or line == lineno)
+        ):
+            return action
+    return warnings.defaultaction
 
 
 def _internal(module):
@@ -58,12 +99,46 @@ class GridEdgeWarning(UserWarning):
     """
 
 
-class RidgedDesignWarning(UserWarning):
+class QueryWarning(UserWarning):
+    """Base of the warnings about some of the queries of one call.
+
+    One warning per call and kind: its message reads the same whatever the
+    counts, so that Python's warning filters show it once per place (a grid
+    search or a plot that predicts many times prints it once); the counts
+    are its attributes.
+
+    Attributes
+    ----------
+    n_affected : int or None
+        The queries the warning is about.
+    n_queries : int or None
+        The queries of the call.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from sknw import NadarayaWatsonRegressor
+    >>> from sknw.exceptions import QueryWarning
+    >>> reg = NadarayaWatsonRegressor(kernel="boxcar", bandwidth=0.5)
+    >>> reg = reg.fit([[0.0], [1.0]], [0.0, 1.0])
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     _ = reg.predict([[5.0], [6.0], [0.1]])
+    >>> found = caught[0].message
+    >>> isinstance(found, QueryWarning), found.n_affected, found.n_queries
+    (True, 2, 3)
+    """
+
+    n_affected = None
+    n_queries = None
+
+
+class RidgedDesignWarning(QueryWarning):
     """Some local linear fits were ridged towards the local-constant fit.
 
     Raised by :class:`~sknw.LocalLinearRegressor` when queries' local designs
     have a leverage above ``max_leverage`` (few points in their window, or a
-    query beyond them); the message says how many.
+    query beyond them); ``n_affected`` says how many.
 
     Examples
     --------
@@ -83,12 +158,12 @@ class RidgedDesignWarning(UserWarning):
     """
 
 
-class EmptyWindowWarning(UserWarning):
+class EmptyWindowWarning(QueryWarning):
     """Some queries had no training point with a non-zero kernel weight.
 
     Raised by the estimators when a kernel with compact support leaves a query's
-    window empty; the message says how many queries were affected and which
-    ``empty_window`` policy gave their estimates.
+    window empty; the message says which ``empty_window`` policy gave their
+    estimates, ``n_affected`` how many queries.
 
     Examples
     --------
@@ -106,12 +181,13 @@ class EmptyWindowWarning(UserWarning):
     """
 
 
-class SingularDesignWarning(UserWarning):
+class SingularDesignWarning(QueryWarning):
     """Some queries had a singular local design in local linear regression.
 
     Too few, or collinear, training points in a query's window determine no
     local hyperplane; :class:`~sknw.LocalLinearRegressor` then gives those
-    queries the local-constant estimate and warns with their number.
+    queries the local-constant estimate and warns (``n_affected``: their
+    number).
 
     Examples
     --------
@@ -129,14 +205,14 @@ class SingularDesignWarning(UserWarning):
     """
 
 
-class UndefinedStdWarning(UserWarning):
+class UndefinedStdWarning(QueryWarning):
     """Some queries have no standard error: it is NaN.
 
     Raised by ``predict(X, return_std=True)``, ``standard_error`` and
     ``predict_interval`` of the regressors where no noise variance can be
     estimated: an empty window, or, with ``noise_variance="local"``, a window
     that holds in effect no more observations than the local fit has
-    parameters. The message says how many queries.
+    parameters. ``n_affected`` says how many queries.
 
     Examples
     --------

@@ -1,8 +1,10 @@
 """Feature types and the encoding of discrete features."""
 
+import warnings
+
 import numpy as np
 import pytest
-from numpy.testing import assert_array_equal
+from numpy.testing import assert_allclose, assert_array_equal
 
 from sknw._features import FeatureEncoder, feature_types
 
@@ -78,3 +80,48 @@ def test_refusals():
     unordered = pd.DataFrame({"g": pd.Categorical(["a", "b"])})
     with pytest.raises(ValueError, match="unordered"):
         FeatureEncoder(feature_types(unordered, None, [0])).fit(unordered)
+
+
+def test_errors_name_a_discrete_column_by_its_name():
+    pd = pytest.importorskip("pandas")
+    from sknw import NadarayaWatsonRegressor
+
+    X = pd.DataFrame(
+        {"size": [1.0, 2, 3, 4], "colour": pd.Categorical(["a", "b", None, "a"])}
+    )
+    with pytest.raises(ValueError, match=r"discrete feature 'colour' \(column 1\)"):
+        NadarayaWatsonRegressor(bandwidth=1.0).fit(X, [1.0, 2, 3, 4])
+    fitted = NadarayaWatsonRegressor(bandwidth=1.0).fit(X.fillna("a"), [1.0, 2, 3, 4])
+    with pytest.raises(ValueError, match=r"discrete feature 'colour' \(column 1\)"):
+        fitted.predict(X)
+
+
+def test_a_polars_enum_is_an_ordered_feature():
+    # An Enum's categories are ordered, as a pandas ordered categorical's.
+    pl = pytest.importorskip("polars")
+    pd = pytest.importorskip("pandas")
+    from sknw import NadarayaWatsonRegressor
+
+    grades = ["lo", "hi", "mid", "lo", "mid", "hi"]
+    X = pl.DataFrame(
+        {
+            "x": [0.1, 0.5, 0.9, 0.3, 0.7, 0.2],
+            "grade": pl.Series(grades, dtype=pl.Enum(["lo", "mid", "hi"])),
+        }
+    )
+    y = [1.0, 3, 2, 1, 2, 3]
+    frame = pd.DataFrame(
+        {
+            "x": X["x"].to_list(),
+            "grade": pd.Categorical(
+                grades, categories=["lo", "mid", "hi"], ordered=True
+            ),
+        }
+    )
+    reference = NadarayaWatsonRegressor(bandwidth=[0.5, 0.3]).fit(frame, y)
+    for params in ({}, {"ordered_features": ["grade"]}):
+        est = NadarayaWatsonRegressor(bandwidth=[0.5, 0.3], **params).fit(X, y)
+        assert [k.ordered for k in est._discrete.kernels] == [True]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # polars' feature names
+            assert_allclose(est.predict(X), reference.predict(frame), rtol=1e-12)

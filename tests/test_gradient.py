@@ -7,6 +7,7 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+from _expected_warnings import warns_about
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose
@@ -163,7 +164,7 @@ def test_empty_windows_follow_the_policy(policy, expected):
         kernel="epanechnikov", bandwidth=0.1, empty_window=policy
     ).fit(X, y)
     Q = np.array([[0.5], [3.0]])
-    with pytest.warns(EmptyWindowWarning, match="1 of 2 queries"):
+    with warns_about(EmptyWindowWarning, 1, 2):
         g = est.gradient(Q)
     assert_allclose(g[1], [expected])
     assert np.isfinite(g[0, 0]) and g[0, 0] != 0
