@@ -545,13 +545,15 @@ class NadarayaWatsonBase(BaseEstimator):
         k = V.shape[1]
         if squared:
             # The kernel-weighted mean of 1 / w (0 for weight 0): the second
-            # moment of the noise under precision weights.
+            # moment of the noise under precision weights, in units of the
+            # weights divided by their power of two (see _squared_weights).
             w0 = self.sample_weight_
             if w0 is None:
                 recip = np.ones(V.shape[0])
             else:
-                with np.errstate(divide="ignore", over="ignore"):
-                    recip = np.where(w0 > 0, 1.0 / np.where(w0 > 0, w0, 1.0), 0.0)
+                wn = w0 / self._weight_unit()
+                with np.errstate(divide="ignore"):
+                    recip = np.where(wn > 0, 1.0 / np.where(wn > 0, wn, 1.0), 0.0)
             V = np.hstack([V, recip[:, None]])
         V, w, column_scale = self._normalised(V)
         head = self._head()
@@ -577,38 +579,44 @@ class NadarayaWatsonBase(BaseEstimator):
             average=sq.average[:, :k], inverse_weight=avg[:, k]
         )
 
+    def _weight_unit(self):
+        """The power of two the sample weights are divided by (1 without):
+        the standard errors' sums are per unit of the weights so divided, in
+        which their reciprocals neither overflow nor underflow; the noise
+        variance per unit of weight is ``c`` times theirs."""
+        w = self.sample_weight_
+        return 1.0 if w is None else float(power_of_two_scale(w))
+
     def _squared_weights(self, results, column_scale, empty, Q, V, w):
         """Sums of the squared weights of one observation, from the two heads.
 
-        With sample weights divided by ``c`` (a power of two), the weight of
-        one unit of weight of point ``j`` is ``a_j = K_j / (c * den)`` (shifts
-        aside), and ``sum_j w_j a_j**2 V_j = S2 / (c * den**2)``. Rows of a
-        kernel of unbounded support whose weights all underflowed (an extreme
-        bandwidth) take those of their limit, the nearest training points.
+        With sample weights ``w`` divided by ``c`` (:meth:`_weight_unit`),
+        the weight of one unit of those weights of point ``j`` is ``a_j = K_j
+        / den`` (shifts aside), and ``sum_j w_j a_j**2 V_j = S2 / den**2``.
+        Rows of a kernel of unbounded support whose weights all underflowed
+        (an extreme bandwidth) take those of their limit, the nearest
+        training points.
         """
         (_, den, M), (S2, den2, M2) = results
-        c = 1.0
-        if self.sample_weight_ is not None:
-            c = float(power_of_two_scale(self.sample_weight_))
         # The squared kernel's log values are exactly twice the kernel's, so
         # its shift is exactly 2 M; the factor is 1 unless the paths differ.
         with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
             diff = M2 - 2.0 * M
-            factor = np.exp(np.where(np.isfinite(diff), diff, 0.0)) / c
+            factor = np.exp(np.where(np.isfinite(diff), diff, 0.0))
             inv = 1.0 / den
             ratio = inv * inv * factor
             log_k0 = float(np.asarray(self.kernel_.log_value(np.zeros(1)))[0])
             if self._discrete is not None:
                 log_k0 += np.log(self._head().factors.self_factor())
-            self_weight = np.exp(log_k0 - M) * inv / c
+            self_weight = np.exp(log_k0 - M) * inv
             average = S2 * ratio[:, None] * column_scale
             total = den2 * ratio
         undefined = empty.copy()
         if empty.any() and not is_compact(self.kernel_):
-            # The nearest points, of total weight c * den_t, each get 1 / den_t.
+            # The nearest points, of total weight den_t, each get 1 / den_t.
             S_t, den_t = self._nearest_sums(Q[empty], V, w)
-            inv_t = 1.0 / (c * den_t)
-            average[empty] = S_t * (inv_t * inv_t * c)[:, None] * column_scale
+            inv_t = 1.0 / den_t
+            average[empty] = S_t * (inv_t * inv_t)[:, None] * column_scale
             total[empty] = inv_t
             self_weight[empty] = inv_t
             undefined[empty] = False

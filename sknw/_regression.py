@@ -532,8 +532,8 @@ class NadarayaWatsonRegressor(RegressorMixin, GradientMixin, NadarayaWatsonBase)
 
         def sizes(Q):
             fit = self._local_fit(Q, validated=True)
-            with np.errstate(divide="ignore"):
-                return 1.0 / fit.spread
+            with np.errstate(divide="ignore", under="ignore"):
+                return self._weight_unit() / fit.spread
 
         return self._batched(X, sizes)
 
@@ -579,19 +579,24 @@ class NadarayaWatsonRegressor(RegressorMixin, GradientMixin, NadarayaWatsonBase)
     def _fit_noise_variance(self):
         """Resolve ``noise_variance_`` (the global one needs a pass over X).
 
-        ``_noise_scaled`` holds it in units of the squared target scale of
-        :meth:`_centred_targets` (None for ``"local"``).
+        ``_noise_sd`` holds its square root in units of the target scale of
+        :meth:`_centred_targets`, per unit of the weights divided by
+        :meth:`_weight_unit` (None for ``"local"``): a square root, which
+        neither overflows nor underflows where the weights are near the ends
+        of the float range.
         """
         nv = self.noise_variance
         if nv == "local":
-            self.noise_variance_ = self._noise_scaled = None
+            self.noise_variance_ = self._noise_sd = None
             return
+        c = self._weight_unit()
         if nv == "global":
             w = self.sample_weight_
             rows = slice(None) if w is None else w > 0
             fit = self._local_fit(self.X_fit_[rows], validated=True)
             y, y_scale = self._values()[rows], fit.y_scale
-            scaled = global_noise_variance(fit, y, None if w is None else w[rows])
+            wn = None if w is None else w[rows] / c
+            scaled = global_noise_variance(fit, y, wn)
             if not np.all(np.isfinite(scaled)):
                 warn(
                     "The global noise variance is undefined: the fit "
@@ -599,23 +604,26 @@ class NadarayaWatsonRegressor(RegressorMixin, GradientMixin, NadarayaWatsonBase)
                     "small for any residual). Standard errors will be NaN.",
                     UndefinedStdWarning,
                 )
-        else:
-            _, _, y_scale = self._centred_targets()
-            scaled = np.full(y_scale.shape, float(nv)) / y_scale**2
-        self._noise_scaled = scaled
-        with np.errstate(over="ignore"):
-            self.noise_variance_ = scaled * y_scale**2
+            self._noise_sd = np.sqrt(scaled)
+            with np.errstate(over="ignore", under="ignore"):
+                self.noise_variance_ = scaled * y_scale**2 * c
+            return
+        # Per unit of weight: per unit of the divided weights, divided by c.
+        _, _, y_scale = self._centred_targets()
+        self._noise_sd = np.sqrt(float(nv)) / y_scale / np.sqrt(c)
+        self.noise_variance_ = np.full(y_scale.shape, float(nv))
 
     def _std(self, fit):
         """Standard errors (m, k) of a :class:`LocalFit`, warning on NaN."""
-        scaled = getattr(self, "_noise_scaled", None)
-        if scaled is None:
+        sd = getattr(self, "_noise_sd", None)
+        if sd is None:
             var, undefined = local_noise_variance(fit)
+            sd = np.sqrt(var)
         else:
-            var = np.broadcast_to(scaled, fit.estimate.shape)
-            undefined = fit.undefined[:, None] | ~np.isfinite(var)
+            sd = np.broadcast_to(sd, fit.estimate.shape)
+            undefined = fit.undefined[:, None] | ~np.isfinite(sd)
         with np.errstate(invalid="ignore", over="ignore"):
-            std = np.sqrt(var * fit.spread[:, None]) * fit.y_scale
+            std = sd * np.sqrt(fit.spread)[:, None] * fit.y_scale
         std[undefined] = np.nan
         n_undefined = int(undefined.any(axis=1).sum())
         if n_undefined:

@@ -5,6 +5,7 @@ import warnings
 import numpy as np
 import pytest
 from _expected_warnings import warns_about
+from numpy.testing import assert_allclose
 from scipy.stats import norm
 
 from sknw import (
@@ -427,7 +428,8 @@ def test_precision_weights_simulation():
             pooled.append(est.noise_variance_[0])
             fit = est._local_fit(Q)
             var, _ = local_noise_variance(fit)
-            local.append(var[:, 0] * fit.y_scale[0] ** 2)
+            # Per unit of the weights divided by their power of two.
+            local.append(var[:, 0] * fit.y_scale[0] ** 2 * est._weight_unit())
             estimates.append(est.predict(Q))
             stds.append(est.standard_error(Q))
         assert 0.9 < np.mean(pooled) / sigma**2 < 1.1
@@ -524,3 +526,29 @@ def test_gaussian_at_a_vanishing_bandwidth_is_the_nearest_point():
     est = NadarayaWatsonRegressor(bandwidth=1e-200, noise_variance=0.25).fit(X, y)
     np.testing.assert_allclose(est.effective_sample_size(Q), 1.0)
     np.testing.assert_allclose(est.standard_error(Q), 0.5)
+
+
+@pytest.mark.parametrize("est_class", ESTIMATORS)
+@pytest.mark.parametrize("scale", [1e-310, 2.0**-1070, 1e300])
+def test_standard_errors_do_not_change_with_the_scale_of_the_weights(est_class, scale):
+    # Precision weights: the variance of observation j is sigma^2 / w_j, so
+    # the standard errors and the effective sample sizes in units of the
+    # weights follow their relative sizes, down to subnormal weights.
+    rng = np.random.default_rng(5)
+    X = rng.uniform(0, 1, (40, 1))
+    y = np.sin(3 * X[:, 0]) + 0.1 * rng.normal(size=40)
+    w = rng.choice([0.5, 1.0, 3.0], 40)
+    Q = np.array([[0.2], [0.5], [0.9]])
+    for nv in ("local", "global", 0.01):
+        ref = est_class(bandwidth=0.2, noise_variance=nv).fit(X, y, sample_weight=w)
+        est = est_class(bandwidth=0.2, noise_variance=nv)
+        est.fit(X, y, sample_weight=scale * w)
+        expected = ref.standard_error(Q)
+        if nv == 0.01:  # the noise variance of an observation of weight 1
+            expected = expected / np.sqrt(scale)
+            if not np.all(np.isfinite(expected)):
+                continue
+        assert_allclose(est.standard_error(Q), expected, rtol=1e-9)
+    size = est_class(bandwidth=0.2).fit(X, y, sample_weight=scale * w)
+    ratio = size.effective_sample_size(Q) / ref.effective_sample_size(Q)
+    assert_allclose(ratio, scale, rtol=1e-9)
