@@ -36,7 +36,7 @@ def effective_sample_size(w):
     w = np.asarray(w, dtype=np.float64)
     if not np.any(w > 0):
         return 0.0
-    w = w / np.max(w)  # exact ratios, free of overflow and underflow
+    w = w / np.max(w)  # the ratios, free of overflow and underflow
     return float(np.sum(w) ** 2 / np.sum(w * w))
 
 
