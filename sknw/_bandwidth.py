@@ -214,8 +214,9 @@ def rule_bandwidth(
     with np.errstate(over="ignore"):
         unit = np.ldexp(1.0, -exponent)
     w = np.ldexp(w, -exponent)
-    n_factor = np.exp(-(np.log(w.sum()) + exponent * np.log(2.0)) / (d + 4))
-    if count is not None:
+    if count is None:
+        n_factor = np.exp(-(np.log(w.sum()) + exponent * np.log(2.0)) / (d + 4))
+    else:
         n_factor = float(count) ** (-1.0 / (d + 4))
     factor = kernel_factor(kernel)
     tiny, huge = np.finfo(np.float64).tiny, np.finfo(np.float64).max

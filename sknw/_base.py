@@ -56,7 +56,7 @@ from ._validation import (
     check_sample_weight,
     resolve_metric_params,
 )
-from .exceptions import EmptyWindowWarning, QueryWarning, warn
+from .exceptions import EMPTY_WINDOWS, EmptyWindowWarning, QueryWarning, warn
 from .kernels import KERNELS, Kernel, get_kernel
 
 #: Tile size used by the estimators (see :func:`default_tile_elements`).
@@ -671,10 +671,10 @@ class NadarayaWatsonBase(BaseEstimator):
             scale=self._scale(),
             sample_weight=w,
             tile_elements=_tile_elements(),
-            **self._leave_out(own, w),
+            **self._leave_out(own),
         )
 
-    def _leave_out(self, own, w):
+    def _leave_out(self, own):
         """The core's leave-one-out parameters for queries that are the
         training points ``own`` (none for None): each point's whole row
         leaves its own sums, whatever its weight (see :mod:`sknw._weights`)."""
@@ -724,7 +724,7 @@ class NadarayaWatsonBase(BaseEstimator):
             raise self._empty_error(empty)
         else:
             warn(
-                f"{_EMPTY_WINDOWS}; they use empty_window={policy!r}.",
+                f"{EMPTY_WINDOWS}; they use empty_window={policy!r}.",
                 EmptyWindowWarning,
                 n_affected=int(empty.sum()),
                 n_queries=empty.shape[0],
@@ -746,7 +746,7 @@ class NadarayaWatsonBase(BaseEstimator):
                 tile_elements=_tile_elements(),
                 factors=factors,
                 on_mean=self._warn_no_factor,
-                **self._leave_out(own, w),
+                **self._leave_out(own),
                 **params,
             )
         if policy == "mean":
@@ -874,13 +874,6 @@ def _raw_rows(X):
         return as_rows(X)
     except (TypeError, ValueError):
         return np.asarray(X, dtype=object)
-
-
-#: The message of the empty-window warnings (the counts in its attributes).
-_EMPTY_WINDOWS = (
-    "Some queries have no training point with a non-zero kernel weight (an "
-    "empty window of the kernel at the fitted bandwidth)"
-)
 
 
 def _merge_warnings(caught, m):

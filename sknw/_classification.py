@@ -23,7 +23,6 @@ from ._validation import (
     check_sample_weight,
     dense_training,
 )
-from ._weights import distinct_rows
 from .kernels import KERNELS, Kernel
 
 #: Kernel names the classifier accepts: those of non-negative kernels.
@@ -550,12 +549,7 @@ class NadarayaWatsonClassifierCV(CVSelectionMixin, NadarayaWatsonClassifier):
         groups = check_groups(groups, X.shape[0], self.cv)
         self._fit_span(w)
         self.metric_params_ = self._resolve_metric_params(X, w)
-        # Leave-one-out sees each distinct observation once (sknw._weights).
-        Xs, ys, ws = (
-            (X, self.y_fit_, w)
-            if self.cv is not None
-            else distinct_rows(X, self.y_fit_, w)
-        )
+        Xs, ys, ws = self._search_rows(X, self.y_fit_, w)
         self._select(
             Xs, self._onehot(ys), ys, ws, "classification", self.classes_,
             groups=groups,

@@ -22,7 +22,7 @@ from ._local_frame import row_groups
 from ._sums import Head, power_of_two_scale
 from ._sums._base import scale_of
 from ._sums._traits import is_compact, is_user
-from .exceptions import EmptyWindowWarning, warn
+from .exceptions import EMPTY_WINDOWS, EmptyWindowWarning, warn
 from .kernels import Gaussian, Kernel
 
 #: Metrics whose scaled distance is a quadratic form, and the power ``a`` of
@@ -269,8 +269,7 @@ def empty_gradient(est, empty, warned=False):
         raise est._empty_error(empty)
     value = np.nan if policy == "nan" else 0.0
     warn(
-        "Some queries have no training point with a non-zero kernel weight (an "
-        f"empty window); their gradient is {value} (empty_window={policy!r}).",
+        f"{EMPTY_WINDOWS}; their gradient is {value} (empty_window={policy!r}).",
         EmptyWindowWarning,
         n_affected=int(np.sum(empty)),
         n_queries=np.size(empty),

@@ -100,7 +100,7 @@ def query_centred_cv(est, X, Y, w, unit, cands, folds):
     )
     if est.algorithm not in ("auto", *accepted):
         return {}
-    X, V, w, kept, mid, y_scale, spread, orders, splits, shared = _prepared(
+    X, V, w, mid, y_scale, spread, orders, splits, shared = _prepared(
         est, X, Y, w, unit, folds
     )
     params = {
@@ -118,7 +118,7 @@ def query_centred_cv(est, X, Y, w, unit, cands, folds):
         for i, head in members
     }
     preds_all, pending = _fast_passes(
-        est, accepted, X, V, w, kept, Y.shape, cands, scaled,
+        est, accepted, X, V, w, Y.shape, cands, scaled,
         list(zip(splits, shared, strict=True)), params, (mid, y_scale), spread,
     )  # fmt: skip
     # The points the fast path left, of every candidate of a split at once
@@ -128,7 +128,7 @@ def query_centred_cv(est, X, Y, w, unit, cands, folds):
         items = [item for item in pending[s] if item[0] in preds_all]
         for chunk in _chunks(items, FIT_ROWS):
             left = _line_fits(
-                est, X, V, w, kept, scaled, (train, test, share), chunk, spread,
+                est, X, V, w, scaled, (train, test, share), chunk, spread,
                 preds_all, (mid, y_scale),
             )  # fmt: skip
             for i, (points, centres) in left.items():
@@ -144,7 +144,7 @@ def query_centred_cv(est, X, Y, w, unit, cands, folds):
     return out
 
 
-def _fast_passes(est, accepted, X, V, w, kept, shape, cands, scaled, splits,
+def _fast_passes(est, accepted, X, V, w, shape, cands, scaled, splits,
                  params, level, spread):  # fmt: skip
     """The fast paths' passes of :func:`query_centred_cv`: ``(preds,
     pending)``, the estimates of the candidates served on every split
@@ -160,7 +160,7 @@ def _fast_passes(est, accepted, X, V, w, kept, shape, cands, scaled, splits,
         preds = {i: np.full(shape, np.nan) for i in batch}
         for s, ((train, test), share) in enumerate(splits):
             got = _batch_moments(
-                est, accepted, X, V, w, kept, list(preds), scaled,
+                est, accepted, X, V, w, list(preds), scaled,
                 (train, test, share), params,
             )  # fmt: skip
             # A candidate the choice does not serve on a split: none of it.
@@ -195,12 +195,11 @@ def _fit_tolerance(est):
 
 def _prepared(est, X, Y, w, unit, folds):
     """What every pass of a search over the same data shares: the targets
-    of :func:`moment_targets` and the weights kept by left-out points, for
-    leave-one-out sorted once (each candidate's backend then finds its
-    queries and training points in order, and its results need no
-    permutation) with that order and its inverse (``orders``, None for
-    K-fold), the splits, and per split the dict of what its indexes share
-    across candidates.
+    of :func:`moment_targets`, for leave-one-out sorted once (each
+    candidate's backend then finds its queries and training points in order,
+    and its results need no permutation) with that order and its inverse
+    (``orders``, None for K-fold), the splits, and per split the dict of
+    what its indexes share across candidates.
 
     Kept in ``est._local_passes`` for the passes that follow on the same
     arrays (the estimator drops it at the end of its search)."""
@@ -210,7 +209,6 @@ def _prepared(est, X, Y, w, unit, folds):
         if all(a is b for a, b in zip(kept_passes[0], key, strict=True)):
             return kept_passes[2]
     V, mid, y_scale, spread = moment_targets(Y, w)
-    kept = None  # leaving a point out removes its whole row
     splits = [(None, None)] if folds is None else folds
     orders = None
     if folds is None:
@@ -221,12 +219,12 @@ def _prepared(est, X, Y, w, unit, folds):
         inverse[order] = np.arange(order.size)
         orders = (order, inverse)
     shared = [{} for _ in splits]
-    prepared = (X, V, w, kept, mid, y_scale, spread, orders, splits, shared)
+    prepared = (X, V, w, mid, y_scale, spread, orders, splits, shared)
     est._local_passes = (key, unit, prepared)
     return prepared
 
 
-def _batch_moments(est, accepted, X, V, w, kept, batch, scaled, split, params):
+def _batch_moments(est, accepted, X, V, w, batch, scaled, split, params):
     """``{i: (moments, rows, n_positive) or None}`` of the candidates
     ``batch`` on one split (as :func:`_split_moments`): for leave-one-out,
     the heads of one scale and kernel together where the core sums a grid's
@@ -240,7 +238,7 @@ def _batch_moments(est, accepted, X, V, w, kept, batch, scaled, split, params):
             groups.setdefault((id(scale), head.kernel), []).append(i)
         for members in groups.values():
             scale, head = scaled[members[0]]
-            request, Xq, rows, query = _request(X, V, w, kept, head, scale, split,
+            request, Xq, rows, query = _request(X, V, w, head, scale, split,
                                                 params)  # fmt: skip
             heads = [scaled[i][1] for i in members]
             sums = grid_local_moments(est.algorithm, accepted, request, heads, 2,
@@ -251,12 +249,12 @@ def _batch_moments(est, accepted, X, V, w, kept, batch, scaled, split, params):
     for i in batch:
         if i not in got:
             scale, head = scaled[i]
-            got[i] = _split_moments(est, accepted, X, V, w, kept, head, scale,
+            got[i] = _split_moments(est, accepted, X, V, w, head, scale,
                                     split, params)  # fmt: skip
     return got
 
 
-def _request(X, V, w, kept, head, scale, split, params):
+def _request(X, V, w, head, scale, split, params):
     """``(request, Xq, rows, query)`` of one candidate on a split (``(train,
     test, shared)``, ``train`` None for leave-one-out of every point,
     ``shared`` the dict of what the split's indexes share across
@@ -270,7 +268,7 @@ def _request(X, V, w, kept, head, scale, split, params):
     if train is None:
         Xq, Xt, Vt, wt = X, X, V, w
         rows = np.arange(X.shape[0])
-        loo = {"exclude_self": True, "self_weight": kept}
+        loo = {"exclude_self": True}
     else:
         Xq, Xt, Vt = X[test], X[train], V[train]
         wt = None if w is None else w[train]
@@ -298,18 +296,18 @@ def _positive(request, rows, query):
     wt = request.sample_weight
     n_positive = request.X.shape[0] if wt is None else int(np.sum(wt > 0))
     if query.get("exclude_self"):
-        n_positive = n_positive - removed_entirely(rows, wt, query["self_weight"])
+        n_positive = n_positive - removed_entirely(rows, wt)
     return n_positive
 
 
-def _split_moments(est, accepted, X, V, w, kept, head, scale, split, params):
+def _split_moments(est, accepted, X, V, w, head, scale, split, params):
     """``(moments, rows, n_positive)`` of one split (``split``: ``(train,
     test, shared)``, ``train`` None for leave-one-out of every point,
     ``shared`` the dict of what the split's indexes share across candidates)
     by a backend summing local moments (of the ``accepted`` names), with the
     number of training points of positive weight of each query's fit; None
     where the choice gives none or where no training point weighs."""
-    request, Xq, rows, query = _request(X, V, w, kept, head, scale, split, params)
+    request, Xq, rows, query = _request(X, V, w, head, scale, split, params)
     n_positive = _positive(request, rows, query)
     if not np.any(np.asarray(n_positive) > 0):  # empty windows: the exact passes
         return None
@@ -390,7 +388,7 @@ def _left(i, got, left, X, scaled):
     return i, points, means, n_positive[left] if np.ndim(n_positive) else n_positive
 
 
-def _line_fits(est, X, V, w, kept, scaled, split, items, spread, preds, level):
+def _line_fits(est, X, V, w, scaled, split, items, spread, preds, level):
     """Serve the points of a split the fast path left (``items`` of
     :func:`_left`) from their moments term by term over their windows
     (:func:`~sknw._sums.line_moments`), about their windows' means as the
@@ -417,7 +415,7 @@ def _line_fits(est, X, V, w, kept, scaled, split, items, spread, preds, level):
     centres = np.where(np.isfinite(means), means, X[points, 0])
     served = np.zeros(points.size, dtype=bool)
     estimate = np.full((points.size, V.shape[1]), np.nan)
-    train_params = _line_params(est, X, V, w, kept, split)
+    train_params = _line_params(est, X, V, w, split)
     groups = _line_groups(scaled, items)
     todo = np.arange(points.size)
     for _ in range(2):
@@ -458,7 +456,7 @@ def _line_fits(est, X, V, w, kept, scaled, split, items, spread, preds, level):
     return out
 
 
-def _line_params(est, X, V, w, kept, split):
+def _line_params(est, X, V, w, split):
     """The training points, values and parameters of
     :func:`~sknw._sums.line_moments` on a split (``(train, test, shared)``,
     ``train`` None for leave-one-out, whose points are sorted; the order of
@@ -466,7 +464,7 @@ def _line_params(est, X, V, w, kept, split):
     train, _, share = split
     if train is None:
         Xt, Vt, wt, order = X, V, w, np.arange(X.shape[0])
-        loo = {"exclude_self": True, "self_weight": kept}
+        loo = {"exclude_self": True}
     else:
         Xt, Vt, wt = X[train], V[train], None if w is None else w[train]
         if "line_order" not in share:

@@ -134,8 +134,6 @@ def cv_predictions(
     preds = np.full((len(cands), n, k), np.nan)
     n_empty = np.zeros(len(cands), dtype=np.intp)
     empties = np.zeros((len(cands), n), dtype=bool)
-    # Leaving a point out removes its whole row (see sknw._weights).
-    kept = None
     splits = [(None, None)] if folds is None else folds
     for scale, members in groups:
         for split, (train, test) in enumerate(splits):
@@ -149,25 +147,21 @@ def cv_predictions(
                 wt = None if w is None else w[train]
                 own, loo = None, {}
             heads = split_heads(
-                members, cands, Xq, Xt, wt, own, kept, unit, scale, test,
+                members, cands, Xq, Xt, wt, own, unit, scale, test,
                 X.shape, metric=metric, metric_params=metric_params,
                 tile_elements=tile_elements,
             )  # fmt: skip
             results = grid_sums(
                 algorithm, accepted, Xq, Xt, Vc if train is None else Vc[train],
                 heads, n_jobs=n_jobs, metric=metric, metric_params=metric_params,
-                scale=scale, sample_weight=wt,
-                self_weight=kept if train is None else None,
-                tile_elements=tile_elements,
+                scale=scale, sample_weight=wt, tile_elements=tile_elements,
                 pairs=None if pairs is None else partial(pairs.sums, split),
                 tolerance=tolerance, **loo,
             )  # fmt: skip
             fallbacks = _Fallbacks(
                 Xq, Xt, Vt, wt, scale=scale, metric=metric,
                 metric_params=metric_params, tile_elements=tile_elements,
-                exclude_self=train is None,
-                self_weight=kept if train is None else None,
-                self_index=own,
+                exclude_self=train is None, self_index=own,
             )  # fmt: skip
             for (i, _), head, (S, den, M) in zip(members, heads, results, strict=True):
                 factors = getattr(head, "factors", None)
@@ -407,8 +401,7 @@ class CVSelectionMixin:
         groups = check_groups(groups, X.shape[0], self.cv)
         self._fit_span(w)
         self.metric_params_ = self._resolve_metric_params(X, w)
-        # Leave-one-out sees each distinct observation once (sknw._weights).
-        Xs, ys, ws = (X, y, w) if self.cv is not None else distinct_rows(X, y, w)
+        Xs, ys, ws = self._search_rows(X, y, w)
         V, finish = self._cv_values(
             Xs, ys.reshape(ys.shape[0], -1), normalised_weights(ws)[0]
         )
@@ -417,6 +410,12 @@ class CVSelectionMixin:
         self._resolve_algorithm(self._selected_scaling)
         self._fit_noise_variance()
         return self
+
+    def _search_rows(self, X, y, w):
+        """The rows the search scores: each distinct observation once for
+        leave-one-out (:func:`~sknw._weights.distinct_rows`), all of them
+        for K-fold, whose splits are of the rows."""
+        return (X, y, w) if self.cv is not None else distinct_rows(X, y, w)
 
     def _select_on(self, X, y, w):
         """Select kernel and bandwidth on validated training data (targets,

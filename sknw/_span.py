@@ -272,12 +272,12 @@ def span_bandwidth(shape, span, X, sample_weight, *, metric, metric_params, scal
         return shape * size
 
 
-def split_heads(members, cands, Xq, Xt, wt, own, kept, unit, scale, rows, shape, **p):
+def split_heads(members, cands, Xq, Xt, wt, own, unit, scale, rows, shape, **p):
     """The candidates' heads in one split of the cross-validation: with a
     span, each query's nearest-neighbour bandwidth among the split's training
     points ``Xt`` (the weights ``wt`` counted in units of ``unit``;
-    leave-one-out, ``own``: each point keeping ``kept`` of its weight in its
-    own window), also recorded per feature for the local fits in
+    leave-one-out, ``own``: each point's row left out of its own window),
+    also recorded per feature for the local fits in
     ``cand["query_bandwidths"]`` (of shape ``shape``, at the queries'
     ``rows``); the others as they are. ``p``: the metric, its parameters and
     the tile size."""
@@ -287,11 +287,9 @@ def split_heads(members, cands, Xq, Xt, wt, own, kept, unit, scale, rows, shape,
         if span is not None:
             with np.errstate(over="ignore"):
                 counted = None if wt is None else wt / unit
-                kept_n = None if kept is None or own is None else kept / unit
             h = neighbour_distances(
-                Xq, Xt, span, scale=scale, sample_weight=counted, own=own,
-                kept=kept_n, **p,
-            )  # fmt: skip
+                Xq, Xt, span, scale=scale, sample_weight=counted, own=own, **p
+            )
             head = Head(head.kernel, h)
             store = cands[i].setdefault("query_bandwidths", np.ones(shape))
             store[rows] = feature_bandwidths(scale, h, shape[1])

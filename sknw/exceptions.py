@@ -16,6 +16,13 @@ __all__ = [
 ]
 
 
+#: The opening of the empty-window warnings' message (the counts are in the
+#: warning's attributes).
+EMPTY_WINDOWS = (
+    "Some queries have no training point with a non-zero kernel weight (an "
+    "empty window of the kernel at the fitted bandwidth)"
+)
+
 #: The warnings shown under the ``"default"`` action, by text, category and
 #: place (see :func:`warn`).
 _SHOWN = set()

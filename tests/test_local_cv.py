@@ -90,8 +90,8 @@ def test_points_the_fast_path_leaves_are_served_from_their_windows(
     counted = []
     original = _local_cv._line_fits
 
-    def spy(est, Xs, V, w, kept, scaled, split, items, *rest):
-        out = original(est, Xs, V, w, kept, scaled, split, items, *rest)
+    def spy(est, Xs, V, w, scaled, split, items, *rest):
+        out = original(est, Xs, V, w, scaled, split, items, *rest)
         # The points left, and still left, whose window holds another point
         # of positive weight (the others' estimates are the empty window's).
         train = np.arange(Xs.shape[0]) if split[0] is None else split[0]
