@@ -1,20 +1,17 @@
 """In-sample selection criteria of linear smoothers, ``scoring="aicc"`` and
-``scoring="gcv"``, from the leave-one-out estimates and each point's self
-weight (the diagonal of the smoother matrix), both from the one
-leave-one-out pass.
+``scoring="gcv"``, from the fitted values at the training points and each
+point's self weight ``H_ii`` (the diagonal of the smoother matrix), both from
+the one leave-one-out pass.
 
-For a smoother whose leave-one-out estimate drops a point's own weight and
-renormalises (Nadaraya--Watson), or refits the point's local weighted least
-squares without it (local linear, by Sherman--Morrison; see
-:func:`sknw._local_linear_cv._local_shares`), the fitted value at a training
-point is
-``yhat_i = (1 - r_i) yloo_i + r_i y_i``, with ``r_i`` the share of its own
-term in its full weight sum: its self weight ``H_ii = r_i`` (leaving a point
-out removes its whole row). With ``n`` the effective sample size of the
-weights (``(sum w)**2 / sum(w**2)``, the number of points for equal weights;
-see :mod:`sknw._weights`), the residual sum of squares ``RSS = n sum_i w_i
-(y_i - yhat_i)**2 / sum_i w_i``, ``sigma2 = RSS / n`` and ``tr = sum_i
-H_ii``:
+For Nadaraya--Watson, whose leave-one-out estimate drops a point's own weight
+and renormalises, ``H_ii`` is the share ``r_i`` of the point's own term in its
+full weight sum (leaving a point out removes its whole row) and the fitted
+value is ``(1 - r_i) yloo_i + r_i y_i``. The local fits solve their full fits
+from the same sums (see :func:`sknw._local_linear_cv._full_fit`). With ``n``
+the effective sample size of the weights (``(sum w)**2 / sum(w**2)``, the
+number of points for equal weights; see :mod:`sknw._weights`), the residual
+sum of squares ``RSS = n sum_i w_i (y_i - yhat_i)**2 / sum_i w_i``,
+``sigma2 = RSS / n`` and ``tr = sum_i H_ii``:
 
 * AICc (Hurvich, Simonoff and Tsai, 1998):
   ``log(sigma2) + 1 + 2 (tr + 1) / (n - tr - 2)``;
@@ -63,11 +60,11 @@ def check_in_sample(scoring, kind, cv, owner, supported):
     return scoring
 
 
-def in_sample_scores(preds, shares, y, w, criterion):
-    """Minus ``criterion`` of each candidate from its leave-one-out estimates
-    ``preds`` (n_candidates, n, k) and removed shares ``shares``
+def in_sample_scores(fitted, self_weights, y, w, criterion):
+    """Minus ``criterion`` of each candidate from its fitted values
+    ``fitted`` (n_candidates, n, k) and self weights ``self_weights``
     (n_candidates, n; see the module docstring); ``w`` the normalised
-    weights (None for unit weights). A candidate with any NaN estimate
+    weights (None for unit weights). A candidate with any NaN fitted value
     scores NaN."""
     n_pts = y.shape[0]
     Y = np.asarray(y, dtype=np.float64).reshape(n_pts, -1)
@@ -77,13 +74,12 @@ def in_sample_scores(preds, shares, y, w, criterion):
     eps, tiny = np.finfo(np.float64).eps, np.finfo(np.float64).tiny
     top = np.max(np.abs(Y), axis=0) if n_pts else np.zeros(Y.shape[1])
     floor = n * (RSS_FLOOR * eps * top) ** 2 + tiny
-    scores = np.full(preds.shape[0], np.nan)
-    for i, (pred, share) in enumerate(zip(preds, shares, strict=True)):
-        if np.isnan(pred).any() or np.isnan(share).any():
+    scores = np.full(fitted.shape[0], np.nan)
+    for i, (fit, h) in enumerate(zip(fitted, self_weights, strict=True)):
+        if np.isnan(fit).any() or np.isnan(h).any():
             continue
-        fitted = (1.0 - share)[:, None] * pred + share[:, None] * Y
-        rss = np.maximum(counts @ (Y - fitted) ** 2, floor)
-        tr = float(np.sum(share * copies))
+        rss = np.maximum(counts @ (Y - fit) ** 2, floor)
+        tr = float(np.sum(h * copies))
         with np.errstate(divide="ignore", invalid="ignore"):
             if criterion == "aicc":
                 room = n - tr - 2.0

@@ -1,6 +1,8 @@
 """Local linear regression with the kernel and bandwidth chosen by
 cross-validation: exact leave-one-out through the moments of the local fits."""
 
+from functools import partial
+
 import numpy as np
 from sklearn.base import _fit_context
 
@@ -24,18 +26,20 @@ _EPS = np.finfo(np.float64).eps
 EXACT_ALGORITHMS = algorithms(fixed_values=False, tolerance=False)
 
 
-def _local_shares(shares, distance):
-    """The removed shares of the local linear fit at the training points from
-    those of Nadaraya--Watson (``shares``, ``r``) and each left-out point's
-    squared Mahalanobis distance ``l`` from its window's mean: by
-    Sherman--Morrison on the local design, ``h = r' q / (1 + r' q)`` with
-    ``r' = r / (1 - r)`` (the removed weight over the weight that remains)
-    and ``q = 1 + l`` (1 where the design is singular: Nadaraya--Watson)."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = shares / (1.0 - shares)
-        rq = ratio * (1.0 + distance)
-        h = rq / (1.0 + rq)
-    return np.where(shares >= 1.0, 1.0, h)
+def _full_fit(solve, averages, V, shares):
+    """The full fits at the training points from their leave-one-out
+    averages of the moment columns ``V`` and their removed shares ``r``
+    (see :mod:`sknw._criteria`): each point's own row back with weight
+    ``r``, solved by ``solve`` (the search's :func:`local_solution`). Its
+    weight in its own fitted value (the smoother matrix's diagonal) is
+    ``H_ii = r (1 + l)``, ``l`` the solution's squared Mahalanobis distance
+    of the point from its window's mean (0 where the design is singular:
+    Nadaraya--Watson's ``r``); where leaving the point out makes its window
+    singular, the full fit passes through it, ``H_ii = 1``."""
+    r = shares[:, None]
+    with np.errstate(invalid="ignore"):
+        full = np.where(r >= 1.0, V, (1.0 - r) * averages + r * V)
+    return solve(full, few=None)
 
 
 class LocalPolynomialCVFit(CVSelectionMixin, LocalPolynomialFit):
@@ -151,8 +155,8 @@ class LocalPolynomialCVFit(CVSelectionMixin, LocalPolynomialFit):
         points beyond the fast paths' bound, take the exact path of
         predictions (see :func:`~sknw._local_cv.exact_estimates`). With
         ``shares`` (the in-sample criteria), every candidate takes the exact
-        passes, and ``shares`` receives each point's removed share of the
-        local linear fit (:func:`_local_shares`)."""
+        passes, ``shares`` receives each point's self weight and the
+        estimates are the full fits' (see :func:`_full_fit`)."""
         local = {}
         spans = any(c.get("span") is not None for c in cands)
         if shares is None and self._degree() == 1 and not spans:
@@ -161,19 +165,29 @@ class LocalPolynomialCVFit(CVSelectionMixin, LocalPolynomialFit):
         preds = np.full((len(cands), X.shape[0], self._cv_targets.shape[1]), np.nan)
         n_empty = np.zeros(len(cands), dtype=np.intp)
         if rest:
+            fit_self = finish
+            if shares is not None:
+                # The removed shares, known once the passes are done, give
+                # the full fits' self weights.
+                def fit_self(averages, cands, empty):
+                    return finish(averages, cands, empty, shares=shares)
+
             p, e = super()._cv_estimates(
-                X, V, w, unit, [cands[i] for i in rest], folds, finish, shares=shares
+                X, V, w, unit, [cands[i] for i in rest], folds, fit_self, shares=shares
             )
             preds[rest], n_empty[rest] = p, e
             if shares is not None:
-                shares[:] = _local_shares(shares, finish.distance)
+                shares[:] = finish.self_weights
             # Points whose frame lost digits: again, exactly (for leave-one-out
             # and for each training fold).
             splits = [(None, None)] if folds is None else folds
+            everything = np.arange(X.shape[0])
             for j, i in enumerate(rest):
                 lost = finish.rounding[j] > FRAME_ROUNDING
                 for train, test in splits:
                     redo = np.flatnonzero(lost) if train is None else test[lost[test]]
+                    if shares is not None:  # the full fits
+                        train = everything
                     if redo.size:
                         preds[i][redo] = exact_estimates(
                             self, cands[i], X, w, unit, train, redo
@@ -217,14 +231,16 @@ class LocalPolynomialCVFit(CVSelectionMixin, LocalPolynomialFit):
         terms = monomial_terms(d, p)
         Zp = monomials(Z, p)
 
-        def finish(averages, cands, empty):
+        def finish(averages, cands, empty, shares=None):
+            """The leave-one-out estimates from their ``averages``; with the
+            removed ``shares``, the full fits' (for the in-sample criteria)."""
             out = np.empty((len(cands), Z.shape[0], k))
             # The rounding of each left-out point's local covariance in this
             # one frame, in bandwidths squared (see FRAME_ROUNDING).
             finish.rounding = np.zeros((len(cands), Z.shape[0]))
-            # Each left-out point's squared Mahalanobis distance from its
-            # window's mean (its leverage, for the in-sample criteria).
-            finish.distance = np.zeros((len(cands), Z.shape[0]))
+            # With the removed ``shares``: each point's weight in its own
+            # fitted value (the smoother matrix's diagonal, see _full_fit).
+            finish.self_weights = None if shares is None else np.empty_like(shares)
             for i, cand in enumerate(cands):
                 t = unit / np.asarray(cand["bandwidth"], dtype=np.float64)
                 t = np.broadcast_to(t, (d,))
@@ -240,14 +256,19 @@ class LocalPolynomialCVFit(CVSelectionMixin, LocalPolynomialFit):
                     )
                 else:
                     to_bandwidth = [np.prod((t / np.max(t))[list(a)]) for a in terms]
-                sol = local_solution(
-                    averages[i], cols, len(terms), k, Zp, self.min_eigenvalue,
-                    few=empty[i], to_bandwidth=np.array(to_bandwidth),
+                solve = partial(
+                    local_solution, cols=cols, d=len(terms), k=k, Zq=Zp,
+                    min_eigenvalue=self.min_eigenvalue,
+                    to_bandwidth=np.array(to_bandwidth),
                     max_leverage=self.max_leverage, linear=d, basis=basis,
                     degree=p,
                 )  # fmt: skip
+                sol = solve(averages[i], few=empty[i])
                 out[i] = sol.estimate + mean
-                finish.distance[i] = sol.distance
+                if shares is not None:
+                    full = _full_fit(solve, averages[i], V, shares[i])
+                    out[i] = full.estimate + mean
+                    finish.self_weights[i] = shares[i] * (1.0 + full.distance)
                 # sol.second is in bandwidths (over max(t) for degree 1); the
                 # monomials of degree p lose about its p-th power.
                 with np.errstate(invalid="ignore", over="ignore"):
@@ -289,10 +310,10 @@ class LocalLinearRegressorCV(LocalPolynomialCVFit, LocalLinearRegressor):
     scoring : str, callable or None, default=None
         As in :class:`NadarayaWatsonRegressorCV`; ``None`` is the negative
         mean squared error. ``"aicc"`` and ``"gcv"`` take the self weight of
-        each point's local fit from its leave-one-out fit (Sherman--Morrison:
-        the removed weight's share times ``1 +`` its squared Mahalanobis
-        distance from its window's mean); every candidate then takes the
-        exact passes, not the one-feature fast paths.
+        each point's local fit (its own weight's share times ``1 +`` its
+        squared Mahalanobis distance from its window's mean: the diagonal of
+        the smoother matrix); every candidate then takes the exact passes,
+        not the one-feature fast paths.
     refine : bool, default=False
         As in :class:`NadarayaWatsonRegressorCV`: a bounded continuous search
         of the log-bandwidth after the grid.

@@ -487,10 +487,10 @@ class CVSelectionMixin:
             """Out-of-sample scores and empty-window counts of candidates."""
             if criterion is not None:
                 shares = np.full((len(cands), X.shape[0]), np.nan)
-                preds, n_empty = self._cv_estimates(
+                fitted, n_empty = self._cv_estimates(
                     X, V, w_n, unit, cands, folds, finish, shares=shares
                 )
-                mean = in_sample_scores(preds, shares, y_score, w_n, criterion)
+                mean = in_sample_scores(fitted, shares, y_score, w_n, criterion)
                 return (mean, None), n_empty
             preds, n_empty = self._cv_estimates(X, V, w_n, unit, cands, folds, finish)
             return score_candidates(preds, y_score, w_n, folds, scorer), n_empty
@@ -767,8 +767,10 @@ class CVSelectionMixin:
     def _cv_estimates(self, X, V, w, unit, cands, folds, finish, shares=None):
         """Out-of-sample estimates of every candidate, ``(n_candidates, n,
         k)``, and their numbers of empty windows (see :func:`cv_predictions`,
-        whose averages ``finish`` turns into estimates; ``shares`` receives
-        the removed shares of leave-one-out). An ``algorithm`` the passes
+        whose averages ``finish`` turns into estimates). With ``shares``
+        (leave-one-out, for the in-sample criteria), the fitted values of the
+        fits to every point instead, and ``shares`` receives each point's
+        self weight (see :mod:`sknw._criteria`). An ``algorithm`` the passes
         may not take (a backend of the estimator's other sums) leaves them
         to ``"auto"``."""
         accepted = self._pass_algorithms
@@ -801,6 +803,9 @@ class CVSelectionMixin:
         )
         if finish is not None:
             preds = finish(preds, cands, empties)
+        elif shares is not None:  # the fits to every point (V: the targets)
+            share = shares[:, :, None]
+            preds = (1.0 - share) * preds + share * V[None]
         return preds, n_empty
 
     @property

@@ -1,6 +1,8 @@
 """In-sample criteria, ``scoring="aicc"`` and ``"gcv"``, against explicit
 smoother matrices."""
 
+import warnings
+
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose
@@ -8,9 +10,12 @@ from scipy.spatial.distance import cdist
 
 from sknw import (
     LocalLinearRegressorCV,
+    LocalPolynomialRegressor,
+    LocalPolynomialRegressorCV,
     NadarayaWatsonClassifierCV,
     NadarayaWatsonRegressorCV,
 )
+from sknw.exceptions import QueryWarning
 from sknw.kernels import get_kernel
 
 
@@ -182,6 +187,44 @@ def test_local_linear_scores_are_minus_the_criteria_of_its_smoother(name, kernel
         -criterion(local_linear_smoother(X, h, kernel), Y, name) for h in bandwidths
     ]
     assert_allclose(cv.cv_results_["mean_test_score"], expected, rtol=1e-8)
+
+
+def fitted_smoother(estimator, X):
+    """The smoother matrix of ``estimator``'s final fit at the training
+    points: column ``j`` is its prediction from the targets ``e_j``."""
+    n = X.shape[0]
+    return np.column_stack(
+        [estimator.fit(X, np.eye(n)[j]).predict(X) for j in range(n)]
+    )
+
+
+@pytest.mark.parametrize("name", ["aicc", "gcv"])
+@pytest.mark.parametrize(("degree", "d"), [(1, 1), (2, 1), (1, 2)])
+def test_windows_that_leaving_a_point_out_makes_singular(name, degree, d):
+    # Clusters of a few points far apart: at small bandwidths a point's
+    # window without it is too thin for a line (or a parabola), yet the
+    # full fit passes through it (H_ii = 1); some windows are ridged.
+    rng = np.random.default_rng(20 + degree + d)
+    centres = rng.uniform(0, 10, (8, d))
+    X = np.vstack([c + rng.uniform(0, 0.3, (4, d)) for c in centres])
+    y = np.sin(X.sum(axis=1)) + 0.1 * rng.normal(size=X.shape[0])
+    bandwidths = [0.15, 0.4, 1.5]
+    cv = LocalPolynomialRegressorCV(
+        degree=degree, kernels="epanechnikov", bandwidths=bandwidths, scoring=name
+    )
+    cv.fit(X, y)
+    expected = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", QueryWarning)
+        for h in bandwidths:
+            est = LocalPolynomialRegressor(
+                degree=degree, kernel="epanechnikov", bandwidth=h
+            )
+            expected.append(-criterion(fitted_smoother(est, X), y[:, None], name))
+    # A parabola through four points 0.3 wide loses digits in the search's
+    # one frame for the whole data: about 1e-8 of the trace.
+    rtol = 1e-8 if degree == 1 else 1e-6
+    assert_allclose(cv.cv_results_["mean_test_score"], expected, rtol=rtol)
 
 
 def test_local_linear_criteria_with_frequency_weights():
