@@ -20,6 +20,7 @@ take the exact path of predictions over the training points of their windows
 """
 
 import warnings
+from math import comb
 
 import numpy as np
 from joblib import effective_n_jobs
@@ -42,13 +43,14 @@ from ._sums import (
 from ._sums._base import line_scale, removed_entirely
 
 #: Left-out points of the exact passes (one frame for all the data) whose
-#: local covariance rounds, in that frame, by more than this many bandwidths
-#: squared (``eps`` times its second moments about the frame's centre, in
-#: bandwidths: points more than about 670 bandwidths from it) are computed
-#: again by the exact path of predictions, in frames near them: a far
-#: training point stretches the one frame (a window whose variance is 0.01
-#: bandwidths squared keeps eight digits of it at the threshold).
-FRAME_ROUNDING = 1e-10
+#: local design rounds, in that frame, by more than this fraction of its
+#: smallest eigenvalue (``eps`` times the ``p``-th power of the second
+#: moments about the frame's centre, in bandwidths, for degree ``p``) are
+#: computed again by the exact path of predictions, in frames near them: a
+#: far training point stretches the one frame, and a thin window (points
+#: close together for the bandwidth, a high degree) leaves its design little
+#: above the rounding. Eight digits of the design's smallest direction.
+FRAME_ROUNDING = 1e-8
 
 #: The local fits of a search's candidates are solved together, as many
 #: candidates at once as make this many rows (one at a time from this many
@@ -575,8 +577,11 @@ def _windowed(est, cand, X, w, keep, rows, own, policy):
     (:func:`~sknw._sums.line_support`), and ``own`` (leave-one-out: the
     points' indices into ``keep``, None for K-fold) as indices into them.
     Unchanged where the estimates could depend on the other points: a
-    bandwidth per point (a span), discrete features, or an empty window
-    whose ``empty_window`` estimate holds points outside the windows."""
+    bandwidth per point (a span), discrete features, an empty window
+    whose ``empty_window`` estimate holds points outside the windows, or
+    fewer points of positive weight than the local polynomial has
+    coefficients (the fit would lower its degree, see
+    :func:`~sknw._local_polynomial.supported_degree`)."""
     if cand.get("span") is not None or est._discrete is not None:
         return keep, own
     Xk = X[keep]
@@ -591,6 +596,9 @@ def _windowed(est, cand, X, w, keep, rows, own, policy):
         **loo,
     )  # fmt: skip
     if support is None or support.size in (0, keep.size):
+        return keep, own
+    positive = support.size if wk is None else np.count_nonzero(wk[support] > 0)
+    if positive < comb(X.shape[1] + est._degree(), est._degree()):
         return keep, own
     if policy != "nan" and empty.any():
         return keep, own

@@ -211,7 +211,9 @@ class LocalSolution:
     :func:`query_basis`), ``cov``, ``cross``, ``a`` and ``ridge`` are of the
     monomials of the offsets from the query in bandwidth units. ``rounded``
     marks the designs found singular for the rounding of their moments (in
-    their frame), not for ``min_eigenvalue``."""
+    their frame), not for ``min_eigenvalue``; ``least`` is the smallest
+    eigenvalue of the whole design (all the monomials) as solved, its ridge
+    included, in the units of that test."""
 
     mean_y: np.ndarray
     mean_z: np.ndarray
@@ -229,6 +231,7 @@ class LocalSolution:
     linear_cov: np.ndarray = None
     basis: np.ndarray = None
     rounded: np.ndarray = None
+    least: np.ndarray = None
 
 
 def _solve(C, b):
@@ -278,6 +281,17 @@ def local_solution(
     )  # fmt: skip
 
 
+def _singular(smallest, top, min_eigenvalue, rounding):
+    """Which designs are singular, of smallest and largest eigenvalues
+    ``smallest`` and ``top`` (in bandwidth units): the smallest at most
+    ``min_eigenvalue`` times the largest, or within ``rounding`` of zero;
+    and which for the ``rounding`` of their moments alone (``rounded``),
+    which a frame nearer the query decides."""
+    threshold = min_eigenvalue * top
+    singular = ~(top > 0) | ~(smallest > np.maximum(threshold, rounding))
+    return singular, singular & (smallest > threshold)
+
+
 def _solution(
     A, cols, d, k, Zq, min_eigenvalue, few, to_bandwidth, max_leverage, linear,
     basis, degree,
@@ -321,9 +335,7 @@ def _solution(
     else:
         eig = np.linalg.eigvalsh(scaled)
     top = eig[:, -1]
-    singular = ~(top > 0) | ~(eig[:, 0] > np.maximum(min_eigenvalue * top, rounding))
-    # Singular for the rounding of the moments, not for min_eigenvalue.
-    rounded = singular & (eig[:, 0] > min_eigenvalue * top)
+    singular, rounded = _singular(eig[:, 0], top, min_eigenvalue, rounding)
     if linear == d:
         smallest, second_linear = eig[:, 0], trace
     if few is not None:
@@ -335,6 +347,7 @@ def _solution(
     distance = np.zeros(A.shape[0])
     ridge = np.zeros((A.shape[0], d))
     ridged = np.zeros(A.shape[0], dtype=bool)
+    least = eig[:, 0].copy()
     if ok.any():
         # Every design solvable (the common case): views, not copies.
         ok_rows = slice(None) if ok.all() else ok
@@ -349,6 +362,7 @@ def _solution(
                 scaled[over], dz[over] * t_over, max_leverage - 1.0
             )
             ridge[over] = lift[:, None] / (t_over * t_over)
+            least[over] += lift
             cov = cov.copy()
             cov[over] += ridge[over][:, :, None] * np.eye(d)[None]
             a[over] = _solve(cov[over], dz[over])
@@ -362,6 +376,7 @@ def _solution(
     return LocalSolution(
         mean_y, mean_z, cov, cross, a, ok, finite, estimate, smallest,
         second_linear, distance, ridge, ridged, linear_cov, T, rounded,
+        least,
     )  # fmt: skip
 
 
@@ -386,8 +401,7 @@ def _line_solution(A, cols, Zq, min_eigenvalue, few, to_bandwidth, max_leverage)
             trace *= t2
     rounding = COVARIANCE_ROUNDING * _EPS * trace
     dz = mz - Zq[:, 0]
-    singular = ~(scaled > 0) | ~(scaled > np.maximum(min_eigenvalue * scaled, rounding))
-    rounded = singular & (scaled > min_eigenvalue * scaled)
+    singular, rounded = _singular(scaled, scaled, min_eigenvalue, rounding)
     if few is not None:
         singular |= few
     ok = finite & ~singular
@@ -399,6 +413,7 @@ def _line_solution(A, cols, Zq, min_eigenvalue, few, to_bandwidth, max_leverage)
         distance = np.where(ok, a * dz, 0.0)
     limit = np.inf if max_leverage is None else max_leverage - 1.0
     over = np.flatnonzero(ok & (distance > limit))
+    least = scaled
     if over.size:
         t_over = 1.0 if t1 is None else t1[over]
         lift = ridge_to_leverage(
@@ -406,6 +421,8 @@ def _line_solution(A, cols, Zq, min_eigenvalue, few, to_bandwidth, max_leverage)
             max_leverage - 1.0,
         )  # fmt: skip
         ridge[over] = lift if t2 is None else lift / t2[over]
+        least = scaled.copy()
+        least[over] += lift
         cov = cov.copy()
         cov[over] += ridge[over]
         a[over] = dz[over] / cov[over]
@@ -417,7 +434,7 @@ def _line_solution(A, cols, Zq, min_eigenvalue, few, to_bandwidth, max_leverage)
     return LocalSolution(
         mean_y, mz[:, None], cov3, cross[:, None, :], a[:, None], ok, finite,
         estimate, scaled, trace, distance, ridge[:, None], ridged, cov3, None,
-        rounded,
+        rounded, least,
     )  # fmt: skip
 
 

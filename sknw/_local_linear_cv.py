@@ -165,15 +165,15 @@ class LocalPolynomialCVFit(CVSelectionMixin, LocalPolynomialFit):
         preds = np.full((len(cands), X.shape[0], self._cv_targets.shape[1]), np.nan)
         n_empty = np.zeros(len(cands), dtype=np.intp)
         if rest:
-            fit_self = finish
+            fits = finish
             if shares is not None:
                 # The removed shares, known once the passes are done, give
-                # the full fits' self weights.
-                def fit_self(averages, cands, empty):
+                # the full fits.
+                def fits(averages, cands, empty):
                     return finish(averages, cands, empty, shares=shares)
 
             p, e = super()._cv_estimates(
-                X, V, w, unit, [cands[i] for i in rest], folds, fit_self, shares=shares
+                X, V, w, unit, [cands[i] for i in rest], folds, fits, shares=shares
             )
             preds[rest], n_empty[rest] = p, e
             if shares is not None:
@@ -214,7 +214,7 @@ class LocalPolynomialCVFit(CVSelectionMixin, LocalPolynomialFit):
             metric=self.metric, metric_params=self.metric_params,
             empty_window=empty_window, min_eigenvalue=self.min_eigenvalue,
             max_leverage=self.max_leverage, algorithm="brute",
-            span=cand.get("span"), **discrete,
+            span=cand.get("span"), n_jobs=self.n_jobs, **discrete,
         )  # fmt: skip
 
     def _cv_values(self, X, Y, w):
@@ -232,11 +232,11 @@ class LocalPolynomialCVFit(CVSelectionMixin, LocalPolynomialFit):
         Zp = monomials(Z, p)
 
         def finish(averages, cands, empty, shares=None):
-            """The leave-one-out estimates from their ``averages``; with the
+            """The out-of-sample estimates from their ``averages``; with the
             removed ``shares``, the full fits' (for the in-sample criteria)."""
             out = np.empty((len(cands), Z.shape[0], k))
-            # The rounding of each left-out point's local covariance in this
-            # one frame, in bandwidths squared (see FRAME_ROUNDING).
+            # The rounding of each left-out point's local design in this one
+            # frame, relative to its smallest eigenvalue (see FRAME_ROUNDING).
             finish.rounding = np.zeros((len(cands), Z.shape[0]))
             # With the removed ``shares``: each point's weight in its own
             # fitted value (the smoother matrix's diagonal, see _full_fit).
@@ -269,12 +269,12 @@ class LocalPolynomialCVFit(CVSelectionMixin, LocalPolynomialFit):
                     full = _full_fit(solve, averages[i], V, shares[i])
                     out[i] = full.estimate + mean
                     finish.self_weights[i] = shares[i] * (1.0 + full.distance)
-                # sol.second is in bandwidths (over max(t) for degree 1); the
-                # monomials of degree p lose about its p-th power.
-                with np.errstate(invalid="ignore", over="ignore"):
-                    second = sol.second * (np.max(t) ** 2 if p <= 1 else 1.0)
-                    rounding = _EPS * second ** max(p, 1)
-                rounding[empty[i]] = 0.0
+                # sol.second is in bandwidths (over max(t) for degree 1), as
+                # sol.least; the monomials of degree p lose about its p-th
+                # power, relative to the design's smallest eigenvalue.
+                with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+                    rounding = _EPS * sol.second ** max(p, 1) / sol.least
+                rounding[~sol.ok] = 0.0
                 # A design found singular for the rounding in this frame may
                 # not be in a frame near its point: again, exactly.
                 rounding[sol.rounded & ~empty[i]] = np.inf

@@ -840,7 +840,10 @@ class CVSelectionMixin:
                 )
             return None
         splitter = check_cv(self.cv, y_score, classifier=kind == "classification")
-        folds = list(splitter.split(X, y_score, groups))
+        folds = [
+            (np.asarray(train, dtype=np.intp), np.asarray(test, dtype=np.intp))
+            for train, test in splitter.split(X, y_score, groups)
+        ]
         if w is not None:
             for f, (_, test) in enumerate(folds):
                 if not np.any(w[test] > 0):

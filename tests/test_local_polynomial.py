@@ -17,7 +17,7 @@ from sknw import (
     LocalPolynomialRegressorCV,
     NadarayaWatsonRegressor,
 )
-from sknw.exceptions import SingularDesignWarning
+from sknw.exceptions import QueryWarning, SingularDesignWarning
 from sknw.kernels import Epanechnikov, Gaussian, get_kernel
 
 
@@ -323,6 +323,71 @@ def test_a_wide_design_is_not_singular_at_a_small_bandwidth():
         got = est.predict([[500.5], [1200.25]])
     fit, _, _ = wls(X, y, np.array([[500.5], [1200.25]]), 5.0, 3)
     assert_allclose(got, fit[:, 0], rtol=1e-7, atol=1e-9)
+
+
+def _split_scores(degree, kernel, h, X, y, splits):
+    """The mean squared error of the refit of each split's training points
+    on its test points."""
+    scores = []
+    for train, test in splits:
+        ref = LocalPolynomialRegressor(degree=degree, kernel=kernel, bandwidth=h)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", QueryWarning)
+            pred = ref.fit(X[train], y[train]).predict(X[test])
+        scores.append(-np.mean((pred - y[test]) ** 2))
+    return np.array(scores)
+
+
+@pytest.mark.parametrize(
+    ("seed", "degree", "kernel"),
+    [
+        (6, 4, "epanechnikov"),
+        (0, 3, "epanechnikov"),
+        (24, 4, "epanechnikov"),
+        (18, 4, "epanechnikov"),
+    ],
+)
+@pytest.mark.parametrize("cv", [None, 5])
+def test_thin_windows_of_high_degrees_equal_refits(seed, degree, kernel, cv):
+    # A compact kernel at a small bandwidth: test windows of fewer points
+    # than coefficients (the refit's local constant, never a lower degree),
+    # and of exactly as many (an interpolating polynomial, ill-conditioned in
+    # the search's one frame).
+    from sklearn.model_selection import KFold, LeaveOneOut
+
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(0, 1, (40, 1)) ** (1 + seed % 3)
+    y = np.sin(5 * X[:, 0]) + 0.1 * rng.normal(size=40)
+    splitter = LeaveOneOut() if cv is None else KFold(5, shuffle=True, random_state=0)
+    splits = list(splitter.split(X))
+    est = LocalPolynomialRegressorCV(
+        degree=degree, kernels=kernel, bandwidths=[0.08], cv=cv and splits
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", QueryWarning)
+        est.fit(X, y)
+    want = _split_scores(degree, kernel, 0.08, X, y, splits)
+    # Within the rounding of quartics through five points (about 1e-7 in
+    # any frame); a lower degree would be 1e-3 to 1 off.
+    if cv is None:
+        assert_allclose(est.cv_results_["mean_test_score"], [np.mean(want)], rtol=1e-6)
+    else:
+        got = [est.cv_results_[f"split{i}_test_score"][0] for i in range(5)]
+        assert_allclose(got, want, rtol=1e-6)
+
+
+def test_folds_given_as_lists():
+    X, y, _, _ = _data(3, 30, 1)
+    folds = [
+        (list(range(10, 30)), list(range(10))),
+        (list(range(20)), list(range(20, 30))),
+    ]
+    est = LocalPolynomialRegressorCV(degree=3, bandwidths=[0.3], cv=folds)
+    est.fit(X, y)
+    arrays = [(np.array(train), np.array(test)) for train, test in folds]
+    want = _split_scores(3, "gaussian", 0.3, X, y, arrays)
+    got = [est.cv_results_[f"split{i}_test_score"][0] for i in range(2)]
+    assert_allclose(got, want, rtol=1e-8)
 
 
 def test_leave_one_out_with_ridged_points_equals_refits():
