@@ -20,8 +20,35 @@ such windows (from the training points sorted once), about a centre per
 query (its window's mean, where the local variance does not cancel), with
 a bound on their error; it truncates the Gaussian and the Laplacian at
 :data:`TRUNCATION` instead, the terms beyond in its bound.
+
+Term by term, a query's cost is its window's, which is most of the
+training set where the points gather in a few tight clusters (whose local
+variance the fast paths cannot bound): O(n) a query. For the Gaussian,
+:func:`line_moments` sums such clusters as blocks instead, for each group
+of queries that share a divisor ``h``: runs of consecutive points between
+gaps wider than half of :data:`BLOCK_WIDTH` bandwidths, at most that wide,
+each expanded about its centre ``b``. With ``t = (x - b) / h``, ``s = (b -
+q) / h`` and ``d = (b - c) / h``, a term is ``exp(a s**2) exp(g(t)) (t +
+d)**j`` with ``g(t) = 2 a s t + a t**2``; ``exp(g)`` summed to the order
+``R`` is a polynomial in ``t``, so that a block's terms are a few
+coefficients per query times the block's power sums ``sum w t**n [v, 1]``,
+found once (in units of the block's half-width, every power at most 1).
+Over the block ``|g| <= G = |2 a s| tau + |a| tau**2`` (``tau`` its largest
+``|t|``), and the series' remainder is at most ``G**(R + 1) / (R + 1)!
+exp(G)`` of the terms' absolute sum: ``R`` is the least that makes it a
+unit of roundoff (at most :data:`BLOCK_GROWTH` for ``G``), and the bound
+holds it and the contraction's rounding. A query takes a block of ``n``
+points that lies inside its window where ``n`` is at least
+:data:`BLOCK_POINTS` times ``R + 1`` (the other terms one by one), shifted
+by its largest log weight, at its nearest point (``exp(a s**2 - M)`` is
+then at most about 1). Its own point (leave-one-out) inside a block leaves
+the block's sums by subtraction, as in the other backends
+(:func:`~sknw._sums._base.leave_own_term_out`), where the block's other
+points outweigh it. Each query's blocks and terms are its own, whatever the
+other queries (a block is a whole run).
 """
 
+import contextlib
 import math
 
 import numpy as np
@@ -68,6 +95,52 @@ TRUNCATION = 100.0
 #: The reach of a compact kernel is its support times this: a little more,
 #: so that the window holds every point the sums decide is inside it.
 SUPPORT_SLACK = 1.0 + 1e-9
+
+#: The widest block of :func:`line_moments`, in bandwidths (its runs are cut
+#: at the gaps wider than half of it): at 1e-2 the series' order ``R``
+#: stays at most 9 within :data:`TRUNCATION`'s reach (``|s| <= 16``,
+#: ``G <= 0.08``), and 6 for clusters a tenth as wide.
+BLOCK_WIDTH = 1e-2
+
+#: A query's pair with a block of ``n`` points replaces ``n`` terms by one
+#: contraction of order ``R``, used where ``n`` is at least this times ``R +
+#: 1``: about twice what it costs (``python benchmarks/bench_clusters.py
+#: --pairs``: 4 to 7 terms at orders up to 4, about 12 at orders 6 and 7,
+#: with one output and powers up to 2).
+BLOCK_POINTS = 4
+
+#: The largest ``G`` of a pair (beyond it the block's terms are summed one
+#: by one): with ``G`` at most 1/2, ``R`` is at most 14.
+BLOCK_GROWTH = 0.5
+
+_settings = {"block_width": BLOCK_WIDTH}
+
+
+@contextlib.contextmanager
+def block_width(width):
+    """A context in which :func:`line_moments` forms blocks of at most
+    ``width`` bandwidths (0: none, every term summed one by one), restored
+    on leaving; for the process, as :func:`~sknw.set_config`.
+
+    The estimators reach :func:`line_moments` through the searches: this
+    lets tests and benchmarks compare the two ways of summing end to end.
+
+    Parameters
+    ----------
+    width : float >= 0
+        The blocks' largest width in bandwidths (:data:`BLOCK_WIDTH` by
+        default).
+
+    Yields
+    ------
+    None
+    """
+    saved = _settings["block_width"]
+    _settings["block_width"] = float(width)
+    try:
+        yield
+    finally:
+        _settings["block_width"] = saved
 
 
 def line_support(
@@ -250,10 +323,12 @@ def line_moments(
     self_index=None,
     self_weight=None,
     budget=None,
+    blocks=None,
     **unused,
 ):
     """Kernel-weighted moments of the queries about given centres, term by
-    term over each query's window, in one feature.
+    term over each query's window (or by blocks of close points, see the
+    module's notes), in one feature.
 
     Parameters
     ----------
@@ -280,6 +355,11 @@ self_weight
     budget : int or None
         Elements of the terms taken at once (the working memory where
         None); a window beyond it gets no bound.
+    blocks : float or None
+        The widest block in bandwidths (see the module's notes): 0 sums
+        every term one by one; None takes :func:`block_width`'s setting
+        (:data:`BLOCK_WIDTH`). Only for the Gaussian, each group of
+        queries that share a divisor.
 
     Returns
     -------
@@ -291,7 +371,8 @@ self_weight
         with the same shift, the error of its weight column (and, times the
         largest ``|v|``, of the others) from the rounding of the terms
         (their offsets, log weights and ``exp``, relative to the scaled
-        coordinates) and of their sums; it is infinite for the queries
+        coordinates) and of their sums, and from the blocks' series; it is
+        infinite for the queries
         left to the exact path (a window beyond the budget, or a point of
         positive weight at the edge of a compact kernel's support).
         ``counts``: the points of positive weight inside a compact kernel's
@@ -335,19 +416,17 @@ self_weight
         np.zeros(m) if form is None else None,
         head.divisor,
     )
-    cap = (working_elements() if budget is None else budget) // (2 * k + 8)
+    elements = working_elements() if budget is None else budget
+    cap = elements // (2 * k + 8)
     out.bound[size > cap] = np.inf
     size[size > cap] = 0
-    ends = np.cumsum(size)
-    a = 0
-    while a < m:
-        start = ends[a] - size[a]
-        b = max(a + 1, int(np.searchsorted(ends, start + cap, side="right")))
-        rows = np.arange(a, b)
-        segment = _Segment(lo[a:b], size[a:b], rows, ids, xs, q, c, h, w, own, kept)
-        if segment.total:
-            _segment_moments(out, segment, head, V, powers, metric, metric_params)
-        a = b
+    line = _Line(q, c, h, xs, ids, w, own, kept, near)
+    plan = _Plan(lo, size)
+    width = _settings["block_width"] if blocks is None else float(blocks)
+    if width > 0 and form is not None and form[1] == 2:
+        model = _Model(head.kernel, form[0], metric, metric_params, V, powers)
+        _block_moments(out, plan, line, model, (lo, width), elements)
+    _term_moments(out, plan, line, cap, (head, V, powers, metric, metric_params))
     if form is not None:  # the terms beyond the reach
         _add_truncation(out, radius / h, offsets, margin, w, x.size)
     return out, offsets
@@ -395,30 +474,131 @@ def _sorted_nearest(q, xs, ids, own, kept):
     return d.min(axis=1)
 
 
-class _Segment:
-    """The terms of the queries ``rows`` over their windows (``lo``, ``size``
-    in the sorted points of positive weight), flattened: each term's
-    training index, coordinate, query row (its query, centre and divisor),
-    weight (its own term's kept weight for leave-one-out) and the segments'
-    starts."""
+class _Line:
+    """One call of :func:`line_moments`: the queries ``q``, their centres
+    ``c`` and divisors ``h`` (one per query), the sorted points of positive
+    weight ``xs`` (training indices ``ids``, weights ``ws``), and for
+    leave-one-out each query's own training index ``own``, the weight it
+    keeps, its position among ``xs`` (-1: of weight 0) and the weight
+    leaving it out removes; ``near``: each query's distance to its nearest
+    point of positive weight."""
 
-    def __init__(self, lo, size, rows, ids, xs, q, c, h, w, own, kept):
+    def __init__(self, q, c, h, xs, ids, w, own, kept, near):
+        self.q, self.c, self.h, self.xs, self.ids = q, c, h, xs, ids
+        self.ws = np.ones(ids.size) if w is None else w[ids]
+        self.own, self.kept, self.near = own, kept, near
+        if own is not None:
+            rank = np.full(max(ids.max(initial=-1), own.max(initial=-1)) + 1, -1)
+            rank[ids] = np.arange(ids.size)
+            self.own_pos = rank[own]
+            self.removed = (1.0 if w is None else w[own]) - kept
+
+
+class _Model:
+    """The terms' kernel (``log K(u) = a u**2``), metric, values and
+    powers, for the blocks."""
+
+    def __init__(self, kernel, a, metric, metric_params, V, powers):
+        self.kernel, self.a, self.V, self.powers = kernel, a, V, powers
+        self.squared = use_squared(metric, [Head(kernel)], metric_params)
+
+    def log_weights(self, d, h):
+        """The log weights at the signed distances ``d`` (divisors ``h``),
+        computed as :func:`_segment_moments` does."""
+        D = d * d if self.squared else np.abs(d)
+        return _log_weights(D[:, None], Head(self.kernel, h), self.squared)[:, 0]
+
+
+class _Plan:
+    """The terms :func:`line_moments` sums one by one: ranges of the sorted
+    points of positive weight (query row, start, length, by row), each
+    row's number of terms, a lower bound on its shift (its largest log
+    weight; -inf: its terms') and the pieces its sums add besides its terms
+    (its blocks' and own term's)."""
+
+    def __init__(self, lo, size):
+        m = lo.size
+        self.parts = [(np.arange(m), lo, size)]
+        self.gone = np.zeros(m, dtype=bool)
+        self.terms = size.copy()
+        self.floor = np.full(m, -np.inf)
+        self.extra = np.zeros(m)
+
+    def replace(self, rows, ranges, floor, extra):
+        """The ranges ``(row, start, length)`` for the queries ``rows``."""
+        self.gone[rows] = True
+        self.parts.append(ranges)
+        self.terms[rows] = np.bincount(ranges[0], ranges[2], self.terms.size)[rows]
+        self.floor[rows], self.extra[rows] = floor, extra
+
+    def ranges(self):
+        """``(row, start, length)`` of every row, by row."""
+        row, start, length = self.parts[0]
+        keep = ~self.gone[row]
+        parts = [(row[keep], start[keep], length[keep]), *self.parts[1:]]
+        row, start, length = (np.concatenate(p) for p in zip(*parts, strict=True))
+        order = np.argsort(row, kind="stable")
+        return row[order], start[order], length[order]
+
+
+def _spans(starts, lengths):
+    """The positions ``starts[i] + arange(lengths[i])``, end to end."""
+    ends = np.cumsum(lengths)
+    return np.arange(ends[-1] if ends.size else 0) - np.repeat(
+        ends - lengths - starts, lengths
+    )
+
+
+def _chunks(sizes, cap):
+    """``(a, b)``: consecutive items of ``sizes`` of at most ``cap`` in all
+    (or one item)."""
+    ends = np.cumsum(sizes)
+    a = 0
+    while a < sizes.size:
+        start = ends[a] - sizes[a]
+        b = max(a + 1, int(np.searchsorted(ends, start + cap, side="right")))
+        yield a, b
+        a = b
+
+
+def _term_moments(out, plan, line, cap, terms):
+    """The sums of :func:`line_moments` term by term, the plan's ranges in
+    segments of at most ``cap`` terms (``terms``: the head, values, powers
+    and metric of :func:`_segment_moments`)."""
+    row, start, length = plan.ranges()
+    for a, b in _chunks(plan.terms, cap):
+        i, j = np.searchsorted(row, [a, b])
+        at = _spans(start[i:j], length[i:j])
+        segment = _Segment(np.arange(a, b), plan, at, line)
+        if segment.total:
+            _segment_moments(out, segment, *terms)
+
+
+class _Segment:
+    """The terms of the queries ``rows`` (``at``: their positions in the
+    sorted points of positive weight, by row), flattened: each term's
+    training index, coordinate, query row (its query, centre and divisor),
+    weight (its own term's kept weight for leave-one-out), the segments'
+    starts, and the rows' shifts' lower bounds and pieces of the plan."""
+
+    def __init__(self, rows, plan, at, line):
+        size = plan.terms[rows]
         self.total = int(size.sum())
         self.rows, self.sizes = rows[size > 0], size[size > 0]
         self.first = (np.cumsum(size) - size)[size > 0]
-        at = np.arange(self.total) - np.repeat(np.cumsum(size) - size - lo, size)
-        self.pts, self.x = ids[at], xs[at]
+        self.floor, self.extra = plan.floor[self.rows], plan.extra[self.rows]
+        self.pts, self.x = line.ids[at], line.xs[at]
         self.row = np.repeat(rows, size)
-        self.q, self.c, self.h = q[self.row], c[self.row], h[self.row]
-        self.w = np.ones(self.total) if w is None else w[self.pts]
-        if own is not None:
-            mine = self.pts == own[self.row]
-            self.w[mine] = kept[self.row[mine]]
+        self.q, self.c, self.h = (v[self.row] for v in (line.q, line.c, line.h))
+        self.w = line.ws[at]
+        if line.own is not None:
+            mine = self.pts == line.own[self.row]
+            self.w[mine] = line.kept[self.row[mine]]
 
 
 def _segment_moments(out, seg, head, V, powers, metric, metric_params):
-    """The moments (and bounds, and counts) of one segment's queries into
-    ``out`` (see :func:`line_moments`)."""
+    """The moments (and bounds, and counts) of one segment's queries added
+    to ``out`` (see :func:`line_moments`)."""
     # Squared distances as for one divisor, each term's own divisor.
     squared = use_squared(metric, [Head(head.kernel)], metric_params)
     diff = seg.q - seg.x
@@ -428,28 +608,29 @@ def _segment_moments(out, seg, head, V, powers, metric, metric_params):
         _check_user_kernel(L, head)
     live = (seg.w > 0) & (L > -np.inf)
     L = np.where(live, L, -np.inf)
-    M = np.maximum.reduceat(L, seg.first)
+    M = np.maximum(np.maximum.reduceat(L, seg.first), seg.floor)
     M = np.where(np.isfinite(M), M, 0.0)
     Mt = np.repeat(M, seg.sizes)
     E = np.exp(L - Mt) * seg.w
     z = (seg.x - seg.c) / seg.h
     rows, first = seg.rows, seg.first
     # The terms' own rounding (offsets, log weights, exp), in units of
-    # roundoff, and the sums' (one unit per term of a segment). A log weight
-    # errs by a few units of itself (the distance's rounding); the largest
-    # term's cancels with the shift (exp(0) = 1 exactly).
+    # roundoff, and the sums' (one unit per term of a segment, and per
+    # other piece: blocks, own term). A log weight errs by a few units of
+    # itself (the distance's rounding); the largest term's cancels with the
+    # shift (exp(0) = 1 exactly).
     below = live & (L < Mt)
     units = 8.0 + 4.0 * np.where(below, np.abs(L) + np.abs(Mt), 0.0)
-    units += np.repeat(seg.sizes, seg.sizes)
+    units += np.repeat(seg.sizes + seg.extra, seg.sizes)
     Vt = V[seg.pts]
     t = E
     for j in range(powers + 1):
         if j:
             t = t * z
-        out.sums[rows, j, :-1] = np.add.reduceat(t[:, None] * Vt, first)
-        out.sums[rows, j, -1] = np.add.reduceat(t, first)
+        out.sums[rows, j, :-1] += np.add.reduceat(t[:, None] * Vt, first)
+        out.sums[rows, j, -1] += np.add.reduceat(t, first)
         bound = 2 * _EPS64 * np.add.reduceat(np.abs(t) * (units + 2 * j), first)
-        out.bound[rows, j] = np.where(np.isinf(out.bound[rows, j]), np.inf, bound)
+        out.bound[rows, j] += bound
     if out.counts is not None:
         out.counts[rows] = np.add.reduceat(live.astype(np.float64), first)
         edge = float(head.kernel.support) * seg.h
@@ -457,3 +638,260 @@ def _segment_moments(out, seg, head, V, powers, metric, metric_params):
         near_edge = (seg.w > 0) & (np.abs(D - edge) <= EDGE_SHARE * edge)
         at_edge = np.add.reduceat(near_edge.astype(np.float64), first) > 0
         out.bound[rows[at_edge]] = np.inf
+
+
+def _block_moments(out, plan, line, model, windows, elements):
+    """Add to ``out`` the sums of the blocks :func:`line_moments` takes as
+    such (see the module's notes), one group of queries of one divisor at
+    a time, and plan the rest of their terms (``windows``: the windows'
+    starts and the blocks' width)."""
+    starts, width = windows
+    rows = np.flatnonzero(plan.terms > 0)
+    divisors, group = np.unique(line.h[rows], return_inverse=True)
+    for g, h in enumerate(divisors):
+        mine = rows[group == g]
+        lo, stop = starts[mine], starts[mine] + plan.terms[mine]
+        blocks = _Blocks(line, int(lo.min()), int(stop.max()), float(h), width)
+        if not blocks.count.size:
+            continue
+        M = model.log_weights(line.near[mine], line.h[mine])
+        pairs = _Pairs(line, blocks, mine, (lo, stop), M, model.a)
+        if not pairs.row.size:
+            continue
+        blocks.sum_powers(
+            line, model, 2 * int(pairs.order.max()) + model.powers, elements
+        )
+        _pair_moments(out, pairs, blocks, model, elements)
+        _leave_own_out(out, pairs, blocks, line, model)
+        plan.replace(mine, _gaps(pairs, blocks, mine, lo, stop), M, pairs.pieces)
+
+
+class _Blocks:
+    """The blocks of one divisor ``h`` among the sorted points
+    ``xs[first:last]``: the runs of at least :data:`BLOCK_POINTS` points
+    between gaps wider than half of ``width`` bandwidths, at most ``width``
+    wide (``start``, ``stop``: positions); their centres ``b``, half-widths
+    ``tau`` (their largest ``|t|``, ``t = (x - b) / h``), counts and
+    weights; :meth:`sum_powers` adds their power sums."""
+
+    def __init__(self, line, first, last, h, width):
+        # A point more on each side: the runs cut by the span's ends hold a
+        # point outside every window and are no block, so that each block
+        # is a whole run (its gaps decide it), whatever the other queries.
+        lo, hi = max(first - 1, 0), min(last + 1, line.xs.size)
+        xs = line.xs[lo:hi]
+        with np.errstate(over="ignore", invalid="ignore"):
+            cut = np.flatnonzero(np.diff(xs) > 0.5 * (width * h)) + 1
+        start, stop = np.r_[0, cut], np.r_[cut, xs.size]
+        with np.errstate(over="ignore", invalid="ignore"):
+            keep = xs[stop - 1] - xs[start] <= width * h
+        start, stop = start + lo, stop + lo
+        keep &= (stop - start >= BLOCK_POINTS) & (start >= first) & (stop <= last)
+        self.start, self.stop = start[keep], stop[keep]
+        self.count = self.stop - self.start
+        self.h = h
+        if not self.count.size:
+            return
+        left = line.xs[self.start]
+        self.b = left + 0.5 * (line.xs[self.stop - 1] - left)
+        self.at = _spans(self.start, self.count)
+        self.of = np.repeat(np.arange(self.count.size), self.count)
+        self.heads = np.cumsum(self.count) - self.count
+        self.t = (line.xs[self.at] - self.b[self.of]) / h
+        self.tau = np.maximum.reduceat(np.abs(self.t), self.heads)
+        self.weight = np.add.reduceat(line.ws[self.at], self.heads)
+
+    def sum_powers(self, line, model, degree, elements):
+        """The power sums ``sum w (t / unit)**n [v, 1]`` for ``n`` up to
+        ``degree`` (``sums``, ``unit`` the half-width, 1 where it is 0:
+        every power at most 1) and those of ``w |t / unit|**n`` (``abs``),
+        in chunks of blocks within ``elements``; the power first, so that
+        contracting them adds whole rows."""
+        k = model.V.shape[1]
+        self.unit = np.where(self.tau > 0, self.tau, 1.0)
+        self.sums = np.empty((degree + 1, self.count.size, k + 1))
+        self.abs = np.empty((degree + 1, self.count.size))
+        for a, b in _chunks(self.count, elements // ((degree + 1) * (k + 2))):
+            at = slice(self.heads[a], self.heads[b - 1] + self.count[b - 1])
+            powers = np.empty((at.stop - at.start, degree + 1))
+            powers[:, 0] = line.ws[self.at[at]]
+            powers[:, 1:] = (self.t[at] / self.unit[self.of[at]])[:, None]
+            np.cumprod(powers, axis=1, out=powers)
+            values = np.ones((powers.shape[0], k + 1))
+            values[:, :-1] = model.V[line.ids[self.at[at]]]
+            heads = self.heads[a:b] - at.start
+            terms = powers[:, :, None] * values[:, None, :]
+            self.sums[:, a:b] = np.add.reduceat(terms, heads).transpose(1, 0, 2)
+            self.abs[:, a:b] = np.add.reduceat(np.abs(powers), heads).T
+
+
+class _Pairs:
+    """The pairs of queries (``rows``, windows ``[lo, stop)``) and blocks
+    that pay (see the module's notes): each pair's query ``row``, block
+    ``blk``, ``s = (b - q) / h``, ``G``, order ``R`` and log factor ``lead
+    = a s**2 - M`` (``M`` the query's shift, ``exp(lead)`` at most ``e``),
+    ``shift`` ``|M|``, ``d = (b - c) / h``; and each query's number of
+    pairs ``n`` and of other pieces in its sums (``pieces``: its blocks',
+    own term's and the sums of the parts)."""
+
+    def __init__(self, line, blocks, rows, windows, M, a):
+        lo, stop = windows
+        kf = np.searchsorted(blocks.start, lo, side="left")
+        n = np.maximum(np.searchsorted(blocks.stop, stop, side="right") - kf, 0)
+        mine, blk = np.repeat(np.arange(rows.size), n), _spans(kf, n)
+        s = (blocks.b[blk] - line.q[rows[mine]]) / blocks.h
+        tau = blocks.tau[blk]
+        G = 2.0 * abs(a) * np.abs(s) * tau + abs(a) * tau * tau
+        order = _orders(G)
+        lead = a * s * s - M[mine]
+        use = (G <= BLOCK_GROWTH) & (lead <= 1.0)
+        use &= blocks.count[blk] >= BLOCK_POINTS * (order + 1)
+        if line.own is not None:  # subtracted where the others outweigh it
+            p = line.own_pos[rows[mine]]
+            inside = (blocks.start[blk] <= p) & (p < blocks.stop[blk])
+            use &= ~inside | (2.0 * line.removed[rows[mine]] <= blocks.weight[blk])
+        self.mine, self.row, self.blk = mine[use], rows[mine[use]], blk[use]
+        self.s, self.G, self.order, self.lead = s[use], G[use], order[use], lead[use]
+        self.shift = np.abs(M[mine[use]])
+        self.d = (blocks.b[self.blk] - line.c[self.row]) / blocks.h
+        self.n = np.bincount(self.mine, minlength=rows.size)
+        self.pieces = self.n + 3.0
+
+
+def _order_at(G):
+    """The least order ``R`` of the exponential series with ``G**(R + 1) /
+    (R + 1)!`` at most a unit of roundoff."""
+    order, term = 0, G
+    while term > _EPS64:
+        order += 1
+        term *= G / (order + 1)
+    return order
+
+
+#: The highest order of a block's series (at ``G`` = :data:`BLOCK_GROWTH`).
+_ORDER_MAX = _order_at(BLOCK_GROWTH)
+
+
+def _orders(G):
+    """:func:`_order_at` of each ``G`` (above :data:`_ORDER_MAX` beyond
+    :data:`BLOCK_GROWTH`; the terms fall with the order for ``G < 2``)."""
+    order = np.zeros(G.size, dtype=np.intp)
+    term = G.copy()
+    for r in range(_ORDER_MAX + 1):
+        order += term > _EPS64
+        term *= G / (r + 2)
+    return order
+
+
+def _pair_moments(out, pairs, blocks, model, elements):
+    """Add each pair's block sums and their bound to its query's sums in
+    ``out``, the pairs of one order at a time, in chunks within
+    ``elements``."""
+    powers, k = model.powers, model.V.shape[1]
+    sums = np.empty((pairs.row.size, powers + 1, k + 1))
+    bound = np.empty((pairs.row.size, powers + 1))
+    for order in np.unique(pairs.order):
+        todo = np.flatnonzero(pairs.order == order)
+        size = (2 * order + powers + 1) * (k + 4)
+        for part in np.array_split(todo, -(-todo.size * size // elements)):
+            sums[part], bound[part] = _contract(pairs, part, blocks, model, order)
+    heads = np.flatnonzero(np.r_[True, pairs.row[1:] != pairs.row[:-1]])
+    rows = pairs.row[heads]
+    out.sums[rows] += np.add.reduceat(sums, heads)
+    out.bound[rows] += np.add.reduceat(bound, heads)
+
+
+def _contract(pairs, part, blocks, model, order):
+    """The sums of the pairs ``part`` (of one ``order``) and their bounds:
+    each block's power sums contracted with the coefficients of its
+    series times the offsets' powers ``(unit t' + d)**j``, times the
+    factor ``exp(a s**2 - M)``."""
+    a, powers = model.a, model.powers
+    blk, s, G = pairs.blk[part], pairs.s[part], pairs.G[part]
+    unit, tau = blocks.unit[blk], blocks.tau[blk]
+    d = pairs.d[part]
+    width = 2 * order + powers + 1
+    series = _series(2.0 * a * s * unit, a * unit * unit, order, width)
+    ones = np.zeros_like(series)  # the offsets' absolute powers
+    ones[0] = 1.0
+    P = np.take(blocks.sums[:width], blk, axis=1)
+    A = np.take(blocks.abs[:width], blk, axis=1)
+    factor = np.exp(pairs.lead[part])
+    rest = G ** (order + 1) / math.factorial(order + 1)
+    # Rounding in units of roundoff: the exponent's (as a log weight's, of
+    # a s**2, the shift and g), the power sums' and the coefficients'.
+    units = 8.0 + 4.0 * (abs(a) * (np.abs(s) + tau) ** 2 + 2 * abs(a) * s * s)
+    units += 4.0 * (pairs.shift[part] + G + 2 * order) + blocks.count[blk]
+    units += pairs.pieces[pairs.mine[part]]
+    sums = np.empty((part.size, powers + 1, P.shape[2]))
+    bound = np.empty((part.size, powers + 1))
+    for j in range(powers + 1):
+        if j:
+            series = _times(series, unit, d)
+            ones = _times(ones, unit, np.abs(d))
+        # Sums of rows, each pair's own: the same whatever the other pairs.
+        sums[:, j] = factor[:, None] * (series[:, :, None] * P).sum(axis=0)
+        absolute = factor * np.exp(G) * (ones * A).sum(axis=0)
+        bound[:, j] = absolute * (2 * _EPS64 * (units + 8 * j) + rest)
+    return sums, bound
+
+
+def _series(alpha, beta, order, width):
+    """The coefficients (``width`` rows of them) of ``sum_{r <= order}
+    g**r / r!`` in powers of ``t``, ``g = alpha t + beta t**2``, by
+    Horner's rule: ``1 + g (1 + g / 2 (...)) / 1``."""
+    e = np.zeros((width, alpha.size))
+    e[0] = 1.0
+    for r in range(order, 0, -1):
+        top = 2 * (order - r) + 1  # the coefficients so far
+        grown = np.zeros_like(e)
+        grown[1 : top + 1] = alpha * e[:top]
+        grown[2 : top + 2] += beta * e[:top]
+        e = grown / r
+        e[0] += 1.0
+    return e
+
+
+def _times(e, unit, d):
+    """The coefficients ``e`` (by rows) times ``unit t + d``."""
+    out = d * e
+    out[1:] += unit * e[:-1]
+    return out
+
+
+def _leave_own_out(out, pairs, blocks, line, model):
+    """Subtract from ``out`` the own term of each query whose own point is
+    in one of its blocks (the weight leaving out removes), computed as
+    :func:`_segment_moments` computes its terms, with its rounding in the
+    bound."""
+    if line.own is None:
+        return
+    p = line.own_pos[pairs.row]
+    inside = (blocks.start[pairs.blk] <= p) & (p < blocks.stop[pairs.blk])
+    rows = pairs.row[inside]
+    x = line.xs[line.own_pos[rows]]
+    L = model.log_weights(line.q[rows] - x, line.h[rows])
+    M = model.log_weights(line.near[rows], line.h[rows])
+    t = np.exp(L - M) * line.removed[rows]
+    z = (x - line.c[rows]) / line.h[rows]
+    units = 10.0 + 4.0 * (np.abs(L) + np.abs(M))
+    values = model.V[line.own[rows]]
+    for j in range(model.powers + 1):
+        if j:
+            t = t * z
+        out.sums[rows, j, :-1] -= t[:, None] * values
+        out.sums[rows, j, -1] -= t
+        out.bound[rows, j] += 2 * _EPS64 * np.abs(t) * (units + 2 * j)
+
+
+def _gaps(pairs, blocks, rows, lo, stop):
+    """``(row, start, length)``: the ranges of the windows ``[lo, stop)``
+    of ``rows`` outside their pairs' blocks, by row."""
+    n = pairs.n  # each row's blocks, in order
+    first = np.cumsum(n + 1) - (n + 1)
+    start = np.empty(first[-1] + n[-1] + 1, dtype=np.intp)
+    end = np.empty_like(start)
+    start[first], end[first + n] = lo, stop
+    at = first[pairs.mine] + np.arange(pairs.mine.size) - (np.cumsum(n) - n)[pairs.mine]
+    end[at], start[at + 1] = blocks.start[pairs.blk], blocks.stop[pairs.blk]
+    return np.repeat(rows, n + 1), start, end - start
