@@ -60,9 +60,13 @@ def run_child(kind, n, fits, extra_env):
         here=os.path.dirname(os.path.abspath(__file__)), kind=kind, n=n, fits=fits
     )
     out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=env,
-        check=True, timeout=600,
-    )  # fmt: skip
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+        timeout=600,
+    )
     return tuple(map(float, out.stdout.split()))
 
 

@@ -178,8 +178,11 @@ def cost_rows(n_line, n_five):
 
 def classification_rows():
     rows = []
-    for name, load in (("iris", load_iris), ("wine", load_wine),
-                       ("breast_cancer", load_breast_cancer)):  # fmt: skip
+    for name, load in (
+        ("iris", load_iris),
+        ("wine", load_wine),
+        ("breast_cancer", load_breast_cancer),
+    ):
         X, y = load(return_X_y=True)
         default = make_pipeline(StandardScaler(), NadarayaWatsonClassifier())
         search = make_pipeline(StandardScaler(), NadarayaWatsonClassifierCV())
@@ -195,8 +198,14 @@ def classification_rows():
         cross_val_score(NadarayaWatsonClassifier(bandwidth=h), X, y, cv=5).mean()
         for h in np.geomspace(0.02, 2.0, 40)
     )
-    rows.append(("classifier default, noisy moons", "best grid bandwidth", a - best,
-                 f"accuracy {a:.3f} vs {best:.3f} (goal >= -0.02)"))  # fmt: skip
+    rows.append(
+        (
+            "classifier default, noisy moons",
+            "best grid bandwidth",
+            a - best,
+            f"accuracy {a:.3f} vs {best:.3f} (goal >= -0.02)",
+        )
+    )
     return rows
 
 
@@ -216,10 +225,12 @@ def main():
         "--sizes", type=int, nargs="+", default=None, help="sizes of the quality rows"
     )
     parser.add_argument(
-        "--group", choices=GROUPS, action="append",
+        "--group",
+        choices=GROUPS,
+        action="append",
         help="run only these groups of rows (repeatable; default: all, or the "
         "quality rows with --only)",
-    )  # fmt: skip
+    )
     args = parser.parse_args()
     quick = args.quick
     groups = set(args.group or (("quality",) if args.only is not None else GROUPS))

@@ -379,8 +379,13 @@ def r_rows(sizes, normal_sizes=()):
         for n, kind, make in kinds:
             X, y = make(n, seed=6)
             data = os.path.join(tmp, "data.csv")
-            np.savetxt(data, np.column_stack([X[:, 0], y]), delimiter=",",
-                       header="x,y", comments="")  # fmt: skip
+            np.savetxt(
+                data,
+                np.column_stack([X[:, 0], y]),
+                delimiter=",",
+                header="x,y",
+                comments="",
+            )
             grid = np.linspace(0.0, 1.0, 401)[:, None]
 
             def fit_predict(X=X, y=y, grid=grid):
@@ -393,9 +398,12 @@ def r_rows(sizes, normal_sizes=()):
             for _ in range(R_ROUNDS):  # in turn: the same drift for both
                 try:
                     out = subprocess.run(
-                        [rscript, script, data], capture_output=True, text=True,
-                        check=True, timeout=600,
-                    )  # fmt: skip
+                        [rscript, script, data],
+                        capture_output=True,
+                        text=True,
+                        check=True,
+                        timeout=600,
+                    )
                 except (subprocess.SubprocessError, OSError) as exc:
                     rows.append(("R KernSmooth", "-", float("nan"), f"failed: {exc}"))
                     return rows
@@ -419,17 +427,26 @@ def r_rows(sizes, normal_sizes=()):
 
 
 ROW_GROUPS = (
-    "nw-cv", "ll-predict", "ll-cv", "binned-cv", "grid-search", "3d", "small", "r",
-)  # fmt: skip
+    "nw-cv",
+    "ll-predict",
+    "ll-cv",
+    "binned-cv",
+    "grid-search",
+    "3d",
+    "small",
+    "r",
+)
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="smaller sizes")
     parser.add_argument(
-        "--only", choices=ROW_GROUPS, action="append",
+        "--only",
+        choices=ROW_GROUPS,
+        action="append",
         help="run only these groups of rows (repeatable; default: all)",
-    )  # fmt: skip
+    )
     args = parser.parse_args()
     quick = args.quick
     only = set(args.only or ROW_GROUPS)
@@ -443,9 +460,12 @@ def main():
             table += local_linear_rows(20_000 if quick else 200_000)
         if "ll-cv" in only:
             table += cv_rows(
-                LocalLinearRegressorCV, "LocalLinearCV", 10_000 if quick else 50_000,
-                4, 100,
-            )  # fmt: skip
+                LocalLinearRegressorCV,
+                "LocalLinearCV",
+                10_000 if quick else 50_000,
+                4,
+                100,
+            )
         if "binned-cv" in only:
             table += binned_cv_rows(50_000 if quick else 200_000)
         if "grid-search" in only:

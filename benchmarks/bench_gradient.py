@@ -38,18 +38,24 @@ def gradient_rows(sizes, table):
         X, y, Q = data(n, d)
         for name, est in (
             ("NW", NadarayaWatsonRegressor(bandwidth=0.1)),
-            ("NW epanechnikov", NadarayaWatsonRegressor(kernel="epanechnikov",
-                                                        bandwidth=0.1)),
+            (
+                "NW epanechnikov",
+                NadarayaWatsonRegressor(kernel="epanechnikov", bandwidth=0.1),
+            ),
             ("LL", LocalLinearRegressor(bandwidth=0.1)),
             ("LP degree 2", LocalPolynomialRegressor(degree=2, bandwidth=0.1)),
-        ):  # fmt: skip
+        ):
             est.fit(X, y)
             predict = best_time(partial(est.predict, Q))
             gradient = best_time(partial(est.gradient, Q))
-            table.append((
-                f"{name} gradient n=m={n} d={d}", f"its predict ({est.algorithm_})",
-                gradient / predict, f"{gradient:.3f} s",
-            ))  # fmt: skip
+            table.append(
+                (
+                    f"{name} gradient n=m={n} d={d}",
+                    f"its predict ({est.algorithm_})",
+                    gradient / predict,
+                    f"{gradient:.3f} s",
+                )
+            )
 
 
 def degree_rows(sizes, table):
@@ -61,8 +67,14 @@ def degree_rows(sizes, table):
             lp = LocalPolynomialRegressor(degree=p, bandwidth=0.15, algorithm="brute")
             lp.fit(X, y)
             took = best_time(partial(lp.predict, Q))
-            table.append((f"LP degree {p} predict n=m={n} d={d}", "LL predict (brute)",
-                          took / base, f"{took:.3f} s"))  # fmt: skip
+            table.append(
+                (
+                    f"LP degree {p} predict n=m={n} d={d}",
+                    "LL predict (brute)",
+                    took / base,
+                    f"{took:.3f} s",
+                )
+            )
 
 
 def statsmodels_rows(sizes, table):
@@ -79,8 +91,14 @@ def statsmodels_rows(sizes, table):
             warnings.simplefilter("ignore")
             kr = KernelReg(y, X, var_type="c" * d, reg_type="ll", bw=bw)
             theirs = best_time(partial(kr.fit, Q), repeat=1)
-        table.append((f"statsmodels ll fit n=m={n} d={d}", "sknw predict+gradient",
-                      theirs / ours, f"{theirs:.2f} s"))  # fmt: skip
+        table.append(
+            (
+                f"statsmodels ll fit n=m={n} d={d}",
+                "sknw predict+gradient",
+                theirs / ours,
+                f"{theirs:.2f} s",
+            )
+        )
 
 
 def main():
@@ -90,12 +108,14 @@ def main():
     table = []
     with threadpool_limits(1), warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        gradient_rows([(2000, 1), (2000, 2)] if quick else
-                      [(20000, 1), (5000, 2), (5000, 3)], table)  # fmt: skip
-        degree_rows([(1000, 1), (1000, 2)] if quick else
-                    [(5000, 1), (3000, 2)], table)  # fmt: skip
-        statsmodels_rows([(300, 1), (300, 2)] if quick else
-                         [(1000, 1), (1000, 2)], table)  # fmt: skip
+        gradient_rows(
+            [(2000, 1), (2000, 2)] if quick else [(20000, 1), (5000, 2), (5000, 3)],
+            table,
+        )
+        degree_rows([(1000, 1), (1000, 2)] if quick else [(5000, 1), (3000, 2)], table)
+        statsmodels_rows(
+            [(300, 1), (300, 2)] if quick else [(1000, 1), (1000, 2)], table
+        )
     print_table(table)
 
 

@@ -60,9 +60,13 @@ def lowess_rows(sizes, table, frac=0.3, it=3):
         t_ours, got = timed(partial(_fit_predict, est, x[:, None], y))
         gap = float(np.max(np.abs(got - ref)))
         table.append(
-            (f"statsmodels lowess, n={n}, frac={frac}, it={it}", "sknw fit + predict",
-             t_sm / t_ours, f"max |diff| {gap:.1e}, {est.algorithm_}"),
-        )  # fmt: skip
+            (
+                f"statsmodels lowess, n={n}, frac={frac}, it={it}",
+                "sknw fit + predict",
+                t_sm / t_ours,
+                f"max |diff| {gap:.1e}, {est.algorithm_}",
+            ),
+        )
 
 
 def span_predict_rows(sizes, table):
@@ -75,9 +79,13 @@ def span_predict_rows(sizes, table):
         t_span, _ = timed(partial(span.predict, Q))
         t_fixed, _ = timed(partial(fixed.predict, Q))
         table.append(
-            (f"LL predict with span 0.1, n=m={n}", "at a fixed bandwidth",
-             t_span / t_fixed, f"{span.algorithm_} / {fixed.algorithm_}"),
-        )  # fmt: skip
+            (
+                f"LL predict with span 0.1, n=m={n}",
+                "at a fixed bandwidth",
+                t_span / t_fixed,
+                f"{span.algorithm_} / {fixed.algorithm_}",
+            ),
+        )
 
 
 def local_polynomial_rows(sizes, exact_sizes, table):
@@ -93,9 +101,13 @@ def local_polynomial_rows(sizes, exact_sizes, table):
                 t_lp, _ = timed(partial(lp.predict, X))
                 t_nw, _ = timed(partial(nw.predict, X))
                 table.append(
-                    (f"LP degree {degree} predict, {what}, n=m={n}", "NW predict",
-                     t_lp / t_nw, f"{lp.algorithm_} / {nw.algorithm_}"),
-                )  # fmt: skip
+                    (
+                        f"LP degree {degree} predict, {what}, n=m={n}",
+                        "NW predict",
+                        t_lp / t_nw,
+                        f"{lp.algorithm_} / {nw.algorithm_}",
+                    ),
+                )
             for n in exact_sizes:
                 x, y, _ = gamma_data(n, 3)
                 X = x[:, None]
@@ -108,10 +120,13 @@ def local_polynomial_rows(sizes, exact_sizes, table):
                 t_exact, ref = timed(partial(exact.predict, X))
                 gap = float(np.max(np.abs(got - ref)))
                 table.append(
-                    (f"LP degree {degree} exact predict, {what}, n=m={n}",
-                     "the fast path", t_exact / t_lp,
-                     f"max |diff| {gap:.1e}, {lp.algorithm_}"),
-                )  # fmt: skip
+                    (
+                        f"LP degree {degree} exact predict, {what}, n=m={n}",
+                        "the fast path",
+                        t_exact / t_lp,
+                        f"max |diff| {gap:.1e}, {lp.algorithm_}",
+                    ),
+                )
 
 
 def selection_rows(sizes, table, replicates=4):
@@ -131,10 +146,13 @@ def selection_rows(sizes, table, replicates=4):
                 errors.append(np.mean((est.predict(grid[:, None]) - truth) ** 2))
             ratios.append(errors[0] / errors[1])
         table.append(
-            (f"test MSE of the LOO span, n={n}", "of the LOO bandwidth",
-             float(np.mean(ratios)),
-             f"mean of {replicates}, range {min(ratios):.2f}-{max(ratios):.2f}"),
-        )  # fmt: skip
+            (
+                f"test MSE of the LOO span, n={n}",
+                "of the LOO bandwidth",
+                float(np.mean(ratios)),
+                f"mean of {replicates}, range {min(ratios):.2f}-{max(ratios):.2f}",
+            ),
+        )
 
 
 def main():

@@ -111,14 +111,21 @@ def main(quick=False):
             for label, t, fitted in runs:
                 ours = loo_mse(X, y, fitted.bandwidth_, kinds)
                 table.append(
-                    (f"{name}: statsmodels cv_ls / sknw CV{label}", "time",
-                     t_sm / t, f"{t_sm:.2f} s / {t:.3f} s (goal >= 30)")
-                )  # fmt: skip
+                    (
+                        f"{name}: statsmodels cv_ls / sknw CV{label}",
+                        "time",
+                        t_sm / t,
+                        f"{t_sm:.2f} s / {t:.3f} s (goal >= 30)",
+                    )
+                )
                 table.append(
-                    (f"{name}: LOO MSE sknw{label} / statsmodels", "ratio",
-                     ours / theirs,
-                     f"{ours / theirs:.8f}: {ours:.9f} / {theirs:.9f} (goal <= 1)")
-                )  # fmt: skip
+                    (
+                        f"{name}: LOO MSE sknw{label} / statsmodels",
+                        "ratio",
+                        ours / theirs,
+                        f"{ours / theirs:.8f}: {ours:.9f} / {theirs:.9f} (goal <= 1)",
+                    )
+                )
     print_table(table, "mixed data types")
 
 

@@ -308,12 +308,15 @@ def memory_per_query_rows(quick):
     X, y, Q = make_data(5, m, 3, seed=5)
     cases = [
         ("predict", NadarayaWatsonRegressor(bandwidth=1.0), "predict", {}),
-        ("return_std", NadarayaWatsonRegressor(bandwidth=1.0), "predict",
-         {"return_std": True}),
-        ("predict_proba", NadarayaWatsonClassifier(bandwidth=1.0),
-         "predict_proba", {}),
+        (
+            "return_std",
+            NadarayaWatsonRegressor(bandwidth=1.0),
+            "predict",
+            {"return_std": True},
+        ),
+        ("predict_proba", NadarayaWatsonClassifier(bandwidth=1.0), "predict_proba", {}),
         ("local linear", LocalLinearRegressor(bandwidth=2.0), "predict", {}),
-    ]  # fmt: skip
+    ]
     rows = []
     for name, model, method, kwargs in cases:
         target = (y > 0).astype(int) if "proba" in method else y

@@ -135,16 +135,22 @@ for occupation in X.occupation.value_counts().index[:3]:
         )
     )
     ax0.plot(
-        range(1, 6), clf.predict_proba(queries)[:, 1], "o-",
+        range(1, 6),
+        clf.predict_proba(queries)[:, 1],
+        "o-",
         label=f"occupation {occupation}",
-    )  # fmt: skip
+    )
 ax0.set_xlabel("rating of the marriage")
 ax0.set_ylabel("P(affair)")
 ax0.set_xticks(range(1, 6))
 ax0.legend()
 names = list(scores)
-ax1.bar(names, [scores[n].mean() for n in names],
-        yerr=[scores[n].std() for n in names], capsize=4)  # fmt: skip
+ax1.bar(
+    names,
+    [scores[n].mean() for n in names],
+    yerr=[scores[n].std() for n in names],
+    capsize=4,
+)
 ax1.set_ylim(min(s.mean() for s in scores.values()) - 0.03, None)
 ax1.set_ylabel("5-fold log-loss (lower is better)")
 ax1.tick_params(axis="x", labelrotation=15)
@@ -160,9 +166,14 @@ fig.tight_layout()
 from statsmodels.nonparametric.kernel_regression import KernelReg  # noqa: E402
 
 codes = np.column_stack(
-    [X.age, X.yrs_married, X.rate_marriage.cat.codes, X.religious.cat.codes,
-     X.occupation.cat.codes]
-).astype(float)  # fmt: skip
+    [
+        X.age,
+        X.yrs_married,
+        X.rate_marriage.cat.codes,
+        X.religious.cat.codes,
+        X.occupation.cat.codes,
+    ]
+).astype(float)
 reference = KernelReg(
     y.astype(float), codes, var_type="ccoou", reg_type="lc", bw=clf.bandwidth_
 )

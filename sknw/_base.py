@@ -206,10 +206,14 @@ class NadarayaWatsonBase(BaseEstimator):
             "n_samples": X.shape[0] if w is None else int(np.sum(w > 0)),
         }
         return span_bandwidth(
-            shape, self.span_, X, w, metric=self.metric,
+            shape,
+            self.span_,
+            X,
+            w,
+            metric=self.metric,
             metric_params=self.metric_params_,
             scaling=scaling_of(shape, self.metric, X),
-        )  # fmt: skip
+        )
 
     def _span_heads(self, Q, heads, own=None):
         """``heads`` with each query's nearest-neighbour bandwidth (a span,
@@ -229,11 +233,17 @@ class NadarayaWatsonBase(BaseEstimator):
         that point's index), ``own`` as in :meth:`_span_heads`."""
         w = self._neighbour_weight
         return neighbour_distances(
-            Q, self.X_fit_, self.span_, metric=self.metric_,
-            metric_params=self.metric_params_, scale=self._scale(),
-            sample_weight=w, own=own, tile_elements=_tile_elements(),
+            Q,
+            self.X_fit_,
+            self.span_,
+            metric=self.metric_,
+            metric_params=self.metric_params_,
+            scale=self._scale(),
+            sample_weight=w,
+            own=own,
+            tile_elements=_tile_elements(),
             with_index=with_index,
-        )  # fmt: skip
+        )
 
     def _resolve_mixed_bandwidth(self, X, sample_weight):
         """``bandwidth_`` with discrete features, from a rule or a given
@@ -523,9 +533,12 @@ class NadarayaWatsonBase(BaseEstimator):
         X = encode_features(self, X, reset=False)
         check_not_text(X, categorical=hasattr(self, "categorical_features"))
         Q = validate_data(
-            self, X, reset=False, dtype=[np.float64, np.float32],
+            self,
+            X,
+            reset=False,
+            dtype=[np.float64, np.float32],
             accept_sparse=SPARSE_FORMATS,
-        )  # fmt: skip
+        )
         if sp.issparse(Q):
             return Q.tocsr() if keep_sparse else Q.toarray()
         return Q

@@ -260,9 +260,13 @@ class NadarayaWatsonClassifier(ClassifierMixin, NadarayaWatsonBase):
         check_not_text(X, categorical=hasattr(self, "categorical_features"))
         check_dense_target(y)
         X, y = validate_data(
-            self, X, y, dtype=[np.float64, np.float32], order="C",
+            self,
+            X,
+            y,
+            dtype=[np.float64, np.float32],
+            order="C",
             accept_sparse=SPARSE_FORMATS,
-        )  # fmt: skip
+        )
         X = dense_training(X)
         y = column_or_1d(y, warn=True)
         check_classification_targets(y)
@@ -551,9 +555,14 @@ class NadarayaWatsonClassifierCV(CVSelectionMixin, NadarayaWatsonClassifier):
         self.metric_params_ = self._resolve_metric_params(X, w)
         Xs, ys, ws = self._search_rows(X, self.y_fit_, w)
         self._select(
-            Xs, self._onehot(ys), ys, ws, "classification", self.classes_,
+            Xs,
+            self._onehot(ys),
+            ys,
+            ws,
+            "classification",
+            self.classes_,
             groups=groups,
-        )  # fmt: skip
+        )
         self.X_fit_, self.sample_weight_ = X, w
         self._resolve_algorithm(self._selected_scaling)
         return self

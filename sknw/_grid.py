@@ -67,9 +67,13 @@ def candidate_grid(X, w, kernels, bandwidths, metric, metric_params):
             ref = grid_reference(X, kernel, w, metric, metric_params)
             for c in multipliers:
                 cands.append(
-                    {"kernel": kernel, "bandwidth": c * ref, "multiplier": c,
-                     "rule": ref}
-                )  # fmt: skip
+                    {
+                        "kernel": kernel,
+                        "bandwidth": c * ref,
+                        "multiplier": c,
+                        "rule": ref,
+                    }
+                )
         return cands
     return [
         {"kernel": kernel, "bandwidth": bw, "multiplier": np.nan}
@@ -122,12 +126,16 @@ def extend_at_edges(cands, n_kernels, scored, evaluate):
             _warn_at_limit(below=best % n_bw == 0)
             break
         added = [
-            {"kernel": cands[k * n_bw]["kernel"], "bandwidth": c * rule,
-             "multiplier": float(c), "rule": rule}
+            {
+                "kernel": cands[k * n_bw]["kernel"],
+                "bandwidth": c * rule,
+                "multiplier": float(c),
+                "rule": rule,
+            }
             for k in range(n_kernels)
             for rule in [cands[k * n_bw]["rule"]]
             for c in new
-        ]  # fmt: skip
+        ]
         m2, s2, e2 = evaluate(added)
         below = best % n_bw == 0
         cands, mean, splits, n_empty = (
@@ -172,10 +180,12 @@ def warn_at_edge(cands, mean, n_bw, owner):
     if best is None:
         return
     start = best - best % n_bw
-    sizes = np.array([
-        float(np.exp(np.mean(np.log(np.asarray(c["bandwidth"], dtype=float)))))
-        for c in cands[start : start + n_bw]
-    ])  # fmt: skip
+    sizes = np.array(
+        [
+            float(np.exp(np.mean(np.log(np.asarray(c["bandwidth"], dtype=float)))))
+            for c in cands[start : start + n_bw]
+        ]
+    )
     if np.unique(sizes).size < 3:
         return
     size = sizes[best - start]
@@ -212,11 +222,15 @@ def grid_window(cands, around, steps=WINDOW_STEPS, centre=None):
     mults = around * step ** np.arange(-steps, steps + 1)
     kernels = {id(c["kernel"]): c for c in cands}.values()  # one per kernel
     window = [
-        {"kernel": c["kernel"], "bandwidth": m * c["rule"], "multiplier": float(m),
-         "rule": c["rule"]}
+        {
+            "kernel": c["kernel"],
+            "bandwidth": m * c["rule"],
+            "multiplier": float(m),
+            "rule": c["rule"],
+        }
         for c in kernels
         for m in mults
-    ]  # fmt: skip
+    ]
     if centre is not None:
         for cand in window:
             if cand["kernel"] is centre["kernel"] and cand["multiplier"] == around:
@@ -238,10 +252,16 @@ def refused_candidates(est, X, w, cands):
     for scale, members in group_candidates(cands, est.metric, Xc):
         for i, head in members:
             request = FitRequest(
-                X=Xc, sample_weight=w, values=None, head=head, scale=scale,
-                metric=est.metric, metric_params=est.metric_params_,
-                tolerance=est.binned_tol, powers=est._local_powers,
-            )  # fmt: skip
+                X=Xc,
+                sample_weight=w,
+                values=None,
+                head=head,
+                scale=scale,
+                metric=est.metric,
+                metric_params=est.metric_params_,
+                tolerance=est.binned_tol,
+                powers=est._local_powers,
+            )
             try:
                 backend.fit(request)
             except GridSizeError:

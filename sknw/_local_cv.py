@@ -120,9 +120,19 @@ def query_centred_cv(est, X, Y, w, unit, cands, folds):
         for i, head in members
     }
     preds_all, pending = _fast_passes(
-        est, accepted, X, V, w, Y.shape, cands, scaled,
-        list(zip(splits, shared, strict=True)), params, (mid, y_scale), spread,
-    )  # fmt: skip
+        est,
+        accepted,
+        X,
+        V,
+        w,
+        Y.shape,
+        cands,
+        scaled,
+        list(zip(splits, shared, strict=True)),
+        params,
+        (mid, y_scale),
+        spread,
+    )
     # The points the fast path left, of every candidate of a split at once
     # (in chunks of FIT_ROWS points).
     out = {i: [] for i in preds_all}
@@ -130,9 +140,17 @@ def query_centred_cv(est, X, Y, w, unit, cands, folds):
         items = [item for item in pending[s] if item[0] in preds_all]
         for chunk in _chunks(items, FIT_ROWS):
             left = _line_fits(
-                est, X, V, w, scaled, (train, test, share), chunk, spread,
-                preds_all, (mid, y_scale),
-            )  # fmt: skip
+                est,
+                X,
+                V,
+                w,
+                scaled,
+                (train, test, share),
+                chunk,
+                spread,
+                preds_all,
+                (mid, y_scale),
+            )
             for i, (points, centres) in left.items():
                 if points.size:
                     out[i].append((train, points, centres))
@@ -146,8 +164,9 @@ def query_centred_cv(est, X, Y, w, unit, cands, folds):
     return out
 
 
-def _fast_passes(est, accepted, X, V, w, shape, cands, scaled, splits,
-                 params, level, spread):  # fmt: skip
+def _fast_passes(
+    est, accepted, X, V, w, shape, cands, scaled, splits, params, level, spread
+):
     """The fast paths' passes of :func:`query_centred_cv`: ``(preds,
     pending)``, the estimates of the candidates served on every split
     (``shape`` each, NaN where the fast path left a point), and per split
@@ -162,16 +181,24 @@ def _fast_passes(est, accepted, X, V, w, shape, cands, scaled, splits,
         preds = {i: np.full(shape, np.nan) for i in batch}
         for s, ((train, test), share) in enumerate(splits):
             got = _batch_moments(
-                est, accepted, X, V, w, list(preds), scaled,
-                (train, test, share), params,
-            )  # fmt: skip
+                est,
+                accepted,
+                X,
+                V,
+                w,
+                list(preds),
+                scaled,
+                (train, test, share),
+                params,
+            )
             # A candidate the choice does not serve on a split: none of it.
             preds = {i: p for i, p in preds.items() if got[i] is not None}
             served_now = list(preds)
             for f0 in range(0, len(served_now), per_fit):
                 part = served_now[f0 : f0 + per_fit]
-                fits = _joint_fits([got[i] for i in part], est, spread,
-                                   tolerance=_fit_tolerance(est))  # fmt: skip
+                fits = _joint_fits(
+                    [got[i] for i in part], est, spread, tolerance=_fit_tolerance(est)
+                )
                 for i, (estimate, served) in zip(part, fits, strict=True):
                     every, pred = served.all(), preds[i]
                     if train is None:  # every point, in order (NaN elsewhere)
@@ -240,19 +267,18 @@ def _batch_moments(est, accepted, X, V, w, batch, scaled, split, params):
             groups.setdefault((id(scale), head.kernel), []).append(i)
         for members in groups.values():
             scale, head = scaled[members[0]]
-            request, Xq, rows, query = _request(X, V, w, head, scale, split,
-                                                params)  # fmt: skip
+            request, Xq, rows, query = _request(X, V, w, head, scale, split, params)
             heads = [scaled[i][1] for i in members]
-            sums = grid_local_moments(est.algorithm, accepted, request, heads, 2,
-                                      scale=scale, **query)  # fmt: skip
+            sums = grid_local_moments(
+                est.algorithm, accepted, request, heads, 2, scale=scale, **query
+            )
             for i, moments in zip(members, sums, strict=True):
                 if moments is not None:
                     got[i] = (moments, rows, _positive(request, rows, query))
     for i in batch:
         if i not in got:
             scale, head = scaled[i]
-            got[i] = _split_moments(est, accepted, X, V, w, head, scale,
-                                    split, params)  # fmt: skip
+            got[i] = _split_moments(est, accepted, X, V, w, head, scale, split, params)
     return got
 
 
@@ -338,10 +364,12 @@ def _joint_fits(got, est, spread, offsets=None, tolerance=None):
     if not got:
         return []
     sizes = [moments.sums.shape[0] for moments, _, _ in got]
-    positive = np.concatenate([
-        np.broadcast_to(n if moments.counts is None else moments.counts, (size,))
-        for (moments, _, n), size in zip(got, sizes, strict=True)
-    ])  # fmt: skip
+    positive = np.concatenate(
+        [
+            np.broadcast_to(n if moments.counts is None else moments.counts, (size,))
+            for (moments, _, n), size in zip(got, sizes, strict=True)
+        ]
+    )
     joint = MomentSums(
         np.concatenate([moments.sums for moments, _, _ in got]),
         np.concatenate([moments.bound for moments, _, _ in got]),
@@ -349,11 +377,15 @@ def _joint_fits(got, est, spread, offsets=None, tolerance=None):
         1.0,
     )
     fit = query_centred_fit(
-        joint, spread / 2, spread, est.min_eigenvalue, positive,
+        joint,
+        spread / 2,
+        spread,
+        est.min_eigenvalue,
+        positive,
         max_leverage=est.max_leverage,
         offsets=None if offsets is None else np.concatenate(offsets),
         tolerance=tolerance,
-    )  # fmt: skip
+    )
     cuts = np.cumsum(sizes)[:-1]
     return list(
         zip(np.split(fit.estimate, cuts), np.split(fit.served, cuts), strict=True)
@@ -410,10 +442,12 @@ def _line_fits(est, X, V, w, scaled, split, items, spread, preds, level):
     owner = np.repeat(np.arange(len(items)), sizes)
     points = np.concatenate([points for _, points, _, _ in items])
     means = np.concatenate([means for _, _, means, _ in items])
-    n_positive = np.concatenate([
-        np.broadcast_to(n, (size,))
-        for (*_, n), size in zip(items, sizes, strict=True)
-    ])  # fmt: skip
+    n_positive = np.concatenate(
+        [
+            np.broadcast_to(n, (size,))
+            for (*_, n), size in zip(items, sizes, strict=True)
+        ]
+    )
     centres = np.where(np.isfinite(means), means, X[points, 0])
     served = np.zeros(points.size, dtype=bool)
     estimate = np.full((points.size, V.shape[1]), np.nan)
@@ -421,14 +455,17 @@ def _line_fits(est, X, V, w, scaled, split, items, spread, preds, level):
     groups = _line_groups(scaled, items)
     todo = np.arange(points.size)
     for _ in range(2):
-        passes = _line_passes(X, train_params, scaled, items, groups, owner,
-                              points, centres, todo)  # fmt: skip
+        passes = _line_passes(
+            X, train_params, scaled, items, groups, owner, points, centres, todo
+        )
         if not passes:
             break
         fits = _joint_fits(
             [(line, None, n_positive[rows]) for rows, line, *_ in passes],
-            est, spread, [offsets for *_, offsets in passes],
-        )  # fmt: skip
+            est,
+            spread,
+            [offsets for *_, offsets in passes],
+        )
         todo = []
         for (rows, line, scale, _), (fit_estimate, fit_served) in zip(
             passes, fits, strict=True
@@ -450,9 +487,13 @@ def _line_fits(est, X, V, w, scaled, split, items, spread, preds, level):
     out = {}
     cuts = np.cumsum(sizes)[:-1]
     for (i, *_), mine, done, got, at in zip(
-        items, np.split(points, cuts), np.split(served, cuts),
-        np.split(estimate, cuts), np.split(centres, cuts), strict=True,
-    ):  # fmt: skip
+        items,
+        np.split(points, cuts),
+        np.split(served, cuts),
+        np.split(estimate, cuts),
+        np.split(centres, cuts),
+        strict=True,
+    ):
         preds[i][mine[done]] = (got[done] + level[0]) * level[1]
         out[i] = (mine[~done], at[~done])
     return out
@@ -472,8 +513,13 @@ def _line_params(est, X, V, w, split):
         if "line_order" not in share:
             share["line_order"] = np.argsort(Xt[:, 0], kind="stable")
         order, loo = share["line_order"], {}
-    params = {"metric": est.metric, "metric_params": est.metric_params_,
-              "sample_weight": wt, "order": order, **loo}  # fmt: skip
+    params = {
+        "metric": est.metric,
+        "metric_params": est.metric_params_,
+        "sample_weight": wt,
+        "order": order,
+        **loo,
+    }
     return Xt, Vt, params
 
 
@@ -493,8 +539,7 @@ def _line_groups(scaled, items):
     return members, key, divisor
 
 
-def _line_passes(X, train_params, scaled, items, groups, owner, points, centres,
-                 todo):  # fmt: skip
+def _line_passes(X, train_params, scaled, items, groups, owner, points, centres, todo):
     """``[(rows, moments, scale, offsets)]``: the moments of
     :func:`~sknw._sums.line_moments` of the points ``points[todo]`` (of the
     items ``owner[todo]`` of :func:`_line_fits`) about their ``centres``,
@@ -512,9 +557,15 @@ def _line_passes(X, train_params, scaled, items, groups, owner, points, centres,
         at = points[rows]
         sub = {**params, "self_index": at} if params.get("exclude_self") else params
         line, offsets = line_moments(
-            X[at], centres[rows], Xt, Vt, Head(head.kernel, divisor[owner[rows]]), 2,
-            scale=scale, **sub,
-        )  # fmt: skip
+            X[at],
+            centres[rows],
+            Xt,
+            Vt,
+            Head(head.kernel, divisor[owner[rows]]),
+            2,
+            scale=scale,
+            **sub,
+        )
         if line is not None:  # else the exact path's
             out.append((rows, line, scale, offsets))
     return out
@@ -591,10 +642,15 @@ def _windowed(est, cand, X, w, keep, rows, own, policy):
     if own is not None:
         loo = {"exclude_self": True, "self_index": own}
     support, empty = line_support(
-        X[rows], Xk, scaling.head(cand["kernel"]), metric=est.metric,
-        metric_params=est.metric_params_, scale=scaling.scale, sample_weight=wk,
+        X[rows],
+        Xk,
+        scaling.head(cand["kernel"]),
+        metric=est.metric,
+        metric_params=est.metric_params_,
+        scale=scaling.scale,
+        sample_weight=wk,
         **loo,
-    )  # fmt: skip
+    )
     if support is None or support.size in (0, keep.size):
         return keep, own
     positive = support.size if wk is None else np.count_nonzero(wk[support] > 0)

@@ -243,9 +243,19 @@ def _solve(C, b):
 
 
 def local_solution(
-    A, cols, d, k, Zq, min_eigenvalue, few=None, to_bandwidth=None,
-    max_leverage=None, linear=None, basis=None, degree=1,
-):  # fmt: skip
+    A,
+    cols,
+    d,
+    k,
+    Zq,
+    min_eigenvalue,
+    few=None,
+    to_bandwidth=None,
+    max_leverage=None,
+    linear=None,
+    basis=None,
+    degree=1,
+):
     """Solve the local least-squares problems from averaged moments.
 
     ``A`` holds the kernel-weighted averages of :func:`moment_columns` at the
@@ -276,9 +286,19 @@ def local_solution(
             A, cols, Zq, min_eigenvalue, few, to_bandwidth, max_leverage
         )
     return _solution(
-        A, cols, d, k, Zq, min_eigenvalue, few, to_bandwidth, max_leverage,
-        linear, basis, degree,
-    )  # fmt: skip
+        A,
+        cols,
+        d,
+        k,
+        Zq,
+        min_eigenvalue,
+        few,
+        to_bandwidth,
+        max_leverage,
+        linear,
+        basis,
+        degree,
+    )
 
 
 def _singular(smallest, top, min_eigenvalue, rounding):
@@ -293,9 +313,19 @@ def _singular(smallest, top, min_eigenvalue, rounding):
 
 
 def _solution(
-    A, cols, d, k, Zq, min_eigenvalue, few, to_bandwidth, max_leverage, linear,
-    basis, degree,
-):  # fmt: skip
+    A,
+    cols,
+    d,
+    k,
+    Zq,
+    min_eigenvalue,
+    few,
+    to_bandwidth,
+    max_leverage,
+    linear,
+    basis,
+    degree,
+):
     """:func:`local_solution` in any number of coordinates."""
     mean_y = A[:, cols[0] : cols[1]]
     mean_z = A[:, cols[1] : cols[2]]
@@ -374,10 +404,24 @@ def _solution(
     if T is None and linear == d:
         linear_cov = cov
     return LocalSolution(
-        mean_y, mean_z, cov, cross, a, ok, finite, estimate, smallest,
-        second_linear, distance, ridge, ridged, linear_cov, T, rounded,
+        mean_y,
+        mean_z,
+        cov,
+        cross,
+        a,
+        ok,
+        finite,
+        estimate,
+        smallest,
+        second_linear,
+        distance,
+        ridge,
+        ridged,
+        linear_cov,
+        T,
+        rounded,
         least,
-    )  # fmt: skip
+    )
 
 
 def _line_solution(A, cols, Zq, min_eigenvalue, few, to_bandwidth, max_leverage):
@@ -417,9 +461,10 @@ def _line_solution(A, cols, Zq, min_eigenvalue, few, to_bandwidth, max_leverage)
     if over.size:
         t_over = 1.0 if t1 is None else t1[over]
         lift = ridge_to_leverage(
-            scaled[over][:, None, None], (dz[over] * t_over)[:, None],
+            scaled[over][:, None, None],
+            (dz[over] * t_over)[:, None],
             max_leverage - 1.0,
-        )  # fmt: skip
+        )
         ridge[over] = lift if t2 is None else lift / t2[over]
         least = scaled.copy()
         least[over] += lift
@@ -432,10 +477,24 @@ def _line_solution(A, cols, Zq, min_eigenvalue, few, to_bandwidth, max_leverage)
         estimate = np.where(ok[:, None], mean_y - a[:, None] * cross, mean_y)
     cov3 = cov[:, None, None]
     return LocalSolution(
-        mean_y, mz[:, None], cov3, cross[:, None, :], a[:, None], ok, finite,
-        estimate, scaled, trace, distance, ridge[:, None], ridged, cov3, None,
-        rounded, least,
-    )  # fmt: skip
+        mean_y,
+        mz[:, None],
+        cov3,
+        cross[:, None, :],
+        a[:, None],
+        ok,
+        finite,
+        estimate,
+        scaled,
+        trace,
+        distance,
+        ridge[:, None],
+        ridged,
+        cov3,
+        None,
+        rounded,
+        least,
+    )
 
 
 def ridge_to_leverage(C, dz, target, iterations=100):
@@ -659,9 +718,15 @@ class QueryCentredFit:
 
 
 def query_centred_fit(
-    moments, vmax, value_range, min_eigenvalue, n_positive=None, max_leverage=None,
-    offsets=None, tolerance=None,
-):  # fmt: skip
+    moments,
+    vmax,
+    value_range,
+    min_eigenvalue,
+    n_positive=None,
+    max_leverage=None,
+    offsets=None,
+    tolerance=None,
+):
     """The local linear fit at each query from its moments about itself
     (or about a centre near its window's mean, ``offsets``).
 
@@ -726,9 +791,15 @@ def query_centred_fit(
     cols = column_bounds(1, k)
     zq = np.zeros(m) if offsets is None else np.asarray(offsets, dtype=np.float64)
     sol = local_solution(
-        A, cols, 1, k, zq[:, None], min_eigenvalue, few=few,
+        A,
+        cols,
+        1,
+        k,
+        zq[:, None],
+        min_eigenvalue,
+        few=few,
         max_leverage=max_leverage,
-    )  # fmt: skip
+    )
     vmax = np.asarray(vmax, dtype=np.float64)
     b = _centred_bounds(A, e, k, vmax, None if offsets is None else zq)
     # Too few points: the local-constant estimate a0, whose error is d_a0.
@@ -738,16 +809,31 @@ def query_centred_fit(
         thin = ~sol.ok & ~few & positive
         if thin.any():
             error[thin] = _thin_error(
-                b.off[thin], b.doff[thin], b.var[thin], b.dvar[thin], b.da0[thin],
-                b.a0[thin], vmax, max_leverage - 1.0,
-            )  # fmt: skip
+                b.off[thin],
+                b.doff[thin],
+                b.var[thin],
+                b.dvar[thin],
+                b.da0[thin],
+                b.a0[thin],
+                vmax,
+                max_leverage - 1.0,
+            )
     error[sol.ok & ~sol.ridged & ~(b.low > 0)] = np.inf
     if sol.ridged.any():
         r = sol.ridged
         error[r] = _ridged_error(
-            b.a0[r], b.off[r], b.c[r], sol.a[r], b.var[r], b.da0[r], b.doff[r],
-            b.dc[r], b.dvar[r], vmax, max_leverage - 1.0,
-        )  # fmt: skip
+            b.a0[r],
+            b.off[r],
+            b.c[r],
+            sol.a[r],
+            b.var[r],
+            b.da0[r],
+            b.doff[r],
+            b.dc[r],
+            b.dvar[r],
+            vmax,
+            max_leverage - 1.0,
+        )
     limit = QUERY_CENTRED_TOLERANCE if tolerance is None else tolerance
     served = (
         positive & sol.finite & np.all(error <= limit * np.asarray(value_range), axis=1)

@@ -282,10 +282,13 @@ class LocalPolynomialFit(NadarayaWatsonRegressor):
         V, w, (mid, y_scale, spread) = self._targets
         (head,) = self._span_heads(Q, [self._head()])
         params = {
-            "metric": self.metric_, "metric_params": self.metric_params_,
-            "scale": self._scale(), "sample_weight": w,
-            "tile_elements": _tile_elements(), "n_jobs": self.n_jobs,
-        }  # fmt: skip
+            "metric": self.metric_,
+            "metric_params": self.metric_params_,
+            "scale": self._scale(),
+            "sample_weight": w,
+            "tile_elements": _tile_elements(),
+            "n_jobs": self.n_jobs,
+        }
         p = self._degree()
         moments = local_moments(
             self.algorithm_, self._index, Q, self.X_fit_, V, head, 2 * p, **params
@@ -303,13 +306,24 @@ class LocalPolynomialFit(NadarayaWatsonRegressor):
             settings = self._settings
             if p == 1:
                 return query_centred_fit(
-                    moments, spread / 2, spread, settings.min_eigenvalue, n_positive,
-                    max_leverage=settings.max_leverage, **tol,
-                )  # fmt: skip
+                    moments,
+                    spread / 2,
+                    spread,
+                    settings.min_eigenvalue,
+                    n_positive,
+                    max_leverage=settings.max_leverage,
+                    **tol,
+                )
             return query_centred_poly_fit(
-                moments, p, spread / 2, spread, settings.min_eigenvalue, n_positive,
-                max_leverage=settings.max_leverage, **tol,
-            )  # fmt: skip
+                moments,
+                p,
+                spread / 2,
+                spread,
+                settings.min_eigenvalue,
+                n_positive,
+                max_leverage=settings.max_leverage,
+                **tol,
+            )
 
         fit = fit_of(moments)
         counts = moments.counts
@@ -321,9 +335,16 @@ class LocalPolynomialFit(NadarayaWatsonRegressor):
         if redo.any():
             rows = np.flatnonzero(redo)
             exact = local_moments(
-                self.algorithm_, self._index, Q[rows], self.X_fit_, V,
-                head_rows(head, rows), 2 * p, exact=True, **params,
-            )  # fmt: skip
+                self.algorithm_,
+                self._index,
+                Q[rows],
+                self.X_fit_,
+                V,
+                head_rows(head, rows),
+                2 * p,
+                exact=True,
+                **params,
+            )
             if exact is not None:
                 exact.counts = None if counts is None else counts[rows]
                 again = fit_of(exact)
@@ -465,10 +486,19 @@ class LocalPolynomialFit(NadarayaWatsonRegressor):
                 basis, scale = frame.query_frame(bandwidth, mom.R[rows], p)
             settings = self._settings
             return local_solution(
-                mom.A[rows], cols, n_terms, k, monomials(z, p), settings.min_eigenvalue,
-                few=few[rows], max_leverage=settings.max_leverage, linear=d,
-                basis=basis, degree=p, to_bandwidth=scale,
-            )  # fmt: skip
+                mom.A[rows],
+                cols,
+                n_terms,
+                k,
+                monomials(z, p),
+                settings.min_eigenvalue,
+                few=few[rows],
+                max_leverage=settings.max_leverage,
+                linear=d,
+                basis=basis,
+                degree=p,
+                to_bandwidth=scale,
+            )
 
         rows = np.flatnonzero(~empty)
         for attempt in range(MAX_RECENTRINGS + 1):
@@ -507,14 +537,19 @@ class LocalPolynomialFit(NadarayaWatsonRegressor):
         try:
             for batch in batches:
                 V, levels = self._moment_values(
-                    frames[batch, :d], frames[batch, d:].reshape(-1, d, d), yn,
+                    frames[batch, :d],
+                    frames[batch, d:].reshape(-1, d, d),
+                    yn,
                     with_std,
-                )  # fmt: skip
+                )
                 group = np.concatenate([groups[f] for f in batch])
                 got = self._weighted_average(
-                    Q[group], V, squared=with_std, validated=True,
+                    Q[group],
+                    V,
+                    squared=with_std,
+                    validated=True,
                     own=None if own is None else own[group],
-                )  # fmt: skip
+                )
                 if with_std:
                     mom.put(group, *got, level=levels[0])
                     continue
@@ -539,16 +574,20 @@ class LocalPolynomialFit(NadarayaWatsonRegressor):
         points stacked (several frames of few queries cost little more than
         one), and the levels ``(f, k)``."""
         X = np.asarray(self._continuous(self.X_fit_), dtype=np.float64)
-        Z = np.stack([
-            self._frame.coordinates(X, centre, rotation)
-            for centre, rotation in zip(centres, rotations, strict=True)
-        ])  # fmt: skip
+        Z = np.stack(
+            [
+                self._frame.coordinates(X, centre, rotation)
+                for centre, rotation in zip(centres, rotations, strict=True)
+            ]
+        )
         levels = yn[np.argmin(np.einsum("fij,fij->fi", Z, Z), axis=1)]
         f, n, d = Z.shape
         V = moment_columns(
-            Z.reshape(f * n, d), (yn[None] - levels[:, None]).reshape(f * n, -1),
-            with_std, self._degree(),
-        )[0]  # fmt: skip
+            Z.reshape(f * n, d),
+            (yn[None] - levels[:, None]).reshape(f * n, -1),
+            with_std,
+            self._degree(),
+        )[0]
         return V.reshape(f, n, -1).transpose(1, 0, 2).reshape(n, -1), levels
 
     def _empty_moments(self, Q, empty, yn, with_std, own=None):

@@ -210,12 +210,18 @@ class LocalPolynomialCVFit(CVSelectionMixin, LocalPolynomialFit):
                 self.categorical_kernel, self.ordered_kernel
             )
         return self._plain_estimator(
-            kernel=cand["kernel"], bandwidth=self._full_bandwidth(cand),
-            metric=self.metric, metric_params=self.metric_params,
-            empty_window=empty_window, min_eigenvalue=self.min_eigenvalue,
-            max_leverage=self.max_leverage, algorithm="brute",
-            span=cand.get("span"), n_jobs=self.n_jobs, **discrete,
-        )  # fmt: skip
+            kernel=cand["kernel"],
+            bandwidth=self._full_bandwidth(cand),
+            metric=self.metric,
+            metric_params=self.metric_params,
+            empty_window=empty_window,
+            min_eigenvalue=self.min_eigenvalue,
+            max_leverage=self.max_leverage,
+            algorithm="brute",
+            span=cand.get("span"),
+            n_jobs=self.n_jobs,
+            **discrete,
+        )
 
     def _cv_values(self, X, Y, w):
         """Moments of the local fit (in the frame of :func:`coordinate_frame`),
@@ -257,12 +263,18 @@ class LocalPolynomialCVFit(CVSelectionMixin, LocalPolynomialFit):
                 else:
                     to_bandwidth = [np.prod((t / np.max(t))[list(a)]) for a in terms]
                 solve = partial(
-                    local_solution, cols=cols, d=len(terms), k=k, Zq=Zp,
+                    local_solution,
+                    cols=cols,
+                    d=len(terms),
+                    k=k,
+                    Zq=Zp,
                     min_eigenvalue=self.min_eigenvalue,
                     to_bandwidth=np.array(to_bandwidth),
-                    max_leverage=self.max_leverage, linear=d, basis=basis,
+                    max_leverage=self.max_leverage,
+                    linear=d,
+                    basis=basis,
                     degree=p,
-                )  # fmt: skip
+                )
                 sol = solve(averages[i], few=empty[i])
                 out[i] = sol.estimate + mean
                 if shares is not None:

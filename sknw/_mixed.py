@@ -175,9 +175,11 @@ def _refuse_sparse_declarations(est):
     declaration rather than ignore it."""
     declared = est.ordered_features is not None or not (
         est.categorical_features is None
-        or (isinstance(est.categorical_features, str)
-            and est.categorical_features == "from_dtype")
-    )  # fmt: skip
+        or (
+            isinstance(est.categorical_features, str)
+            and est.categorical_features == "from_dtype"
+        )
+    )
     if declared:
         raise ValueError(
             "categorical_features or ordered_features were given with a sparse "
@@ -275,8 +277,9 @@ def coordinate_search(evaluate, cand, state, discrete):
     search = _Search(evaluate, cand, state, discrete)
     if state.get("step") is not None:
         powers = (-2, -1, 1, 2)
-        i = search.try_bandwidths([search.bandwidth * state["step"] ** e
-                                   for e in powers])  # fmt: skip
+        i = search.try_bandwidths(
+            [search.bandwidth * state["step"] ** e for e in powers]
+        )
         if i is not None:
             cand["multiplier"] = cand["multiplier"] * state["step"] ** powers[i]
     if state.get("shape") is not None:

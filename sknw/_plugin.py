@@ -123,8 +123,9 @@ def _blocks(n, n_blocks):
     """Index ranges of ``n_blocks`` blocks of ``n // n_blocks`` sorted points
     (the last takes the rest)."""
     size = n // n_blocks
-    return [(j * size, n if j == n_blocks - 1 else (j + 1) * size)
-            for j in range(n_blocks)]  # fmt: skip
+    return [
+        (j * size, n if j == n_blocks - 1 else (j + 1) * size) for j in range(n_blocks)
+    ]
 
 
 def _quartic(x, y):
@@ -142,9 +143,11 @@ def _quartic(x, y):
 def _cp_blocks(x, y, n_max):
     """The number of blocks minimising Mallows' Cp among ``1..n_max``."""
     rss = np.array(
-        [sum(_quartic(x[i:j], y[i:j])[3] for i, j in _blocks(x.size, N))
-         for N in range(1, n_max + 1)]
-    )  # fmt: skip
+        [
+            sum(_quartic(x[i:j], y[i:j])[3] for i, j in _blocks(x.size, N))
+            for N in range(1, n_max + 1)
+        ]
+    )
     q = BLOCK_DEGREE + 1
     with np.errstate(divide="ignore", invalid="ignore"):
         cp = (x.size - q * n_max) * rss / rss[-1] + 2 * q * np.arange(1, n_max + 1)

@@ -29,9 +29,15 @@ SINGULAR_MARGIN = 4.0
 
 
 def query_centred_poly_fit(
-    moments, degree, vmax, value_range, min_eigenvalue, n_positive=None,
-    max_leverage=None, tolerance=None,
-):  # fmt: skip
+    moments,
+    degree,
+    vmax,
+    value_range,
+    min_eigenvalue,
+    n_positive=None,
+    max_leverage=None,
+    tolerance=None,
+):
     """:func:`~sknw._local_frame.query_centred_fit` for a local polynomial
     of ``degree`` ``p >= 2`` in one feature.
 
@@ -60,9 +66,13 @@ def query_centred_poly_fit(
     mom[~positive], avg[~positive], e[~positive] = 0.0, 0.0, np.inf
     upper = np.triu_indices(p)
     A = np.column_stack(
-        [avg[:, 0], mom[:, 1 : p + 1], avg[:, 1:].reshape(m, p * k),
-         mom[:, upper[0] + upper[1] + 2]]
-    )  # fmt: skip
+        [
+            avg[:, 0],
+            mom[:, 1 : p + 1],
+            avg[:, 1:].reshape(m, p * k),
+            mom[:, upper[0] + upper[1] + 2],
+        ]
+    )
     cols = np.cumsum([0, k, p, p * k, upper[0].size])
     few = np.zeros(m, dtype=bool)
     if moments.counts is not None:
@@ -70,9 +80,18 @@ def query_centred_poly_fit(
     elif n_positive is not None:
         few[:] = np.asarray(n_positive) < p + 1
     sol = local_solution(
-        A, cols, p, k, np.zeros((m, p)), min_eigenvalue, few=few,
-        max_leverage=max_leverage, linear=1, basis=np.ones((1, 1)), degree=p,
-    )  # fmt: skip
+        A,
+        cols,
+        p,
+        k,
+        np.zeros((m, p)),
+        min_eigenvalue,
+        few=few,
+        max_leverage=max_leverage,
+        linear=1,
+        basis=np.ones((1, 1)),
+        degree=p,
+    )
     error = _solution_error(mom, avg, e, vmax, sol, min_eigenvalue)
     error = np.where(
         few[:, None], _value_error(avg[:, 0], e[:, 0], e[:, 0], vmax), error

@@ -887,11 +887,18 @@ class NadarayaWatsonRegressorCV(CVSelectionMixin, NadarayaWatsonRegressor):
         spans=None,
     ):
         super().__init__(
-            kernels=kernels, bandwidths=bandwidths, cv=cv, scoring=scoring,
-            refine=refine, metric=metric, metric_params=metric_params,
-            empty_window=empty_window, algorithm=algorithm, n_jobs=n_jobs,
+            kernels=kernels,
+            bandwidths=bandwidths,
+            cv=cv,
+            scoring=scoring,
+            refine=refine,
+            metric=metric,
+            metric_params=metric_params,
+            empty_window=empty_window,
+            algorithm=algorithm,
+            n_jobs=n_jobs,
             spans=spans,
-        )  # fmt: skip
+        )
         self.binned_tol = binned_tol
         self.categorical_features = categorical_features
         self.ordered_features = ordered_features

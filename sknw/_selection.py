@@ -147,22 +147,49 @@ def cv_predictions(
                 wt = None if w is None else w[train]
                 own, loo = None, {}
             heads = split_heads(
-                members, cands, Xq, Xt, wt, own, unit, scale, test,
-                X.shape, metric=metric, metric_params=metric_params,
+                members,
+                cands,
+                Xq,
+                Xt,
+                wt,
+                own,
+                unit,
+                scale,
+                test,
+                X.shape,
+                metric=metric,
+                metric_params=metric_params,
                 tile_elements=tile_elements,
-            )  # fmt: skip
+            )
             results = grid_sums(
-                algorithm, accepted, Xq, Xt, Vc if train is None else Vc[train],
-                heads, n_jobs=n_jobs, metric=metric, metric_params=metric_params,
-                scale=scale, sample_weight=wt, tile_elements=tile_elements,
+                algorithm,
+                accepted,
+                Xq,
+                Xt,
+                Vc if train is None else Vc[train],
+                heads,
+                n_jobs=n_jobs,
+                metric=metric,
+                metric_params=metric_params,
+                scale=scale,
+                sample_weight=wt,
+                tile_elements=tile_elements,
                 pairs=None if pairs is None else partial(pairs.sums, split),
-                tolerance=tolerance, **loo,
-            )  # fmt: skip
+                tolerance=tolerance,
+                **loo,
+            )
             fallbacks = _Fallbacks(
-                Xq, Xt, Vt, wt, scale=scale, metric=metric,
-                metric_params=metric_params, tile_elements=tile_elements,
-                exclude_self=train is None, self_index=own,
-            )  # fmt: skip
+                Xq,
+                Xt,
+                Vt,
+                wt,
+                scale=scale,
+                metric=metric,
+                metric_params=metric_params,
+                tile_elements=tile_elements,
+                exclude_self=train is None,
+                self_index=own,
+            )
             for (i, _), head, (S, den, M) in zip(members, heads, results, strict=True):
                 factors = getattr(head, "factors", None)
                 if shares is not None and train is None:
@@ -242,11 +269,15 @@ class _Fallbacks:
         new = empty & ~have
         if new.any():
             values[new] = empty_window_estimates(
-                policy, Xq[new], Xt, Vt, wt,
+                policy,
+                Xq[new],
+                Xt,
+                Vt,
+                wt,
                 self_index=None if self.own is None else self.own[new],
                 factors=factors,
                 **self.params,
-            )  # fmt: skip
+            )
             have |= new
         return values[empty]
 
@@ -533,8 +564,9 @@ class CVSelectionMixin:
                 found = self._grid_pass(evaluate, X, w, kernels, resolved, grid, state)
         best = select(found[1])
         if criterion is None and self.scoring is None and folds is None:
-            best = self._smoothest_choice(found, best, X, V, y_score, w_n, unit,
-                                          kind, finish)  # fmt: skip
+            best = self._smoothest_choice(
+                found, best, X, V, y_score, w_n, unit, kind, finish
+            )
         self._store_choice(kernels, found, X, best)
         self._searched = (state["shape"], found[0][self.best_index_]["multiplier"])
         if self.refine:
@@ -549,10 +581,11 @@ class CVSelectionMixin:
         (:func:`refused_candidates`, with the normalised weights ``w``)."""
         current = {"lambdas": lambda: tuple(state["lambdas"])}
         return ScoreMemo(
-            scored, None if self._discrete is None else current,
+            scored,
+            None if self._discrete is None else current,
             refused=lambda cands: refused_candidates(self, X, w, cands),
             n_splits=None if folds is None or criterion is not None else len(folds),
-        )  # fmt: skip
+        )
 
     def _polish_size(self, evaluate, found, X):
         """The size of the chosen bandwidth of a default grid (one scalar
@@ -778,10 +811,15 @@ class CVSelectionMixin:
         groups = group_candidates(cands, self.metric, self._continuous(X))
         if self._discrete is not None:  # product kernels: the heads' factors
             groups = [
-                (scale, [(i, self._discrete.head(h, cands[i]["lambdas"]))
-                         for i, h in members])
+                (
+                    scale,
+                    [
+                        (i, self._discrete.head(h, cands[i]["lambdas"]))
+                        for i, h in members
+                    ],
+                )
                 for scale, members in groups
-            ]  # fmt: skip
+            ]
         preds, n_empty, empties = cv_predictions(
             X,
             V,

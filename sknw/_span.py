@@ -95,9 +95,18 @@ def neighbour_distances(
         h, index = _line_distances(Q, X, w, need, removed, scale, tol)
     else:
         h, index = _dense_distances(
-            Q, X, w, need, own, kept, metric, metric_params, scale, tol,
+            Q,
+            X,
+            w,
+            need,
+            own,
+            kept,
+            metric,
+            metric_params,
+            scale,
+            tol,
             tile_elements,
-        )  # fmt: skip
+        )
     h = np.maximum(h, _TINY)
     return (h, index) if with_index else h
 
@@ -257,9 +266,15 @@ def span_bandwidth(shape, span, X, sample_weight, *, metric, metric_params, scal
     if rows.size > SPAN_SUBSAMPLE:
         rows = rows[np.linspace(0, rows.size - 1, SPAN_SUBSAMPLE).astype(np.intp)]
     h = neighbour_distances(
-        X[rows], X, span, metric=metric, metric_params=metric_params,
-        scale=scaling.scale, sample_weight=w, tile_elements=1 << 17,
-    )  # fmt: skip
+        X[rows],
+        X,
+        span,
+        metric=metric,
+        metric_params=metric_params,
+        scale=scaling.scale,
+        sample_weight=w,
+        tile_elements=1 << 17,
+    )
     positive = h[h > _TINY]  # neighbour_distances gives 0 as _TINY
     size = 1.0
     if positive.size:
@@ -335,7 +350,7 @@ def span_candidates(est, X, w, kernels, spans):
             metric=est.metric,
             metric_params=est.metric_params_,
             scaling=scaling,
-        )  # fmt: skip
+        )
         for s in spans
     ]
     return [

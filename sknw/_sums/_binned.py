@@ -198,8 +198,9 @@ def _correlated(pos, columns, n_nodes, taps, pos_q):
         spectra = sp_fft.rfft(binned, n=size, axis=0)
         del binned
         for j, t in enumerate(taps):  # one tap's transforms at a time
-            full = sp_fft.irfft(spectra * sp_fft.rfft(t, n=size)[:, None], n=size,
-                                axis=0)  # fmt: skip
+            full = sp_fft.irfft(
+                spectra * sp_fft.rfft(t, n=size)[:, None], n=size, axis=0
+            )
             out[:, j, group] = _interpolate(full[half : half + n_nodes], pos_q)
             del full
     return out
@@ -263,8 +264,9 @@ def _moment_taps(j, half, delta, sigma):
     return lags**j * np.exp(-0.5 * lags * lags)
 
 
-def binned_moment_sums(Q, X, V, head, powers, *, tol, scale=None,
-                       sample_weight=None, **params):  # fmt: skip
+def binned_moment_sums(
+    Q, X, V, head, powers, *, tol, scale=None, sample_weight=None, **params
+):
     """:class:`~sknw._sums._base.MomentSums` of a Gaussian in 1-D about each
     query, binned (module docstring): ``sums[i, j] = sum w g_j(u) [v, 1]``
     with ``u = (x - q_i) / sigma`` (``unit = sigma``, scaled coordinates),
@@ -292,9 +294,13 @@ def binned_moment_sums(Q, X, V, head, powers, *, tol, scale=None,
     taps = [_moment_taps(j, half, delta, sigma) for j in range(powers + 1)]
     columns = np.column_stack([Vp * w[:, None], w])
     sums[inside] = _correlated(pos_x, columns, n_nodes, taps, pos[inside])
-    wide = _correlated(pos_x, w[:, None], n_nodes,
-                       [_gaussian_taps(math.sqrt(2.0) * sigma, delta)],
-                       pos[inside])[:, 0, 0]  # fmt: skip
+    wide = _correlated(
+        pos_x,
+        w[:, None],
+        n_nodes,
+        [_gaussian_taps(math.sqrt(2.0) * sigma, delta)],
+        pos[inside],
+    )[:, 0, 0]
     own = own_rows(m, **params)
     if own is not None:
         mine = own[inside]
@@ -384,9 +390,13 @@ def binned_kernel_sums(
         at[:, : k + 1] = _correlated(
             pos_x, columns, n_nodes, [_gaussian_taps(sigma, delta)], pos[inside]
         )[:, 0]
-        at[:, k + 1] = _correlated(pos_x, w[:, None], n_nodes,
-                                   [_gaussian_taps(math.sqrt(2.0) * sigma, delta)],
-                                   pos[inside])[:, 0, 0]  # fmt: skip
+        at[:, k + 1] = _correlated(
+            pos_x,
+            w[:, None],
+            n_nodes,
+            [_gaussian_taps(math.sqrt(2.0) * sigma, delta)],
+            pos[inside],
+        )[:, 0, 0]
         if own is not None:
             mine = own[inside]
             removed = removed_weight(mine, sample_weight, params.get("self_weight"))
@@ -404,11 +414,19 @@ def binned_kernel_sums(
         den[inside] = den_in
     M = np.zeros(m)
     exact_rows(
-        (S, den, M), ~(bound <= tol), Q, X, V, heads,
-        metric=metric, metric_params=metric_params, scale=scale,
-        sample_weight=sample_weight, **params,
+        (S, den, M),
+        ~(bound <= tol),
+        Q,
+        X,
+        V,
+        heads,
+        metric=metric,
+        metric_params=metric_params,
+        scale=scale,
+        sample_weight=sample_weight,
+        **params,
         **({} if tile_elements is None else {"tile_elements": tile_elements}),
-    )  # fmt: skip
+    )
     return [(S, den, M)]
 
 

@@ -303,8 +303,20 @@ def many_cells(partition, m=None):
     return few_queries or (C > FEW_CELLS and n < CELL_ROWS * C)
 
 
-def direct_sums(Q, X, V, heads, partition, *, metric, metric_params, scale=None,
-                sample_weight=None, tile_elements=1 << 17, **loo):  # fmt: skip
+def direct_sums(
+    Q,
+    X,
+    V,
+    heads,
+    partition,
+    *,
+    metric,
+    metric_params,
+    scale=None,
+    sample_weight=None,
+    tile_elements=1 << 17,
+    **loo,
+):
     """The sums of the discrete ``heads`` over every pair (exact; see
     :func:`cell_sums`), for many small cells. ``loo``: the leave-one-out
     keys of the core.
@@ -344,9 +356,13 @@ def direct_sums(Q, X, V, heads, partition, *, metric, metric_params, scale=None,
         for q0 in range(0, m, bq):
             q1 = min(q0 + bq, m)
             D = pairwise_distances(
-                _scaled_rows(Qc, q0, q1, scale), Xs, metric, metric_params,
-                squared=squared, first_row=q0,
-            )  # fmt: skip
+                _scaled_rows(Qc, q0, q1, scale),
+                Xs,
+                metric,
+                metric_params,
+                squared=squared,
+                first_row=q0,
+            )
             extra = None if w is None and own is None else np.zeros(D.shape)
             if w is not None:
                 extra[:, w[order[x0:x1]] == 0] = -np.inf
@@ -557,9 +573,20 @@ def cell_request(request, partition, c):
     )
 
 
-def _nearest_tiles(Q, X, factors, *, metric, metric_params, scale=None,
-                   sample_weight=None, exclude_self=False, self_weight=None,
-                   self_index=None, tile_elements=1 << 17):  # fmt: skip
+def _nearest_tiles(
+    Q,
+    X,
+    factors,
+    *,
+    metric,
+    metric_params,
+    scale=None,
+    sample_weight=None,
+    exclude_self=False,
+    self_weight=None,
+    self_index=None,
+    tile_elements=1 << 17,
+):
     """Yield ``(rows_c, q0, q1, D, W)`` over the cells of ``X`` and tiles of
     queries: continuous distances ``D`` (``inf`` where a pair cannot be
     nearest: weight 0, factor 0, or a query's own point that keeps no
@@ -610,13 +637,17 @@ def cell_nearest_sums(Q, X, V, factors, **params):
         acc[q0:q1] += (ties * W) @ Vx
     none = ~(acc[:, k] > 0)
     if none.any():
-        own = own_rows(m, params.get("exclude_self", False), 0,
-                       params.get("self_index"))  # fmt: skip
+        own = own_rows(
+            m, params.get("exclude_self", False), 0, params.get("self_index")
+        )
         w = params.get("sample_weight")
         acc[none, :k], acc[none, k] = all_point_sums(
-            int(none.sum()), V, None if w is None else _as_float64(w),
-            None if own is None else own[none], params.get("self_weight"),
-        )  # fmt: skip
+            int(none.sum()),
+            V,
+            None if w is None else _as_float64(w),
+            None if own is None else own[none],
+            params.get("self_weight"),
+        )
     return acc[:, :k], acc[:, k].copy(), none
 
 

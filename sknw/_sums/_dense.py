@@ -151,10 +151,19 @@ def kernel_sums(
 
         return [
             single_head_sums(
-                Q, X, V, w, plan.single, scale, plan.centre, plan.gemm, plan.f32,
-                tile_elements, far,
+                Q,
+                X,
+                V,
+                w,
+                plan.single,
+                scale,
+                plan.centre,
+                plan.gemm,
+                plan.f32,
+                tile_elements,
+                far,
             )
-        ]  # fmt: skip
+        ]
     exclusion = SelfExclusion.make(
         exclude_self, self_weight, w, X.shape[0], self_offset, self_index
     )
@@ -208,9 +217,14 @@ def _tiled_sums(
                 D = train.gemm_sq(Qt - plan.centre, buf)
             else:
                 D = pairwise_distances(
-                    Qt, train.X, metric, metric_params, squared=plan.squared,
-                    out=buf, first_row=q0,
-                )  # fmt: skip
+                    Qt,
+                    train.X,
+                    metric,
+                    metric_params,
+                    squared=plan.squared,
+                    out=buf,
+                    first_row=q0,
+                )
             target = ebuf[: D.size].reshape(tile.shape) if ebuf is not None else D
             # General heads first: the log-linear ones below mask D in place.
             for h in general:
@@ -335,9 +349,12 @@ def exact_rows(sums, rows, Q, X, V, heads, **params):
         params = {**params, "self_index": own[rows], "self_offset": 0}
     try:
         ((S, den, M),) = kernel_sums(
-            np.asarray(Q[rows], dtype=np.float64), X, V, heads_rows(heads, rows),
+            np.asarray(Q[rows], dtype=np.float64),
+            X,
+            V,
+            heads_rows(heads, rows),
             **params,
-        )  # fmt: skip
+        )
     except NaNDistanceError as exc:  # rows of the subset, as rows of Q
         raise NaNDistanceError(exc.metric, np.flatnonzero(rows)[exc.rows]) from None
     sums[0][rows], sums[1][rows], sums[2][rows] = S, den, M

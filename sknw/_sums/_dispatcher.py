@@ -203,9 +203,9 @@ def backend_sums(name, index, Q, X, V, heads, *, n_jobs=None, **params):
         cells = index if isinstance(index, CellIndex) else None
 
         def cell(c, Qc, Xc, Vc, hs, p):
-            name_c, index_c = (DENSE, None) if cells is None else (
-                cells.names[c], cells.indexes[c]
-            )  # fmt: skip
+            name_c, index_c = (
+                (DENSE, None) if cells is None else (cells.names[c], cells.indexes[c])
+            )
             return backend_sums(name_c, index_c, Qc, Xc, Vc, hs, n_jobs=n_jobs, **p)
 
         partition = None if cells is None else cells.partition
@@ -228,9 +228,18 @@ def backend_sums(name, index, Q, X, V, heads, *, n_jobs=None, **params):
 
 
 def grid_sums(
-    algorithm, accepted, Q, X, V, heads, *, n_jobs=None, pairs=None,
-    tolerance=None, **params,
-):  # fmt: skip
+    algorithm,
+    accepted,
+    Q,
+    X,
+    V,
+    heads,
+    *,
+    n_jobs=None,
+    pairs=None,
+    tolerance=None,
+    **params,
+):
     """The sums of several heads (a grid of kernels and bandwidths), each by
     the backend :func:`choose` picks for it, with an index built for these
     training points and values; the heads left to the dense backend share
@@ -248,8 +257,17 @@ def grid_sums(
                 return got
 
         def cell(c, Qc, Xc, Vc, hs, p):
-            return grid_sums(algorithm, accepted, Qc, Xc, Vc, hs, n_jobs=n_jobs,
-                             tolerance=tolerance, **p)  # fmt: skip
+            return grid_sums(
+                algorithm,
+                accepted,
+                Qc,
+                Xc,
+                Vc,
+                hs,
+                n_jobs=n_jobs,
+                tolerance=tolerance,
+                **p,
+            )
 
         return cell_sums(cell, Q, X, V, heads, **params)
     out = [None] * len(heads)
@@ -322,9 +340,11 @@ def grid_local_moments(
         return none
     (kernel,) = kernels
     metric, metric_params = request.metric, request.metric_params
-    names = [algorithm] if algorithm != "auto" else [
-        name for name, b in BACKENDS.items() if name in accepted and b.auto
-    ]  # fmt: skip
+    names = (
+        [algorithm]
+        if algorithm != "auto"
+        else [name for name, b in BACKENDS.items() if name in accepted and b.auto]
+    )
     for name in names:
         backend = BACKENDS[name]
         if backend.why_not(kernel, metric, metric_params, d) is not None:

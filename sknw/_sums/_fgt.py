@@ -350,8 +350,17 @@ class GaussIndex:
                 rows = inside[a:e]
                 local = (cells[a:e] - base).astype(np.intp)
                 width = int(local[-1]) + 1
-                self._local_boxes(base, width, local, delta[rows], rows, out, bound,
-                                  powers, tile_elements)  # fmt: skip
+                self._local_boxes(
+                    base,
+                    width,
+                    local,
+                    delta[rows],
+                    rows,
+                    out,
+                    bound,
+                    powers,
+                    tile_elements,
+                )
                 served[rows] = True
             a = e
         return np.flatnonzero(~served) if served.any() else None
@@ -387,9 +396,14 @@ class GaussIndex:
         # the windows, shared by the powers (_power_terms); L[l, j, c, t]: the
         # Taylor coefficients of each target box.
         G, box_bound = window_sums(
-            tables, per_box, self.moments[:, lo:hi, :], self.box_weight[lo:hi],
-            on_grid, width, reach,
-        )  # fmt: skip
+            tables,
+            per_box,
+            self.moments[:, lo:hi, :],
+            self.box_weight[lo:hi],
+            on_grid,
+            width,
+            reach,
+        )
         L = _taylor_coefficients(G, powers)
         evaluate(L, box_bound, box, delta, rows, out, bound, tile_elements)
 
@@ -530,9 +544,11 @@ def translation_tables(H, powers):
     # tables[m, i, k] = H[k + m, i]: a view of H, then one copy.
     rows, (by_order, by_offset) = N_LOCAL + powers, H.strides
     view = np.lib.stride_tricks.as_strided(
-        H, (rows, H.shape[1], N_TERMS), (by_order, by_offset, by_order),
+        H,
+        (rows, H.shape[1], N_TERMS),
+        (by_order, by_offset, by_order),
         writeable=False,
-    )  # fmt: skip
+    )
     return view.reshape(rows, -1)
 
 
@@ -683,19 +699,33 @@ def fgt_kernel_sums(
         acc, bound = index.sums(s[order], tile_elements, q[order])
         if own is not None:  # K(0) = 1; the views take the subtraction
             leave_own_term_out(
-                acc[:, None, :], bound[:, None], own[order], V, 1.0,
-                sample_weight=sample_weight, self_weight=params.get("self_weight"),
-            )  # fmt: skip
+                acc[:, None, :],
+                bound[:, None],
+                own[order],
+                V,
+                1.0,
+                sample_weight=sample_weight,
+                self_weight=params.get("self_weight"),
+            )
         # Every sorted query in place; those beyond the tolerance stay exact
         # (exact_rows overwrites their sums).
         placed = placed_rows(acc, order, m)
         S, den = placed[:, :k], placed[:, k]
         exact[order[bound <= TOLERANCE * acc[:, k]]] = False
     exact_rows(
-        (S, den, M), exact, Q, X, V, heads,
-        metric=metric, metric_params=metric_params, scale=scale,
-        sample_weight=sample_weight, tile_elements=tile_elements, **params,
-    )  # fmt: skip
+        (S, den, M),
+        exact,
+        Q,
+        X,
+        V,
+        heads,
+        metric=metric,
+        metric_params=metric_params,
+        scale=scale,
+        sample_weight=sample_weight,
+        tile_elements=tile_elements,
+        **params,
+    )
     return [(S, den, M)]
 
 
@@ -783,9 +813,15 @@ class FGTBackend(Backend):
     def sums(self, index, Q, X, V, heads, *, n_jobs=None, **params):
         self.check_params(params)
         return parallel_kernel_sums(
-            Q, X, V, heads, n_jobs=n_jobs, sums=fgt_kernel_sums, index=index,
+            Q,
+            X,
+            V,
+            heads,
+            n_jobs=n_jobs,
+            sums=fgt_kernel_sums,
+            index=index,
             **params,
-        )  # fmt: skip
+        )
 
     def moment_sums(self, index, Q, X, V, head, powers, **params):
         """Moments by the expansion (module docstring), in standard

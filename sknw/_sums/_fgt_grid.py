@@ -280,8 +280,9 @@ def _stack_pass(grids, heads, Vx, powers, sizes, out):
         np.matmul(P[:, :N_TERMS], chunk.transpose(1, 2, 0), out=moments[s0:s1])
     moments = _box_sums(moments, first_seg)  # (boxes, k, c)
     box_weight = moments[:, 0, -1]
-    G, box_bound = _translated(grids, first_box, n_boxes, moments, box_weight,
-                               powers, sizes[2])  # fmt: skip
+    G, box_bound = _translated(
+        grids, first_box, n_boxes, moments, box_weight, powers, sizes[2]
+    )
     # The Taylor coefficients of each box, for powers holding the 1 / l!.
     L = _taylor_coefficients(G, powers, factorials=False)
     L = L.reshape(N_LOCAL, -1, starts.size).transpose(2, 0, 1)
@@ -294,8 +295,12 @@ def _stack_pass(grids, heads, Vx, powers, sizes, out):
         else:
             P = _powers(u[s0 * size : s1 * size], size, buffer, 0)
         products = np.matmul(P[:, :N_LOCAL].transpose(0, 2, 1), L[seg_box[s0:s1]])
-        np.take(products.reshape(-1, powers + 1, c), place[p0:p1] - s0 * size,
-                axis=0, out=sums[p0:p1])  # fmt: skip
+        np.take(
+            products.reshape(-1, powers + 1, c),
+            place[p0:p1] - s0 * size,
+            axis=0,
+            out=sums[p0:p1],
+        )
         p0 = p1
     # Each box's bound: the boxes within its reach and those beyond it.
     skipped = SKIPPED * (REACH - RADIUS) ** np.arange(powers + 1)
@@ -351,10 +356,12 @@ def _translated(grids, first_box, n_boxes, moments, box_weight, powers, run_elem
     x = np.concatenate(xs)
     H, per_box = translation_terms(x, powers)
     # Each window beyond its head's inner reach: the ring's bounds.
-    ring = np.concatenate([
-        np.abs(np.arange(2 * g.reach + 1) - g.reach) > r
-        for g, r in zip(grids, inner, strict=True)
-    ])  # fmt: skip
+    ring = np.concatenate(
+        [
+            np.abs(np.arange(2 * g.reach + 1) - g.reach) > r
+            for g, r in zip(grids, inner, strict=True)
+        ]
+    )
     per_box[:, ring] = _ring_bounds(x[ring], powers)
     first_x = np.cumsum([x.size for x in xs]) - xs[0].size
     G = np.empty((N_LOCAL + powers, c, moments.shape[0]))
@@ -411,10 +418,11 @@ def _residue_products(moments, on_grid, span, reach, inner, tables, targets):
     flat = dense.reshape(-1)[(reach - inner) * N_TERMS :]
     item = flat.itemsize
     view = np.lib.stride_tricks.as_strided(
-        flat, (c, windows, rows, windows * N_TERMS),
+        flat,
+        (c, windows, rows, windows * N_TERMS),
         (cells * N_TERMS * item, N_TERMS * item, windows * N_TERMS * item, item),
         writeable=False,
-    )  # fmt: skip
+    )
     products = np.matmul(view, tables.T)  # target q + W s in [:, q, s]
     return products[:, targets % windows, targets // windows].transpose(2, 0, 1)
 

@@ -402,8 +402,16 @@ def single_head_sums(Q, X, V, w, coef, scale, centre, gemm, f32, tile_elements, 
             part = far(mask)
         else:
             part = _plane_sums(
-                Q[mask], X, V, w, coef, scale, centre, shift[mask],
-                tile_elements, kind == "f32",
-            )  # fmt: skip
+                Q[mask],
+                X,
+                V,
+                w,
+                coef,
+                scale,
+                centre,
+                shift[mask],
+                tile_elements,
+                kind == "f32",
+            )
         S[mask], den[mask], M[mask] = part
     return S, den, M

@@ -165,11 +165,19 @@ def empty_window_estimates(
     if policy == "nearest" and factors is not None:
         cont = list(factors.continuous)
         S, den, none = cell_nearest_sums(
-            Q, X, V, factors, metric=metric, metric_params=metric_params,
+            Q,
+            X,
+            V,
+            factors,
+            metric=metric,
+            metric_params=metric_params,
             scale=nearest_scale(scale, metric, X[:, cont], Q[:, cont]),
-            sample_weight=w, exclude_self=exclude_self, self_weight=self_weight,
-            self_index=self_index, tile_elements=tile_elements,
-        )  # fmt: skip
+            sample_weight=w,
+            exclude_self=exclude_self,
+            self_weight=self_weight,
+            self_index=self_index,
+            tile_elements=tile_elements,
+        )
         if on_mean is not None and none.any():
             on_mean(int(none.sum()))
     elif policy == "nearest":

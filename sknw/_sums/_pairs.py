@@ -97,8 +97,18 @@ class PairTables:
             and np.array_equal(self.X, X)
         )
 
-    def sums(self, V, heads, squared, *, scale=None, sample_weight=None,
-             self_weight=None, tile_elements, **loo):  # fmt: skip
+    def sums(
+        self,
+        V,
+        heads,
+        squared,
+        *,
+        scale=None,
+        sample_weight=None,
+        self_weight=None,
+        tile_elements,
+        **loo,
+    ):
         """``(S, den, M)`` of every discrete head (as the other paths of the
         core, :mod:`sknw._sums`) over every pair, of the squared distances
         (``squared``) or the distances; ``loo``: the leave-one-out keys of the
@@ -113,14 +123,25 @@ class PairTables:
         own = own_rows(m, **loo)
         ratio = None
         if own is not None:
-            ratio = np.zeros(m) if self_weight is None else keep_ratios(
-                self_weight, w, n
-            )[own]  # fmt: skip
+            ratio = (
+                np.zeros(m)
+                if self_weight is None
+                else keep_ratios(self_weight, w, n)[own]
+            )
         out = [(np.empty((m, V.shape[1])), np.empty(m), np.empty(m)) for _ in heads]
         rows = max(1, min(m, tile_elements // max(n, 1)))
         factors = self._log_factors(heads, tile_elements)
-        pass_ = _Pass(heads, factors, _weighted_values(V, w, slice(None)), w, own,
-                      ratio, squared, inverse, (rows, n))  # fmt: skip
+        pass_ = _Pass(
+            heads,
+            factors,
+            _weighted_values(V, w, slice(None)),
+            w,
+            own,
+            ratio,
+            squared,
+            inverse,
+            (rows, n),
+        )
         for q0 in range(0, m, rows):
             q1 = min(q0 + rows, m)
             squares = [Dk[q0:q1] for Dk in self.squares]
@@ -169,8 +190,7 @@ class _Pass:
     shifted sums of ``Vx``; ``inverse``: the inverse squares of the
     continuous features' scalings."""
 
-    def __init__(self, heads, log_factors, Vx, w, own, ratio, squared, inverse,
-                 shape):  # fmt: skip
+    def __init__(self, heads, log_factors, Vx, w, own, ratio, squared, inverse, shape):
         self.heads, self.log_factors, self.Vx = heads, log_factors, Vx
         self.w, self.own, self.ratio, self.squared = w, own, ratio, squared
         self.inverse = inverse
@@ -218,8 +238,9 @@ class _Pass:
                     gathered[key] = self.log_factors(key, q0, q1, spare.pop())
                 np.add(logs, gathered[key], out=L)
                 _leave_out(L, q0, self.w, self.own, self.ratio)
-                _shifted_sums(L, D, head_u, self.squared, self.Vx,
-                              [a[q0:q1] for a in out[h]])  # fmt: skip
+                _shifted_sums(
+                    L, D, head_u, self.squared, self.Vx, [a[q0:q1] for a in out[h]]
+                )
 
 
 #: The log factors of at most this many smoothings are kept per tile (each
@@ -322,8 +343,19 @@ class PairCache:
         self.budget = pair_budget() if budget is None else budget
         self.tables, self.used = {}, 0
 
-    def sums(self, key, Q, X, V, heads, *, metric, metric_params=None,
-             sample_weight=None, **params):  # fmt: skip
+    def sums(
+        self,
+        key,
+        Q,
+        X,
+        V,
+        heads,
+        *,
+        metric,
+        metric_params=None,
+        sample_weight=None,
+        **params,
+    ):
         factors = discrete_of(heads)
         continuous = [] if factors is None else [h.head for h in heads]
         if (

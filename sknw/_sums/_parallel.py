@@ -37,9 +37,12 @@ def parallel_kernel_sums(Q, X, V, heads, *, n_jobs=None, sums=None, **params):
     # The heads go with the batch's parameters: per-query divisors are cut
     # with the queries (see batch_params).
     parts = parallel_batches(
-        lambda Qb, p: sums(Qb, X, V, **p), Q, bounds, {**params, "heads": heads},
+        lambda Qb, p: sums(Qb, X, V, **p),
+        Q,
+        bounds,
+        {**params, "heads": heads},
         n_jobs,
-    )  # fmt: skip
+    )
     return [
         tuple(np.concatenate([part[h][i] for part in parts]) for i in range(3))
         for h in range(len(heads))

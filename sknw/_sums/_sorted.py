@@ -364,9 +364,15 @@ class SortedIndex:
         raise RuntimeError("window edges did not settle")  # pragma: no cover
 
     def exact_sums(
-        self, tq, budget=TILE_ELEMENTS, xq=None, own=None, keep=None, qd=None,
+        self,
+        tq,
+        budget=TILE_ELEMENTS,
+        xq=None,
+        own=None,
+        keep=None,
+        qd=None,
         ratio=None,
-    ):  # fmt: skip
+    ):
         """Kernel sums ``[S, den]`` at queries ``tq`` (offsets ``xq``), term by
         term over each window's points (the kernel object evaluated at each
         offset). With ``own`` (the training index of each query), each
@@ -542,10 +548,14 @@ def sorted_kernel_sums(
             params.get("self_weight"), params.get("sample_weight"), X.shape[0]
         )
         acc[redo] = index.exact_sums(
-            tq[redo], tile_elements, xq[redo],
-            own=None if own is None else own[redo], keep=keep, qd=qd[redo],
+            tq[redo],
+            tile_elements,
+            xq[redo],
+            own=None if own is None else own[redo],
+            keep=keep,
+            qd=qd[redo],
             ratio=None if ratio is None else ratio[redo],
-        )  # fmt: skip
+        )
     acc[~(inside > 0)] = 0.0
     den = acc[:, k].copy()
     M = np.where(den != 0, 0.0, -np.inf)
@@ -583,9 +593,12 @@ def _sorted_pass(
     for q0 in range(0, m, chunk):
         rows = order[q0 : q0 + chunk]
         acc[rows], inside[rows], bound[rows] = index.moment_sums(
-            tq_all[rows], xq_all[rows], powers, qd_all[rows],
+            tq_all[rows],
+            xq_all[rows],
+            powers,
+            qd_all[rows],
             None if ratio is None else ratio[rows],
-        )  # fmt: skip
+        )
     own = own_rows(m, **params)
     if own is not None:
         leave_own_term_out(acc, bound, own, V, index.coef[0], **params)
@@ -644,9 +657,14 @@ class SortedBackend(Backend):
             )
         V, w = request.values()
         ladder = SortedLadder(
-            request.X, V, w, kernel, request.head.divisor, request.scale,
+            request.X,
+            V,
+            w,
+            kernel,
+            request.head.divisor,
+            request.scale,
             request.powers,
-        )  # fmt: skip
+        )
         ladder.key = (fitted_values(ladder, request, V, w), kernel)
         return ladder
 
@@ -664,8 +682,15 @@ class SortedBackend(Backend):
         self.check_params(params)
         sums = ladder_sums if isinstance(index, SortedLadder) else sorted_kernel_sums
         return parallel_kernel_sums(
-            Q, X, V, heads, n_jobs=n_jobs, sums=sums, index=index, **params,
-        )  # fmt: skip
+            Q,
+            X,
+            V,
+            heads,
+            n_jobs=n_jobs,
+            sums=sums,
+            index=index,
+            **params,
+        )
 
     def moment_sums(self, index, Q, X, V, head, powers, exact=False, **params):
         self.check_params(params)

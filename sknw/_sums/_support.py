@@ -194,8 +194,9 @@ def line_support(
     _, q, x, w, positive = data
     near = _nearest(q, x, positive, exclude_self, self_index, self_weight, w)
     margin = _margin(MARGIN, x.size, w, positive)
-    radius, empty = _radius(near, float(head.divisor), head.kernel.support, form,
-                            margin)  # fmt: skip
+    radius, empty = _radius(
+        near, float(head.divisor), head.kernel.support, form, margin
+    )
     if not np.all(np.isfinite(radius)):  # no point of positive weight
         return np.arange(x.size), empty
     return _within(q, x, radius), empty

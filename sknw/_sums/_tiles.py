@@ -181,9 +181,11 @@ class TileIndex:
         wl = np.ones(order.size) if w is None else np.asarray(w, float)[self.rows]
         # In logarithms: the smallest weight may be subnormal.
         self.reach = (
-            math.log(float(wl.sum())) - math.log(float(wl.min()))
-            - math.log(TOLERANCE) + math.log(4.0)
-        )  # fmt: skip
+            math.log(float(wl.sum()))
+            - math.log(float(wl.min()))
+            - math.log(TOLERANCE)
+            + math.log(4.0)
+        )
         self.usable = bool(self.reach <= MAX_REACH)
 
     def own_nearest(self):
@@ -355,9 +357,19 @@ def _sorted_sums(index, stats, Qo, so, coef, V, w, own, keep, tile_elements):
             rows = slice(starts[t], min(starts[t] + QUERY_ROWS, m))
             mine = None if own is None else (own_pos[rows], own[rows])
             box = (qlo[t], qhi[t], bool(floor[t - b0]))
-            _tile_sums(index, Qo[rows], so[rows], coef, (V, w, Vx), mine, keep,
-                       np.flatnonzero(near[t - b0]), out.view(rows),
-                       tile_elements, box)  # fmt: skip
+            _tile_sums(
+                index,
+                Qo[rows],
+                so[rows],
+                coef,
+                (V, w, Vx),
+                mine,
+                keep,
+                np.flatnonzero(near[t - b0]),
+                out.view(rows),
+                tile_elements,
+                box,
+            )
     return out
 
 
@@ -398,12 +410,14 @@ def _pair_sums(index, stats, coef, own, keep, tile_elements, sums, exact):
     )
     rest = [np.flatnonzero(~inside)]
     acc = np.zeros(Vx.shape)
-    for rows, bound_den, bound_S in _pair_blocks(index, stats, coef, s, keep,
-                                                 tile_elements, acc):  # fmt: skip
+    for rows, bound_den, bound_S in _pair_blocks(
+        index, stats, coef, s, keep, tile_elements, acc
+    ):
         ok = valid[rows] & (acc[rows, -1] >= smallest)
         mine = np.flatnonzero(ok) + rows.start
-        got = _Sums.of(acc[mine] * np.exp(-s[mine])[:, None], bound_den[ok],
-                       bound_S[ok])  # fmt: skip
+        got = _Sums.of(
+            acc[mine] * np.exp(-s[mine])[:, None], bound_den[ok], bound_S[ok]
+        )
         _accept(got, s[mine], spread, query_of[mine], sums, exact)
         rest.append(query_of[rows][~ok])
     return np.sort(np.concatenate(rest))
@@ -467,8 +481,16 @@ def _pair_blocks(index, stats, coef, s, keep, tile_elements, acc):
         for a in range(blk.start, blk.stop):
             tiles = np.flatnonzero(pair[a - b0, a:]) + a
             for c0 in range(0, tiles.size, per_chunk):
-                _add_pairs(index, acc, a, tiles[c0 : c0 + per_chunk], coef, Vx,
-                           keep, bool(floor[a - b0]))  # fmt: skip
+                _add_pairs(
+                    index,
+                    acc,
+                    a,
+                    tiles[c0 : c0 + per_chunk],
+                    coef,
+                    Vx,
+                    keep,
+                    bool(floor[a - b0]),
+                )
         yield rows, *bounds
 
 
@@ -479,8 +501,12 @@ def _add_pairs(index, acc, a, tiles, coef, Vx, keep, floor):
     ra = slice(index.starts[a], index.starts[a] + index.sizes[a])
     pos = _tile_positions(index, tiles)
     Xa = index.X[ra]
-    E = _exp(_log_terms(Xa, index.X[pos], np.zeros(Xa.shape[0]), coef,
-                        (index.lo[a], index.hi[a])), floor)  # fmt: skip
+    E = _exp(
+        _log_terms(
+            Xa, index.X[pos], np.zeros(Xa.shape[0]), coef, (index.lo[a], index.hi[a])
+        ),
+        floor,
+    )
     mine = tiles[0] == a  # its own tile first: the diagonal holds own terms
     if mine:
         diag = np.arange(Xa.shape[0])
@@ -513,8 +539,9 @@ def _block_gaps(qlo, qhi, tlo, thi, far=False):
     out = np.zeros((qlo.shape[0], tlo.shape[0]))
     for k in range(qlo.shape[1]):
         if far:
-            g = np.maximum(np.abs(thi[:, k] - qlo[:, k, None]),
-                           np.abs(qhi[:, k, None] - tlo[:, k]))  # fmt: skip
+            g = np.maximum(
+                np.abs(thi[:, k] - qlo[:, k, None]), np.abs(qhi[:, k, None] - tlo[:, k])
+            )
         else:
             g = np.maximum(tlo[:, k] - qhi[:, k, None], qlo[:, k, None] - thi[:, k])
             np.maximum(g, 0.0, out=g)
@@ -558,8 +585,7 @@ def _far_sums(logs, near, W, A):
     return top, base @ W, base @ A
 
 
-def _tile_sums(index, Qt, s, coef, values, own, keep, near, out, tile_elements,
-               box):  # fmt: skip
+def _tile_sums(index, Qt, s, coef, values, own, keep, near, out, tile_elements, box):
     """Add the terms of one query tile (of bounding box ``box``, ``(lo, hi,
     floor)``, ``floor`` whether ``exp`` needs its floor) from the tiles
     ``near`` it to ``out``: every term of those tiles, for every query of the
@@ -569,8 +595,9 @@ def _tile_sums(index, Qt, s, coef, values, own, keep, near, out, tile_elements,
     and training indices (leave-one-out) or None."""
     per_chunk = max(1, tile_elements // (Qt.shape[0] * TILE_ROWS))
     for c0 in range(0, near.size, per_chunk):
-        _add_terms(index, out, Qt, s, coef, values, near[c0 : c0 + per_chunk],
-                   own, keep, box)  # fmt: skip
+        _add_terms(
+            index, out, Qt, s, coef, values, near[c0 : c0 + per_chunk], own, keep, box
+        )
 
 
 def _add_terms(index, out, Qt, s, coef, values, tiles, own, keep, box):
@@ -662,13 +689,23 @@ def tiles_kernel_sums(
     stats = index.value_stats(V, w) if usable else None
     out = []
     for head in heads:
-        sums, exact = _head_sums(index, stats, Q, V, head, w, own, keep, scale,
-                                 tile_elements)  # fmt: skip
+        sums, exact = _head_sums(
+            index, stats, Q, V, head, w, own, keep, scale, tile_elements
+        )
         exact_rows(
-            sums, exact, Q, X, V, [head],
-            metric=metric, metric_params=metric_params, scale=scale,
-            sample_weight=sample_weight, tile_elements=tile_elements, **params,
-        )  # fmt: skip
+            sums,
+            exact,
+            Q,
+            X,
+            V,
+            [head],
+            metric=metric,
+            metric_params=metric_params,
+            scale=scale,
+            sample_weight=sample_weight,
+            tile_elements=tile_elements,
+            **params,
+        )
         out.append(sums)
     return out
 
@@ -685,34 +722,75 @@ def _head_sums(index, stats, Q, V, head, w, own, keep, scale, tile_elements):
         return (S, den, M), exact
     rest = None
     if own is not None:  # every point at once: each pair of tiles once
-        rest = _pair_sums(index, stats, coef, own, keep, tile_elements,
-                          (S, den, M), exact)  # fmt: skip
+        rest = _pair_sums(
+            index, stats, coef, own, keep, tile_elements, (S, den, M), exact
+        )
     if rest is None:
-        _query_sums(index, stats, Q, coef, V, w, own, keep, scale,
-                    tile_elements, (S, den, M), exact)  # fmt: skip
+        _query_sums(
+            index,
+            stats,
+            Q,
+            coef,
+            V,
+            w,
+            own,
+            keep,
+            scale,
+            tile_elements,
+            (S, den, M),
+            exact,
+        )
     elif rest.size:  # the queries the pairs leave, as any others
         sub = (np.zeros((rest.size, k)), np.zeros(rest.size), np.zeros(rest.size))
         left = np.ones(rest.size, dtype=bool)
-        _query_sums(index, stats, Q[rest], coef, V, w, own[rest], keep, scale,
-                    tile_elements, sub, left)  # fmt: skip
+        _query_sums(
+            index,
+            stats,
+            Q[rest],
+            coef,
+            V,
+            w,
+            own[rest],
+            keep,
+            scale,
+            tile_elements,
+            sub,
+            left,
+        )
         done = rest[~left]
         S[done], den[done], M[done] = (a[~left] for a in sub)
         exact[done] = False
     return (S, den, M), exact
 
 
-def _query_sums(index, stats, Q, coef, V, w, own, keep, scale, tile_elements,
-                sums, exact):  # fmt: skip
+def _query_sums(
+    index, stats, Q, coef, V, w, own, keep, scale, tile_elements, sums, exact
+):
     """The sums of the queries ``Q`` (training indices ``own`` for
     leave-one-out) by query tiles, :data:`QUERY_CHUNK` queries at a time."""
     for q0 in range(0, Q.shape[0], QUERY_CHUNK):
         q1 = min(q0 + QUERY_CHUNK, Q.shape[0])
-        _chunk_sums(index, stats, Q, q0, q1, coef, V, w, own, keep, scale,
-                    tile_elements, sums, exact)  # fmt: skip
+        _chunk_sums(
+            index,
+            stats,
+            Q,
+            q0,
+            q1,
+            coef,
+            V,
+            w,
+            own,
+            keep,
+            scale,
+            tile_elements,
+            sums,
+            exact,
+        )
 
 
-def _chunk_sums(index, stats, Q, q0, q1, coef, V, w, own, keep, scale,
-                tile_elements, sums, exact):  # fmt: skip
+def _chunk_sums(
+    index, stats, Q, q0, q1, coef, V, w, own, keep, scale, tile_elements, sums, exact
+):
     """The sums of the queries ``q0:q1`` that the bound accepts."""
     spread = stats[1]
     Qs = _scaled_rows(Q, q0, q1, scale)
@@ -731,8 +809,9 @@ def _chunk_sums(index, stats, Q, q0, q1, coef, V, w, own, keep, scale,
     if not order.size:
         return
     mine = None if own is None else own_c[ok]
-    got = _sorted_sums(index, stats, Qs[order], so, coef, V, w, mine, keep,
-                       tile_elements)  # fmt: skip
+    got = _sorted_sums(
+        index, stats, Qs[order], so, coef, V, w, mine, keep, tile_elements
+    )
     _accept(got, so, spread, q0 + order, sums, exact)
 
 
@@ -844,6 +923,12 @@ class TilesBackend(Backend):
     def sums(self, index, Q, X, V, heads, *, n_jobs=None, **params):
         self.check_params(params)
         return parallel_kernel_sums(
-            Q, X, V, heads, n_jobs=n_jobs, sums=tiles_kernel_sums, index=index,
+            Q,
+            X,
+            V,
+            heads,
+            n_jobs=n_jobs,
+            sums=tiles_kernel_sums,
+            index=index,
             **params,
-        )  # fmt: skip
+        )

@@ -163,8 +163,15 @@ class TreeBackend(Backend):
         p = tree_p(params["metric"], params["metric_params"])
         return [
             parallel_kernel_sums(
-                Q, X, V, [head], n_jobs=n_jobs, sums=tree_kernel_sums, tree=index,
-                p=p, **params,
+                Q,
+                X,
+                V,
+                [head],
+                n_jobs=n_jobs,
+                sums=tree_kernel_sums,
+                tree=index,
+                p=p,
+                **params,
             )[0]
             for head in heads
-        ]  # fmt: skip
+        ]
