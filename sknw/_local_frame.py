@@ -198,7 +198,7 @@ ROTATE = 1e-11
 MAX_RECENTRINGS = 3
 
 
-@dataclass
+@dataclass(kw_only=True)
 class LocalSolution:
     """The local linear fit at each query from the kernel-weighted moments;
     ``smallest`` is the smallest eigenvalue of the covariance of the
@@ -404,23 +404,23 @@ def _solution(
     if T is None and linear == d:
         linear_cov = cov
     return LocalSolution(
-        mean_y,
-        mean_z,
-        cov,
-        cross,
-        a,
-        ok,
-        finite,
-        estimate,
-        smallest,
-        second_linear,
-        distance,
-        ridge,
-        ridged,
-        linear_cov,
-        T,
-        rounded,
-        least,
+        mean_y=mean_y,
+        mean_z=mean_z,
+        cov=cov,
+        cross=cross,
+        a=a,
+        ok=ok,
+        finite=finite,
+        estimate=estimate,
+        smallest=smallest,
+        second=second_linear,
+        distance=distance,
+        ridge=ridge,
+        ridged=ridged,
+        linear_cov=linear_cov,
+        basis=T,
+        rounded=rounded,
+        least=least,
     )
 
 
@@ -477,23 +477,23 @@ def _line_solution(A, cols, Zq, min_eigenvalue, few, to_bandwidth, max_leverage)
         estimate = np.where(ok[:, None], mean_y - a[:, None] * cross, mean_y)
     cov3 = cov[:, None, None]
     return LocalSolution(
-        mean_y,
-        mz[:, None],
-        cov3,
-        cross[:, None, :],
-        a[:, None],
-        ok,
-        finite,
-        estimate,
-        scaled,
-        trace,
-        distance,
-        ridge[:, None],
-        ridged,
-        cov3,
-        None,
-        rounded,
-        least,
+        mean_y=mean_y,
+        mean_z=mz[:, None],
+        cov=cov3,
+        cross=cross[:, None, :],
+        a=a[:, None],
+        ok=ok,
+        finite=finite,
+        estimate=estimate,
+        smallest=scaled,
+        second=trace,
+        distance=distance,
+        ridge=ridge[:, None],
+        ridged=ridged,
+        linear_cov=cov3,
+        basis=None,
+        rounded=rounded,
+        least=least,
     )
 
 
