@@ -309,6 +309,8 @@ def test_searches_score_candidates_too_narrow_for_the_grid_nan(search, cv):
         search(bandwidths=[tiny], cv=cv, algorithm="binned").fit(X, y)
 
 
+# The optimum lies below the grid by design (the refinement leaves it there).
+@pytest.mark.filterwarnings("ignore::sknw.exceptions.GridEdgeWarning")
 @pytest.mark.parametrize("search", [NadarayaWatsonRegressorCV, LocalLinearRegressorCV])
 def test_refined_binned_search_stays_where_the_grid_fits(search):
     # The refinement leaves the grid of candidates towards small bandwidths
@@ -330,6 +332,10 @@ def test_refined_binned_search_stays_where_the_grid_fits(search):
     assert np.all(np.isfinite(est.predict(x[:10, None])))
 
 
+# Queries in the data's gaps and beyond it, at a small bandwidth: local linear
+# designs there are singular or ridged.
+@pytest.mark.filterwarnings("ignore::sknw.exceptions.SingularDesignWarning")
+@pytest.mark.filterwarnings("ignore::sknw.exceptions.RidgedDesignWarning")
 def test_binned_predict_under_a_smaller_working_memory_takes_exact_sums():
     # Fitted with room for its grid; predicting where working_memory holds
     # less than one column's transforms: every query summed exactly.

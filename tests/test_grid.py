@@ -32,7 +32,8 @@ def test_a_straight_line_extends_local_linear_to_its_limit():
     # The best local linear fit of a line is the global linear fit: the grid
     # grows above its default edge up to the documented limit.
     X, y = line()
-    cv = LocalLinearRegressorCV().fit(X, y)
+    with pytest.warns(GridEdgeWarning, match="at the limit of its extension"):
+        cv = LocalLinearRegressorCV().fit(X, y)
     mult = cv.cv_results_["bandwidth_multiplier"]
     assert len(mult) > 30 and (len(mult) - 30) % EXTENSION_STEPS in (0, 2)
     assert_geometric(mult)
@@ -82,9 +83,12 @@ def test_every_kernel_is_extended_alike():
 
 def test_the_default_of_the_plain_estimators_extends_too():
     X, y = line()
-    est = LocalLinearRegressor().fit(X, y)
+    # A line: the extension reaches its limit (as above), and says so.
+    with pytest.warns(GridEdgeWarning, match="at the limit of its extension"):
+        est = LocalLinearRegressor().fit(X, y)
     assert est.bandwidth_selection_["n_candidates"] > 30
-    ref = LocalLinearRegressorCV().fit(X, y)
+    with pytest.warns(GridEdgeWarning, match="at the limit of its extension"):
+        ref = LocalLinearRegressorCV().fit(X, y)
     np.testing.assert_array_equal(est.bandwidth_, ref.bandwidth_)
 
 

@@ -659,7 +659,9 @@ def test_local_linear_zero_lambda_and_compact_kernel():
     from sknw import LocalLinearRegressor
 
     X, y = make_data(200)
-    h = np.array([0.3, 0.0, 0.0])
+    # Wide enough that the query's window in its group holds a line (at 0.3,
+    # its point alone: a singular design).
+    h = np.array([0.4, 0.0, 0.0])
     reg = LocalLinearRegressor(
         kernel="epanechnikov", bandwidth=h, categorical_features=[1],
         ordered_features=[2], max_leverage=None,
@@ -667,7 +669,7 @@ def test_local_linear_zero_lambda_and_compact_kernel():
     q = X[3:4]
     same = (X[:, 1] == q[0, 1]) & (X[:, 2] == q[0, 2])
     alone = LocalLinearRegressor(
-        kernel="epanechnikov", bandwidth=0.3, max_leverage=None
+        kernel="epanechnikov", bandwidth=0.4, max_leverage=None
     ).fit(X[same, :1], y[same])
     assert_allclose(reg.predict(q), alone.predict(q[:, :1]), rtol=1e-10)
 

@@ -397,6 +397,8 @@ def test_span_search_refuses_what_it_cannot_search():
         NadarayaWatsonRegressorCV(spans=[0.5]).fit(frame, y)
 
 
+# The extrapolating queries' local linear designs are ridged.
+@pytest.mark.filterwarnings("ignore::sknw.exceptions.RidgedDesignWarning")
 @pytest.mark.parametrize("kernel", ["tricube", "epanechnikov", "triweight", "biweight"])
 @pytest.mark.parametrize("weighted", [False, True])
 def test_sorted_ladder_equals_dense(kernel, weighted):

@@ -351,7 +351,7 @@ def test_leave_one_out_selection_on_the_tiles_equals_the_dense_one(weighted):
     w = None
     if weighted:  # frequency weights, some of them zero
         w = np.round(np.random.default_rng(3).uniform(0.0, 3.0, X.shape[0]))
-    bandwidths = [0.01, 0.02, 0.04]
+    bandwidths = [0.01, 0.02, 0.04, 0.08]
     tiles = NadarayaWatsonRegressorCV(bandwidths=bandwidths, algorithm="tiles")
     dense = NadarayaWatsonRegressorCV(bandwidths=bandwidths, algorithm="brute")
     tiles.fit(X, y, sample_weight=w)
