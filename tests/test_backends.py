@@ -163,8 +163,9 @@ def assert_within(error, bound, what):
     error, bound = np.broadcast_arrays(error, bound)
     bad = ~(error <= bound)
     if bad.any():
-        worst = np.unravel_index(np.argmax(np.where(bad, error - bound, -np.inf)),
-                                 error.shape)  # fmt: skip
+        worst = np.unravel_index(
+            np.argmax(np.where(bad, error - bound, -np.inf)), error.shape
+        )
         raise AssertionError(
             f"{what}: {int(bad.sum())} of {error.size} entries beyond the bound; "
             f"at {worst}: error {error[worst]!r}, bound {bound[worst]!r}"
@@ -314,9 +315,15 @@ def test_backend_with_other_metrics(name, kernel_name, d, metric, metric_params)
     kernel = get_kernel(kernel_name)
     h = BANDWIDTH[d]
     request = FitRequest(
-        X, w, lambda: (V, w), Head(kernel, h), None, metric, metric_params,
+        X,
+        w,
+        lambda: (V, w),
+        Head(kernel, h),
+        None,
+        metric,
+        metric_params,
         **FIT_PARAMS.get(name, {}),
-    )  # fmt: skip
+    )
     backend = BACKENDS[name]
     index = backend.fit(request)
     params = {**sum_params(w), "metric": metric, "metric_params": metric_params}
@@ -394,9 +401,16 @@ def test_leave_one_out_keeping_part_of_each_weight(name, kernel_name, d, factor)
     head = Head(kernel, factor * BANDWIDTH[d])
     index = BACKENDS[name].fit(fit_request(name, X, V, w, head))
     (got,) = backend_sums(
-        name, index, X, X, V, [head], exclude_self=True, self_weight=kept,
+        name,
+        index,
+        X,
+        X,
+        V,
+        [head],
+        exclude_self=True,
+        self_weight=kept,
         **sum_params(w),
-    )  # fmt: skip
+    )
     ref = brute_force_loo(kernel, head.divisor, X, V, w, kept)
     assert_matches(name, got, ref, V, w, kernel)
 
@@ -413,14 +427,28 @@ def test_leave_one_out_of_a_subset_in_any_order(name, kernel_name, d):
     ref = brute_force_loo(kernel, head.divisor, X, V, w)
     ref = tuple(r[rows] for r in ref)
     (got,) = backend_sums(
-        name, index, X[rows], X, V, [head], exclude_self=True, self_index=rows,
+        name,
+        index,
+        X[rows],
+        X,
+        V,
+        [head],
+        exclude_self=True,
+        self_index=rows,
         **sum_params(w),
-    )  # fmt: skip
+    )
     assert_matches(name, got, ref, V, w, kernel)
     (got,) = backend_sums(
-        name, index, X[50:120], X, V, [head], exclude_self=True, self_offset=50,
+        name,
+        index,
+        X[50:120],
+        X,
+        V,
+        [head],
+        exclude_self=True,
+        self_offset=50,
         **sum_params(w),
-    )  # fmt: skip
+    )
     ref = tuple(r[50:120] for r in brute_force_loo(kernel, head.divisor, X, V, w))
     assert_matches(name, got, ref, V, w, kernel)
 
@@ -558,26 +586,44 @@ def tree_radius(fraction, d=3):
 MANY = 4 * AUTO_MIN_SAMPLES
 AUTO_CASES = [
     # Boxes one standard deviation wide hold 4 * MIN_POINTS_PER_BOX points.
-    ("gaussian-dense-boxes", line(MANY), "gaussian", 4 * _fgt.MIN_POINTS_PER_BOX,
-     "fgt"),
+    (
+        "gaussian-dense-boxes",
+        line(MANY),
+        "gaussian",
+        4 * _fgt.MIN_POINTS_PER_BOX,
+        "fgt",
+    ),
     # Boxes half a spacing wide hold one point each.
     ("gaussian-sparse-boxes", line(MANY), "gaussian", 0.5, DENSE),
-    ("gaussian-few-points", line(AUTO_MIN_SAMPLES - 1), "gaussian",
-     4 * _fgt.MIN_POINTS_PER_BOX, DENSE),
+    (
+        "gaussian-few-points",
+        line(AUTO_MIN_SAMPLES - 1),
+        "gaussian",
+        4 * _fgt.MIN_POINTS_PER_BOX,
+        DENSE,
+    ),
     ("epanechnikov-line", line(AUTO_MIN_SAMPLES), "epanechnikov", 3.0, "sorted"),
-    ("epanechnikov-line-few", line(AUTO_MIN_SAMPLES - 1), "epanechnikov", 3.0,
-     DENSE),
-    ("epanechnikov-small-window", cube(AUTO_MIN_SAMPLES), "epanechnikov",
-     tree_radius(_tree.TREE_MAX_FRACTION / 4), "tree"),
-    ("epanechnikov-wide-window", cube(AUTO_MIN_SAMPLES), "epanechnikov", 1.0,
-     DENSE),
-    ("epanechnikov-small-window-few", cube(AUTO_MIN_SAMPLES - 1), "epanechnikov",
-     tree_radius(_tree.TREE_MAX_FRACTION / 4), DENSE),
+    ("epanechnikov-line-few", line(AUTO_MIN_SAMPLES - 1), "epanechnikov", 3.0, DENSE),
+    (
+        "epanechnikov-small-window",
+        cube(AUTO_MIN_SAMPLES),
+        "epanechnikov",
+        tree_radius(_tree.TREE_MAX_FRACTION / 4),
+        "tree",
+    ),
+    ("epanechnikov-wide-window", cube(AUTO_MIN_SAMPLES), "epanechnikov", 1.0, DENSE),
+    (
+        "epanechnikov-small-window-few",
+        cube(AUTO_MIN_SAMPLES - 1),
+        "epanechnikov",
+        tree_radius(_tree.TREE_MAX_FRACTION / 4),
+        DENSE,
+    ),
     ("cosine-line-small-window", line(MANY), "cosine", 10.0, "tree"),
     ("cosine-line-wide-window", line(MANY), "cosine", MANY / 4, DENSE),
     ("laplacian-line", line(MANY), "laplacian", 10.0, DENSE),
     ("laplacian-cube", cube(MANY), "laplacian", 0.05, DENSE),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(

@@ -49,8 +49,13 @@ SETUPS = [
 def _methods(est):
     if isinstance(est, NadarayaWatsonClassifier):
         return ["predict_proba", "attention_weights"]
-    return ["predict", "standard_error", "effective_sample_size", "attention_weights",
-            "gradient"]  # fmt: skip
+    return [
+        "predict",
+        "standard_error",
+        "effective_sample_size",
+        "attention_weights",
+        "gradient",
+    ]
 
 
 @st.composite

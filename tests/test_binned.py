@@ -259,11 +259,13 @@ def test_local_linear_binned_loo_estimates_within_tolerance(h, monkeypatch):
     X, y, w = distinct_rows(X, y, w)
     x = X[:, 0]
     rng = np.random.default_rng(7)
-    rows = np.concatenate([
-        rng.choice(x.size, 100, replace=False),
-        np.flatnonzero((x > 2) & (x < 6)),  # the bridge
-        np.argsort(x)[[0, 1, -2, -1]],  # the tails
-    ])  # fmt: skip
+    rows = np.concatenate(
+        [
+            rng.choice(x.size, 100, replace=False),
+            np.flatnonzero((x > 2) & (x < 6)),  # the bridge
+            np.argsort(x)[[0, 1, -2, -1]],  # the tails
+        ]
+    )
     ref, var = loo_local_linear(x, y, w, h, rows)
     solid = var > 1e-4
     assert np.sum(solid & (x[rows] > 2) & (x[rows] < 6)) >= 15  # the bridge
@@ -276,8 +278,9 @@ def test_local_polynomial_search_on_binned():
     grid = [0.1, 0.3]
     for degree, exact_passes in ((1, False), (2, True)):
         params = {"degree": degree, "bandwidths": grid}
-        binned = LocalPolynomialRegressorCV(algorithm="binned", binned_tol=1e-6,
-                                            **params).fit(X, y)  # fmt: skip
+        binned = LocalPolynomialRegressorCV(
+            algorithm="binned", binned_tol=1e-6, **params
+        ).fit(X, y)
         exact = LocalPolynomialRegressorCV(algorithm="brute", **params).fit(X, y)
         assert_scores_within(binned, exact, 1e-6, y)
         if exact_passes:

@@ -34,9 +34,13 @@ def path(request, monkeypatch):
 def _data(n=300, seed=0):
     rng = np.random.default_rng(seed)
     X = np.column_stack(
-        [rng.uniform(0, 1, n), rng.integers(0, 3, n), rng.integers(0, 4, n),
-         rng.uniform(0, 1, n)]
-    ).astype(float)  # fmt: skip
+        [
+            rng.uniform(0, 1, n),
+            rng.integers(0, 3, n),
+            rng.integers(0, 4, n),
+            rng.uniform(0, 1, n),
+        ]
+    ).astype(float)
     V = np.column_stack([np.sin(5 * X[:, 0]) + X[:, 1], X[:, 2]])
     return X, V
 
@@ -99,8 +103,14 @@ def leave_one_out_case():
     kernel = get_kernel("gaussian")
     head = DiscreteHead(Head(kernel, 0.1), _factors((0.1, 0.2)))
     own = np.arange(0, 200, 3)
-    params = {"metric": "euclidean", "metric_params": None, "sample_weight": w,
-              "exclude_self": True, "self_index": own, "self_weight": kept}  # fmt: skip
+    params = {
+        "metric": "euclidean",
+        "metric_params": None,
+        "sample_weight": w,
+        "exclude_self": True,
+        "self_index": own,
+        "self_weight": kept,
+    }
     S_ref, den_ref = _brute(X, X, V, kernel, 0.1, (0.1, 0.2), w=w, loo=True)
     # The share of its own term each point keeps (every level matched).
     own_term = float(kernel(np.zeros(1))[0]) * (1 - 0.1) * (1 - 0.2) * kept
@@ -156,9 +166,14 @@ def test_fitted_cell_indexes_serve_and_match():
     )
     head = DiscreteHead(Head(get_kernel("epanechnikov"), 0.03), factors)
     request = FitRequest(
-        X=X, sample_weight=None, values=lambda: (V, None), head=head, scale=None,
-        metric="euclidean", metric_params=None,
-    )  # fmt: skip
+        X=X,
+        sample_weight=None,
+        values=lambda: (V, None),
+        head=head,
+        scale=None,
+        metric="euclidean",
+        metric_params=None,
+    )
     name, index = choose("auto", ("auto", "sorted", "brute"), request)
     assert isinstance(index, CellIndex)
     assert name == "sorted" and set(index.names) == {"sorted"}
@@ -166,9 +181,10 @@ def test_fitted_cell_indexes_serve_and_match():
     fast = backend_sums(name, index, X[:300], X, V, [head], **params)[0]
     exact = backend_sums("brute", None, X[:300], X, V, [head], **params)[0]
     assert_allclose(
-        fast[0] * np.exp(fast[2])[:, None], exact[0] * np.exp(exact[2])[:, None],
+        fast[0] * np.exp(fast[2])[:, None],
+        exact[0] * np.exp(exact[2])[:, None],
         rtol=1e-10,
-    )  # fmt: skip
+    )
 
 
 def test_partition():
@@ -242,5 +258,4 @@ def test_few_queries_are_summed_pair_by_pair(monkeypatch):
     cells = backend_sums("brute", None, X[:5], X, V, [head], **params)[0]
     assert direct == [5]  # cell by cell
     assert_allclose(few[1] * np.exp(few[2] - cells[2]), cells[1], rtol=1e-12)
-    assert_allclose(few[0] / few[1][:, None], cells[0] / cells[1][:, None],
-                    rtol=1e-12)  # fmt: skip
+    assert_allclose(few[0] / few[1][:, None], cells[0] / cells[1][:, None], rtol=1e-12)

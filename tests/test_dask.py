@@ -387,8 +387,12 @@ def test_dask_predict_of_zero_queries_raises_as_predict_does():
     reg = NadarayaWatsonRegressor(bandwidth=0.4).fit(X, y)
     clf = NadarayaWatsonClassifier(bandwidth=0.4).fit(X, y > 0)
     pipe = make_pipeline(StandardScaler(), NadarayaWatsonRegressor()).fit(X, y)
-    cases = [(reg, "predict"), (clf, "predict"), (clf, "predict_proba"),
-             (pipe, "predict")]  # fmt: skip
+    cases = [
+        (reg, "predict"),
+        (clf, "predict"),
+        (clf, "predict_proba"),
+        (pipe, "predict"),
+    ]
     for est, method in cases:
         with pytest.raises(ValueError) as expected:
             getattr(est, method)(np.empty((0, 2)))

@@ -68,12 +68,15 @@ def test_default_is_the_choice_of_the_cv_estimator(plain, search, d, kernel):
     assert selection["scoring"] == expected
     # It predicts as the search does.
     assert_allclose(
-        est.predict(X[:20]) if plain is not NadarayaWatsonClassifier
+        est.predict(X[:20])
+        if plain is not NadarayaWatsonClassifier
         else est.predict_proba(X[:20]),
-        ref.predict(X[:20]) if plain is not NadarayaWatsonClassifier
+        ref.predict(X[:20])
+        if plain is not NadarayaWatsonClassifier
         else ref.predict_proba(X[:20]),
-        rtol=1e-12, atol=1e-13,  # the scale of the features may round apart
-    )  # fmt: skip
+        rtol=1e-12,
+        atol=1e-13,  # the scale of the features may round apart
+    )
 
 
 @pytest.mark.parametrize("n", [1, 2, 3])

@@ -12,32 +12,42 @@ pd = pytest.importorskip("pandas")
 
 
 def test_from_dtype():
-    df = pd.DataFrame({
-        "x": [0.1, 0.2, 0.3],
-        "city": ["a", "b", "a"],
-        "cat": pd.Categorical(["u", "v", "u"]),
-        "grade": pd.Categorical([1, 2, 3], ordered=True),
-        "numbers": np.array([1.0, 2.0, 3.0], dtype=object),
-        "flag": pd.array([True, False, True], dtype="boolean"),
-    })  # fmt: skip
+    df = pd.DataFrame(
+        {
+            "x": [0.1, 0.2, 0.3],
+            "city": ["a", "b", "a"],
+            "cat": pd.Categorical(["u", "v", "u"]),
+            "grade": pd.Categorical([1, 2, 3], ordered=True),
+            "numbers": np.array([1.0, 2.0, 3.0], dtype=object),
+            "flag": pd.array([True, False, True], dtype="boolean"),
+        }
+    )
     types = feature_types(df, "from_dtype", None)
     assert list(types) == [
-        "continuous", "unordered", "unordered", "ordered", "continuous",
         "continuous",
-    ]  # fmt: skip
+        "unordered",
+        "unordered",
+        "ordered",
+        "continuous",
+        "continuous",
+    ]
 
 
 def test_masks_indices_and_names():
     X = np.zeros((3, 3))
     assert list(feature_types(X, [True, False, True], None)) == [
-        "unordered", "continuous", "unordered",
-    ]  # fmt: skip
+        "unordered",
+        "continuous",
+        "unordered",
+    ]
     assert list(feature_types(X, [-1], [0])) == ["ordered", "continuous", "unordered"]
     assert list(feature_types(X, None, None)) == ["continuous"] * 3
     df = pd.DataFrame(X, columns=["a", "b", "c"])
     assert list(feature_types(df, ["b"], ["c"])) == [
-        "continuous", "unordered", "ordered",
-    ]  # fmt: skip
+        "continuous",
+        "unordered",
+        "ordered",
+    ]
     with pytest.raises(ValueError, match="outside"):
         feature_types(X, [3], None)
     with pytest.raises(ValueError, match="mask of 2 values"):

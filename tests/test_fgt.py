@@ -284,8 +284,11 @@ def test_cv_estimators_accept_the_transform():
     cv = NadarayaWatsonRegressorCV(algorithm="fgt", bandwidths=5).fit(X, y)
     ref = NadarayaWatsonRegressorCV(algorithm="brute", bandwidths=5).fit(X, y)
     assert cv.algorithm_ == "fgt" and cv.best_index_ == ref.best_index_
-    assert_allclose(cv.cv_results_["mean_test_score"],
-                    ref.cv_results_["mean_test_score"], rtol=1e-11)  # fmt: skip
+    assert_allclose(
+        cv.cv_results_["mean_test_score"],
+        ref.cv_results_["mean_test_score"],
+        rtol=1e-11,
+    )
     # The polished size: a parabola's vertex through scores that agree to
     # 1e-12, a thousandth apart.
     assert_allclose(cv.bandwidth_, ref.bandwidth_, rtol=1e-7)

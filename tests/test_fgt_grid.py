@@ -50,8 +50,9 @@ def test_stacked_sums_equal_each_heads_own_pass(weighted, inner, tile, monkeypat
     Vx = _weighted_values(v[:, None], w, slice(None))
     got = stacked_moment_sums(x, Vx, SIGMAS, 2, tile)
     for sigma, sums in zip(SIGMAS, got, strict=True):
-        index = GaussIndex(x[:, None], v[:, None], w, Head(Gaussian(), sigma), None,
-                           origin=0.0)  # fmt: skip
+        index = GaussIndex(
+            x[:, None], v[:, None], w, Head(Gaussian(), sigma), None, origin=0.0
+        )
         acc, bound = index.moment_sums(x / index.sigma, powers=2, q=x)
         scale = acc[:, :1, -1:] * np.array([np.abs(v).max(), 1.0])
         if inner == "whole reach":
@@ -88,8 +89,12 @@ def test_boxes_beyond_the_inner_reach_are_bounded(powers):
     # The ring's terms: left out of its sums, within its bound.
     u = (x - x[r]) / sigma
     terms = np.exp(-0.5 * u * u) * w * (u != 0)
-    ring = np.stack([(terms * u**j) @ np.column_stack([v, np.ones_like(v)])
-                     for j in range(powers + 1)])  # fmt: skip
+    ring = np.stack(
+        [
+            (terms * u**j) @ np.column_stack([v, np.ones_like(v)])
+            for j in range(powers + 1)
+        ]
+    )
     own = np.zeros((powers + 1, 2))
     own[0] = [v[r] * w[r], w[r]]
     assert 1e-24 < ring[0, 1] < 1e-20
@@ -126,14 +131,27 @@ def test_grid_moments_hold_within_their_bound(kept_share, shuffled):
     kept = None if kept_share is None else kept_share * w
     X, V = x[:, None], v[:, None]
     request = FitRequest(
-        X=X, sample_weight=w, values=lambda: (V, w), head=None, scale=None,
-        metric="euclidean", metric_params=None,
-    )  # fmt: skip
+        X=X,
+        sample_weight=w,
+        values=lambda: (V, w),
+        head=None,
+        scale=None,
+        metric="euclidean",
+        metric_params=None,
+    )
     heads = [Head(Gaussian(), s) for s in (0.002, 0.01, 0.05, 0.3)]
     got = grid_local_moments(
-        "auto", ("fgt", "brute"), request, heads, 2, exclude_self=True,
-        self_weight=kept, sample_weight=w, metric="euclidean", metric_params=None,
-    )  # fmt: skip
+        "auto",
+        ("fgt", "brute"),
+        request,
+        heads,
+        2,
+        exclude_self=True,
+        self_weight=kept,
+        sample_weight=w,
+        metric="euclidean",
+        metric_params=None,
+    )
     vmax = np.abs(v).max()
     for moments in got:
         sigma = moments.unit  # the standard deviation
@@ -225,17 +243,24 @@ def test_grid_local_moments_serves_only_its_requests():
     X, V = x[:, None], v[:, None]
 
     def request(n=700):
-        return FitRequest(X=X[:n], sample_weight=None, values=lambda: (V[:n], None),
-                          head=None, scale=None, metric="euclidean",
-                          metric_params=None)  # fmt: skip
+        return FitRequest(
+            X=X[:n],
+            sample_weight=None,
+            values=lambda: (V[:n], None),
+            head=None,
+            scale=None,
+            metric="euclidean",
+            metric_params=None,
+        )
 
     loo = {"exclude_self": True, "metric": "euclidean", "metric_params": None}
     gauss = [Head(Gaussian(), 0.05), Head(Gaussian(), 0.2)]
     accepted = tuple(BACKENDS)
 
     def served(algorithm, heads=gauss, n=700, **params):
-        got = grid_local_moments(algorithm, accepted, request(n), heads, 2,
-                                 **{**loo, **params})  # fmt: skip
+        got = grid_local_moments(
+            algorithm, accepted, request(n), heads, 2, **{**loo, **params}
+        )
         return [moments is not None for moments in got]
 
     assert served("auto") == [True, True]
@@ -275,9 +300,9 @@ def test_box_sums_add_each_boxs_segments(n_boxes):
     counts = rng.integers(1, 5, n_boxes)
     first = np.cumsum(counts) - counts
     moments = rng.normal(size=(counts.sum(), 19, 2))
-    want = np.stack([
-        moments[a : a + k].sum(axis=0) for a, k in zip(first, counts, strict=True)
-    ])  # fmt: skip
+    want = np.stack(
+        [moments[a : a + k].sum(axis=0) for a, k in zip(first, counts, strict=True)]
+    )
     got = _fgt_grid._box_sums(moments, first)
     assert got.shape == want.shape
     assert_allclose(got, want, rtol=1e-14, atol=1e-14)

@@ -141,9 +141,12 @@ def test_probe_shift_respects_sample_weights():
     # Tiny weights alone: the sums stay positive (no 0/0).
     Xs = np.array([[0.0, 0.0], [1.0, 0.0]])
     ((S, den, M),) = kernel_sums(
-        np.array([[-30.0, 0.0]]), Xs, np.array([[0.0], [1.0]]),
-        [Head(Gaussian(), 1.0)], sample_weight=np.array([1e-200, 1e-200]),
-    )  # fmt: skip
+        np.array([[-30.0, 0.0]]),
+        Xs,
+        np.array([[0.0], [1.0]]),
+        [Head(Gaussian(), 1.0)],
+        sample_weight=np.array([1e-200, 1e-200]),
+    )
     assert den[0] > 0
     assert_allclose(S[0, 0] / den[0], np.exp(-0.5 * (31**2 - 30**2)), rtol=1e-9)
 

@@ -23,8 +23,19 @@ from sknw._gradient import SlopeKernel, quadratic_form
 from sknw.exceptions import EmptyWindowWarning, SingularDesignWarning
 from sknw.kernels import KERNELS, Gaussian, Kernel
 
-SMOOTH = ["gaussian", "biweight", "triweight", "tricube", "cauchy", "logistic",
-          "sigmoid", "silverman", "laplacian", "epanechnikov", "cosine"]  # fmt: skip
+SMOOTH = [
+    "gaussian",
+    "biweight",
+    "triweight",
+    "tricube",
+    "cauchy",
+    "logistic",
+    "sigmoid",
+    "silverman",
+    "laplacian",
+    "epanechnikov",
+    "cosine",
+]
 
 
 def central_differences(est, Q, h=1e-5):
@@ -129,8 +140,9 @@ def test_metrics_that_are_not_quadratic_forms_are_refused(metric):
     est = NadarayaWatsonRegressor(bandwidth=0.3, metric=metric).fit(X, y)
     with pytest.raises(ValueError, match="quadratic form"):
         est.gradient(Q)
-    est = NadarayaWatsonRegressor(bandwidth=0.3, metric="minkowski",
-                                  metric_params={"p": 3}).fit(X, y)  # fmt: skip
+    est = NadarayaWatsonRegressor(
+        bandwidth=0.3, metric="minkowski", metric_params={"p": 3}
+    ).fit(X, y)
     with pytest.raises(ValueError, match="p=2"):
         est.gradient(Q)
 
@@ -156,8 +168,9 @@ def test_a_query_on_a_training_point_with_a_kink_there():
     assert_allclose(g, (left + right) / 2, rtol=1e-6)
 
 
-@pytest.mark.parametrize("policy, expected", [("nearest", 0.0), ("mean", 0.0),
-                                              ("nan", np.nan)])  # fmt: skip
+@pytest.mark.parametrize(
+    "policy, expected", [("nearest", 0.0), ("mean", 0.0), ("nan", np.nan)]
+)
 def test_empty_windows_follow_the_policy(policy, expected):
     X, y, _, _ = _data(7, 60, 1)
     est = NadarayaWatsonRegressor(
@@ -212,8 +225,9 @@ def test_local_linear_slopes_reproduce_a_hyperplane_everywhere():
     X = rng.uniform(size=(80, 2))
     y = 3.0 * X[:, 0] - 2.0 * X[:, 1] + 1.0
     Q = np.array([[0.0, 0.0], [1.0, 1.0], [0.5, 0.5], [3.0, -2.0]])
-    est = LocalLinearRegressor(kernel="epanechnikov", bandwidth=0.4,
-                               max_leverage=None).fit(X, y)  # fmt: skip
+    est = LocalLinearRegressor(
+        kernel="epanechnikov", bandwidth=0.4, max_leverage=None
+    ).fit(X, y)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", EmptyWindowWarning)
         g = est.gradient(Q[:3])

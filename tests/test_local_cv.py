@@ -38,8 +38,9 @@ def test_estimates_from_the_windows_equal_those_from_every_point(
 ):
     X, y, w = _tailed(seed=4)
     w = w if weighted else None
-    est = LocalLinearRegressorCV(kernels=[kernel], bandwidths=[100.0],
-                                 empty_window=policy)  # fmt: skip
+    est = LocalLinearRegressorCV(
+        kernels=[kernel], bandwidths=[100.0], empty_window=policy
+    )
     est.fit(X, y, sample_weight=w)  # the fitted state exact_estimates reads
     est._cv_targets = y[:, None]
     wn, unit = normalised_weights(w)
@@ -124,8 +125,9 @@ def test_points_the_fast_path_leaves_are_served_from_their_windows(
                     tr is None or np.array_equal(tr, train)
                 ):
                     want[np.isin(test, rows)] = np.nan
-            assert_allclose(pred[test], want, rtol=0, atol=1e-9 * np.ptp(y),
-                            equal_nan=True)  # fmt: skip
+            assert_allclose(
+                pred[test], want, rtol=0, atol=1e-9 * np.ptp(y), equal_nan=True
+            )
 
 
 def test_the_points_left_are_taken_in_chunks_of_fit_rows(monkeypatch):
@@ -134,15 +136,19 @@ def test_the_points_left_are_taken_in_chunks_of_fit_rows(monkeypatch):
     X, y, w = _tailed(seed=6)
     est = LocalLinearRegressorCV(kernels=["gaussian"], bandwidths=[100.0]).fit(X, y)
     est._cv_targets = y[:, None]
-    cands = [{"kernel": est.kernel_, "bandwidth": np.array([h])}
-             for h in (0.002, 0.004, 0.01)]  # fmt: skip
+    cands = [
+        {"kernel": est.kernel_, "bandwidth": np.array([h])}
+        for h in (0.002, 0.004, 0.01)
+    ]
     whole = _local_cv.query_centred_cv(est, X, y[:, None], None, 1.0, cands, None)
     monkeypatch.setattr(_local_cv, "FIT_ROWS", 3)
     chunked = _local_cv.query_centred_cv(est, X, y[:, None], None, 1.0, cands, None)
     for i in range(3):
         assert_allclose(chunked[i][0], whole[i][0], rtol=1e-15, equal_nan=True)
-        left = [np.sort(np.concatenate([r for _, r, _ in got[i][1]] or [[]]))
-                for got in (whole, chunked)]  # fmt: skip
+        left = [
+            np.sort(np.concatenate([r for _, r, _ in got[i][1]] or [[]]))
+            for got in (whole, chunked)
+        ]
         np.testing.assert_array_equal(*left)
 
 

@@ -54,10 +54,20 @@ def test_one_coordinate_solves_as_any_number(
     args = (A, cols, Zq, min_eigenvalue, mask, t, max_leverage)
     with np.errstate(all="ignore"):
         fast = _line_solution(*args)
-        ref = _solution(A, cols, 1, k, Zq, min_eigenvalue, mask, t, max_leverage,
-                        None, None, 1)  # fmt: skip
-        routed = local_solution(A, cols, 1, k, Zq, min_eigenvalue, few=mask,
-                                to_bandwidth=t, max_leverage=max_leverage)  # fmt: skip
+        ref = _solution(
+            A, cols, 1, k, Zq, min_eigenvalue, mask, t, max_leverage, None, None, 1
+        )
+        routed = local_solution(
+            A,
+            cols,
+            1,
+            k,
+            Zq,
+            min_eigenvalue,
+            few=mask,
+            to_bandwidth=t,
+            max_leverage=max_leverage,
+        )
     for name in ref.__dataclass_fields__:
         want, got = getattr(ref, name), getattr(fast, name)
         if want is None:
@@ -74,8 +84,7 @@ def test_the_cases_of_the_comparison_occur():
     """The property above meets singular, ridged and solved designs."""
     A, cols, rng = _moments(3, 2000, 1)
     with np.errstate(all="ignore"):
-        sol = _line_solution(A, cols, rng.normal(size=(2000, 1)), 1e-8, None,
-                             None, 1.5)  # fmt: skip
+        sol = _line_solution(A, cols, rng.normal(size=(2000, 1)), 1e-8, None, None, 1.5)
     assert sol.ok.any() and (~sol.ok & sol.finite).any() and (~sol.finite).any()
     assert sol.ridged.any() and sol.rounded.any()
 
@@ -225,8 +234,9 @@ def test_zero_offsets_give_the_query_centred_fit():
     spread = np.ptp(V)
     kw = {"n_positive": X.shape[0] - 1, "max_leverage": None}
     plain = query_centred_fit(about_q, spread / 2, spread, 0.0, **kw)
-    zero = query_centred_fit(about_q, spread / 2, spread, 0.0, **kw,
-                             offsets=np.zeros(own.size))  # fmt: skip
+    zero = query_centred_fit(
+        about_q, spread / 2, spread, 0.0, **kw, offsets=np.zeros(own.size)
+    )
     np.testing.assert_array_equal(zero.estimate, plain.estimate)
     np.testing.assert_array_equal(zero.error, plain.error)
     np.testing.assert_array_equal(zero.served, plain.served)
@@ -247,18 +257,23 @@ def test_thin_designs_are_served_where_every_answer_is_near_the_local_constant()
         x = np.array([0.0, 40.0, 80.0, 80.0 + gap, 300.0])
         X, V = x[:, None], np.array([[1.0], [-1.0], [0.5], [0.25], [2.0]])
         spread = np.ptp(V)
-        moments, offsets = line_moments(np.array([[120.0]]), np.array([80.0]), X,
-                                        V, head, 2)  # fmt: skip
+        moments, offsets = line_moments(
+            np.array([[120.0]]), np.array([80.0]), X, V, head, 2
+        )
         fits = [
             query_centred_fit(
                 moments, spread / 2, spread, 0.0, 5, max_leverage=lev, offsets=offsets
-            )  # fmt: skip
+            )
             for lev in (10.0, None)
         ]
         # Without a ridge, the slope of a thin window is not bounded.
         assert fits[0].served[0] and not fits[1].served[0]
-        want = 0.375 if singular else _wls(np.vstack([X, [[120.0]]]),
-                                          np.vstack([V, [[0.0]]]), [5], 1.0,
-                                          10.0)[0]  # fmt: skip
+        want = (
+            0.375
+            if singular
+            else _wls(
+                np.vstack([X, [[120.0]]]), np.vstack([V, [[0.0]]]), [5], 1.0, 10.0
+            )[0]
+        )
         assert abs(fits[0].estimate[0, 0] - want) <= fits[0].error[0, 0]
         assert fits[0].error[0, 0] <= 1e-10 * spread

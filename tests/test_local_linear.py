@@ -693,10 +693,15 @@ def test_auto_picks_the_fast_paths_for_local_linear():
     for kernel, expected in FAST_PATHS.items():
         est = LocalLinearRegressor(kernel=kernel, bandwidth=0.05).fit(X, y)
         request = FitRequest(
-            X=X, sample_weight=None, values=est._index_values,
-            head=Head(est.kernel_, 0.05), scale=None, metric="euclidean",
-            metric_params={}, powers=2,
-        )  # fmt: skip
+            X=X,
+            sample_weight=None,
+            values=est._index_values,
+            head=Head(est.kernel_, 0.05),
+            scale=None,
+            metric="euclidean",
+            metric_params={},
+            powers=2,
+        )
         name, _ = choose("auto", LocalLinearRegressor._algorithms, request)
         assert est.algorithm_ == name == expected
     # Fewer than 512 points, or two features: not the one-feature paths.
@@ -927,12 +932,14 @@ def test_cv_with_the_ridge_equals_ridged_refits(kernel):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         cv.fit(X, y)
-        loo = np.array([
-            LocalLinearRegressor(kernel=kernel, bandwidth=h, max_leverage=4.0)
-            .fit(np.delete(X, i, 0), np.delete(y, i))
-            .predict(X[i : i + 1])[0]
-            for i in range(40)
-        ])  # fmt: skip
+        loo = np.array(
+            [
+                LocalLinearRegressor(kernel=kernel, bandwidth=h, max_leverage=4.0)
+                .fit(np.delete(X, i, 0), np.delete(y, i))
+                .predict(X[i : i + 1])[0]
+                for i in range(40)
+            ]
+        )
     np.testing.assert_allclose(-cv.best_score_, np.mean((loo - y) ** 2), rtol=1e-9)
 
 
@@ -1030,9 +1037,15 @@ def test_cv_fits_of_several_candidates_solved_together_equal_one_at_a_time(cv):
         offsets = [None] * len(got) if offsets is None else offsets
         for (moments, _, n_positive), off in zip(got, offsets, strict=True):
             fit = _local_cv.query_centred_fit(
-                moments, spread / 2, spread, est.min_eigenvalue, n_positive,
-                max_leverage=est.max_leverage, offsets=off, tolerance=tolerance,
-            )  # fmt: skip
+                moments,
+                spread / 2,
+                spread,
+                est.min_eigenvalue,
+                n_positive,
+                max_leverage=est.max_leverage,
+                offsets=off,
+                tolerance=tolerance,
+            )
             out.append((fit.estimate, fit.served))
         return out
 

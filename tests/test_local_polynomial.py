@@ -64,8 +64,9 @@ def test_equals_weighted_least_squares(degree, d, k):
     est = LocalPolynomialRegressor(degree=degree, bandwidth=bw, max_leverage=None)
     est.fit(X, y, sample_weight=w)
     fit, slope, _ = wls(X, y, Q, bw, degree, w=w)
-    assert_allclose(est.predict(Q), fit.reshape(est.predict(Q).shape), rtol=1e-8,
-                    atol=1e-9)  # fmt: skip
+    assert_allclose(
+        est.predict(Q), fit.reshape(est.predict(Q).shape), rtol=1e-8, atol=1e-9
+    )
     g = est.gradient(Q)
     assert g.shape == ((12, d) if k == 1 else (12, k, d))
     assert_allclose(g.reshape(slope.shape), slope, rtol=1e-8, atol=1e-8)
@@ -74,8 +75,9 @@ def test_equals_weighted_least_squares(degree, d, k):
 def test_compact_kernel_and_a_far_centre():
     # Data far from the origin: the moments are taken about each query's cell.
     X, y, Q, _ = _data(1, 400, 1)
-    est = LocalPolynomialRegressor(degree=3, kernel="epanechnikov", bandwidth=0.25,
-                                   max_leverage=None).fit(X + 1e5, y)  # fmt: skip
+    est = LocalPolynomialRegressor(
+        degree=3, kernel="epanechnikov", bandwidth=0.25, max_leverage=None
+    ).fit(X + 1e5, y)
     Qin = np.linspace(0.05, 0.95, 9)[:, None]
     fit, _, _ = wls(X, y, Qin, 0.25, 3, kernel=Epanechnikov())
     assert_allclose(est.predict(Qin + 1e5), fit[:, 0], rtol=1e-7, atol=1e-8)
@@ -99,9 +101,14 @@ def test_reproduces_polynomials_of_its_degree(degree, d):
 
 @pytest.mark.parametrize(
     "kernel, algorithm",
-    [("gaussian", "auto"), ("gaussian", "brute"), ("gaussian", "fgt"),
-     ("epanechnikov", "tree"), ("epanechnikov", "sorted")],
-)  # fmt: skip
+    [
+        ("gaussian", "auto"),
+        ("gaussian", "brute"),
+        ("gaussian", "fgt"),
+        ("epanechnikov", "tree"),
+        ("epanechnikov", "sorted"),
+    ],
+)
 # Some queries lie beyond the epanechnikov windows of every point: empty
 # windows (and no standard error), alike in both estimators.
 @pytest.mark.filterwarnings("ignore::sknw.exceptions.EmptyWindowWarning")
@@ -132,8 +139,9 @@ def test_standard_errors_are_those_of_the_smoother():
     # With a known noise variance, the standard error of a linear smoother's
     # estimate is sigma times the norm of its row.
     X, y, Q, _ = _data(5, 200, 2)
-    est = LocalPolynomialRegressor(degree=2, bandwidth=0.4, noise_variance=0.25,
-                                   max_leverage=None).fit(X, y)  # fmt: skip
+    est = LocalPolynomialRegressor(
+        degree=2, bandwidth=0.4, noise_variance=0.25, max_leverage=None
+    ).fit(X, y)
     _, _, rows = wls(X, y, Q, 0.4, 2)
     want = 0.5 * np.sqrt(np.sum(rows**2, axis=1))
     assert_allclose(est.standard_error(Q), want, rtol=1e-7)
@@ -145,8 +153,9 @@ def test_discrete_features_enter_through_the_kernel():
     groups = pd.Categorical(rng.choice(["a", "b"], size=n))
     frame = pd.DataFrame({"x": rng.uniform(size=n), "g": groups})
     y = np.cos(3 * frame["x"]).to_numpy() + (frame["g"] == "b").to_numpy()
-    est = LocalPolynomialRegressor(degree=2, bandwidth=[0.3, 0.2],
-                                   max_leverage=None).fit(frame, y)  # fmt: skip
+    est = LocalPolynomialRegressor(
+        degree=2, bandwidth=[0.3, 0.2], max_leverage=None
+    ).fit(frame, y)
     codes = frame["g"].cat.codes.to_numpy()
     factors = np.where(codes[None, :] == codes[:8, None], 1 - 0.2, 0.2)
     X = frame[["x"]].to_numpy()
@@ -186,10 +195,14 @@ def test_moment_backends_serve_degrees_from_one():
 @pytest.mark.parametrize("degree", [2, 3])
 @pytest.mark.parametrize(
     "kernel, algorithm, span",
-    [("gaussian", "fgt", None), ("tricube", "sorted", None),
-     ("epanechnikov", "sorted", None), ("triweight", "sorted", 0.1),
-     ("tricube", "sorted", 0.05)],
-)  # fmt: skip
+    [
+        ("gaussian", "fgt", None),
+        ("tricube", "sorted", None),
+        ("epanechnikov", "sorted", None),
+        ("triweight", "sorted", 0.1),
+        ("tricube", "sorted", 0.05),
+    ],
+)
 # Some queries lie far beyond the data (local constant there, as skipped
 # below): empty windows and singular designs.
 @pytest.mark.filterwarnings("ignore::sknw.exceptions.EmptyWindowWarning")
@@ -258,8 +271,9 @@ def test_cross_validation_equals_refits(cv):
     if cv is None:  # leave-one-out removes whole rows, as LeaveOneOut
         w = np.ones_like(w)
     bandwidths = [0.15, 0.3, 0.6, 1.2]
-    est = LocalPolynomialRegressorCV(degree=2, bandwidths=bandwidths, cv=cv,
-                                     kernels=["gaussian", "biweight"])  # fmt: skip
+    est = LocalPolynomialRegressorCV(
+        degree=2, bandwidths=bandwidths, cv=cv, kernels=["gaussian", "biweight"]
+    )
     est.fit(X, y, sample_weight=w)
     splitter = LeaveOneOut() if cv is None else KFold(cv)
     scores = []
@@ -306,12 +320,14 @@ def test_the_ridge_and_the_singular_test_do_not_depend_on_the_frame(kernel):
         base = LocalPolynomialRegressor(degree=2, kernel=kernel, bandwidth=[0.15, 0.15])
         base.fit(X, y)
         s = np.array([1.0, 0.01])
-        scaled = LocalPolynomialRegressor(degree=2, kernel=kernel,
-                                          bandwidth=0.15 * s).fit(X * s, y)  # fmt: skip
+        scaled = LocalPolynomialRegressor(
+            degree=2, kernel=kernel, bandwidth=0.15 * s
+        ).fit(X * s, y)
         far = np.vstack([X, [[-40.0, -40.0]]])
         w = np.r_[np.ones(200), 0.0]
-        moved = LocalPolynomialRegressor(degree=2, kernel=kernel,
-                                         bandwidth=[0.15, 0.15])  # fmt: skip
+        moved = LocalPolynomialRegressor(
+            degree=2, kernel=kernel, bandwidth=[0.15, 0.15]
+        )
         moved.fit(far, np.r_[y, 0.0], sample_weight=w)
         want, slope = base.predict(Q), base.gradient(Q)
         assert_allclose(scaled.predict(Q * s), want, rtol=1e-8, atol=1e-8)
@@ -404,8 +420,9 @@ def test_leave_one_out_with_ridged_points_equals_refits():
     y = np.sin(4 * X.sum(axis=1)) + rng.normal(0, 0.1, 80)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        cv = LocalPolynomialRegressorCV(degree=2, kernels="epanechnikov",
-                                        bandwidths=[0.15]).fit(X, y)  # fmt: skip
+        cv = LocalPolynomialRegressorCV(
+            degree=2, kernels="epanechnikov", bandwidths=[0.15]
+        ).fit(X, y)
         pred = np.empty(80)
         for i in range(80):
             keep = np.arange(80) != i
@@ -413,8 +430,9 @@ def test_leave_one_out_with_ridged_points_equals_refits():
                 degree=2, kernel="epanechnikov", bandwidth=0.15
             ).fit(X[keep], y[keep])
             pred[i] = ref.predict(X[i : i + 1])[0]
-    assert_allclose(cv.cv_results_["mean_test_score"], [-np.mean((y - pred) ** 2)],
-                    rtol=1e-8)  # fmt: skip
+    assert_allclose(
+        cv.cv_results_["mean_test_score"], [-np.mean((y - pred) ** 2)], rtol=1e-8
+    )
 
 
 def test_isolated_points_in_leave_one_out_equal_refits():
@@ -432,8 +450,9 @@ def test_isolated_points_in_leave_one_out_equal_refits():
             keep = np.arange(60) != i
             ref = LocalPolynomialRegressor(degree=2, bandwidth=0.08)
             pred[i] = ref.fit(X[keep], y[keep]).predict(X[i : i + 1])[0]
-    assert_allclose(cv.cv_results_["mean_test_score"], [-np.mean((y - pred) ** 2)],
-                    rtol=1e-9)  # fmt: skip
+    assert_allclose(
+        cv.cv_results_["mean_test_score"], [-np.mean((y - pred) ** 2)], rtol=1e-9
+    )
 
 
 def test_the_ridge_does_not_depend_on_the_axes():
@@ -450,8 +469,9 @@ def test_the_ridge_does_not_depend_on_the_axes():
         est = LocalPolynomialRegressor(degree=2, bandwidth=0.2).fit(X, y)
         turned = LocalPolynomialRegressor(degree=2, bandwidth=0.2).fit(X @ R, y)
         assert_allclose(turned.predict(Q @ R), est.predict(Q), rtol=1e-8, atol=1e-9)
-        assert_allclose(turned.gradient(Q @ R) @ R.T, est.gradient(Q), rtol=1e-7,
-                        atol=1e-7)  # fmt: skip
+        assert_allclose(
+            turned.gradient(Q @ R) @ R.T, est.gradient(Q), rtol=1e-7, atol=1e-7
+        )
 
 
 @pytest.mark.parametrize("degree", [1, 2])

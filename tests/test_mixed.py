@@ -33,8 +33,17 @@ def _ordered(kernel, q, x, lam):
     return lam**t
 
 
-def brute_weights(Q, X, h, cont, unordered, ordered, kernels=("aitchison_aitken",
-                  "wang_ryzin"), levels=None, w=None):  # fmt: skip
+def brute_weights(
+    Q,
+    X,
+    h,
+    cont,
+    unordered,
+    ordered,
+    kernels=("aitchison_aitken", "wang_ryzin"),
+    levels=None,
+    w=None,
+):
     """(m, n) product-kernel weights: Gaussian on the continuous columns
     divided by their bandwidths, times the discrete factors."""
     Q, X, h = np.asarray(Q, float), np.asarray(X, float), np.asarray(h, float)
@@ -66,9 +75,12 @@ def test_predict_equals_product_kernel(ckernel, okernel):
     X, y = make_data()
     h = np.array([0.07, 0.3, 0.4])
     reg = NadarayaWatsonRegressor(
-        bandwidth=h, categorical_features=[1], ordered_features=[2],
-        categorical_kernel=ckernel, ordered_kernel=okernel,
-    ).fit(X, y)  # fmt: skip
+        bandwidth=h,
+        categorical_features=[1],
+        ordered_features=[2],
+        categorical_kernel=ckernel,
+        ordered_kernel=okernel,
+    ).fit(X, y)
     Q = np.column_stack(
         [np.linspace(0, 1, 7), [0, 1, 2, 0, 1, 2, 0], [0, 4, 2, 3, 1, 0, 4]]
     )
@@ -124,11 +136,13 @@ def test_statsmodels_kernelreg_every_mix(var_type):
 
 def test_default_settings_dataframe_equals_numpy_with_indices():
     X, y = make_data(120)
-    df = pd.DataFrame({
-        "x": X[:, 0],
-        "g": pd.Categorical(X[:, 1].astype(int)),
-        "o": pd.Categorical(X[:, 2].astype(int), categories=range(5), ordered=True),
-    })  # fmt: skip
+    df = pd.DataFrame(
+        {
+            "x": X[:, 0],
+            "g": pd.Categorical(X[:, 1].astype(int)),
+            "o": pd.Categorical(X[:, 2].astype(int), categories=range(5), ordered=True),
+        }
+    )
     a = NadarayaWatsonRegressor().fit(df, y)
     b = NadarayaWatsonRegressor(categorical_features=[1], ordered_features=[2]).fit(
         X, y
@@ -139,24 +153,30 @@ def test_default_settings_dataframe_equals_numpy_with_indices():
 
 def test_from_dtype_pandas_and_names():
     X, y = make_data()
-    df = pd.DataFrame({
-        "x": X[:, 0],
-        "city": np.array(["rome", "oslo", "lima"])[X[:, 1].astype(int)],
-        "grade": pd.Categorical(X[:, 2].astype(int), categories=range(5), ordered=True),
-    })  # fmt: skip
+    df = pd.DataFrame(
+        {
+            "x": X[:, 0],
+            "city": np.array(["rome", "oslo", "lima"])[X[:, 1].astype(int)],
+            "grade": pd.Categorical(
+                X[:, 2].astype(int), categories=range(5), ordered=True
+            ),
+        }
+    )
     h = [0.07, 0.3, 0.4]
     reg = NadarayaWatsonRegressor(bandwidth=h).fit(df, y)
     assert list(reg.feature_types_) == ["continuous", "unordered", "ordered"]
     assert list(reg.categories_[1]) == ["lima", "oslo", "rome"]
     assert list(reg.feature_names_in_) == ["x", "city", "grade"]
     # The same model on codes declared by name.
-    codes = df.assign(city=df.city.map({"lima": 0, "oslo": 1, "rome": 2}).astype(float),
-                      grade=X[:, 2])  # fmt: skip
+    codes = df.assign(
+        city=df.city.map({"lima": 0, "oslo": 1, "rome": 2}).astype(float), grade=X[:, 2]
+    )
     by_name = NadarayaWatsonRegressor(
         bandwidth=h, categorical_features=["city"], ordered_features=["grade"]
     ).fit(codes, y)
-    assert_allclose(reg.predict(df.iloc[:20]), by_name.predict(codes.iloc[:20]),
-                    rtol=1e-12)  # fmt: skip
+    assert_allclose(
+        reg.predict(df.iloc[:20]), by_name.predict(codes.iloc[:20]), rtol=1e-12
+    )
 
 
 def test_relabelling_unordered_levels_changes_nothing():
@@ -228,8 +248,11 @@ def test_batch_independence():
 def test_sample_weights_are_frequencies():
     X, y = make_data(120)
     w = np.random.default_rng(3).integers(0, 3, X.shape[0]).astype(float)
-    kw = {"bandwidth": [0.07, 0.3, 0.4], "categorical_features": [1],
-          "ordered_features": [2]}  # fmt: skip
+    kw = {
+        "bandwidth": [0.07, 0.3, 0.4],
+        "categorical_features": [1],
+        "ordered_features": [2],
+    }
     a = NadarayaWatsonRegressor(**kw).fit(X, y, sample_weight=w).predict(X[:20])
     rep = np.repeat(np.arange(X.shape[0]), w.astype(int))
     b = NadarayaWatsonRegressor(**kw).fit(X[rep], y[rep]).predict(X[:20])
@@ -255,9 +278,11 @@ def test_standard_errors_use_squared_factors():
     X, y = make_data()
     h = np.array([0.07, 0.3, 0.4])
     reg = NadarayaWatsonRegressor(
-        bandwidth=h, categorical_features=[1], ordered_features=[2],
+        bandwidth=h,
+        categorical_features=[1],
+        ordered_features=[2],
         noise_variance=0.25,
-    ).fit(X, y)  # fmt: skip
+    ).fit(X, y)
     Q = X[:10]
     W = brute_weights(Q, X, h, [0], [1], [2])
     A = W / W.sum(axis=1, keepdims=True)
@@ -272,16 +297,19 @@ def test_attention_weights():
         bandwidth=h, categorical_features=[1], ordered_features=[2]
     ).fit(X, y)
     W = brute_weights(X[:5], X, h, [0], [1], [2])
-    assert_allclose(reg.attention_weights(X[:5]), W / W.sum(axis=1, keepdims=True),
-                    rtol=1e-12)  # fmt: skip
+    assert_allclose(
+        reg.attention_weights(X[:5]), W / W.sum(axis=1, keepdims=True), rtol=1e-12
+    )
 
 
 def test_empty_window_nearest_among_positive_factors():
     X, y = make_data()
     reg = NadarayaWatsonRegressor(
-        kernel="epanechnikov", bandwidth=[1e-4, 0.0, 0.3], categorical_features=[1],
+        kernel="epanechnikov",
+        bandwidth=[1e-4, 0.0, 0.3],
+        categorical_features=[1],
         ordered_features=[2],
-    ).fit(X, y)  # fmt: skip
+    ).fit(X, y)
     q = np.array([[0.5, 1.0, 2.0]])
     with pytest.warns(UserWarning, match="empty window"):
         got = reg.predict(q)
@@ -382,8 +410,11 @@ def test_smoothing_search_holds_out_of_sample():
             bandwidth=[searched.bandwidth_[0], 0.0], categorical_features=[1]
         ).fit(X[tr], y[tr])
         without = NadarayaWatsonRegressor().fit(X[tr, :1], y[tr])
-        for key, model, Q in (("searched", searched, X[te]), ("split", split, X[te]),
-                              ("without", without, X[te, :1])):  # fmt: skip
+        for key, model, Q in (
+            ("searched", searched, X[te]),
+            ("split", split, X[te]),
+            ("without", without, X[te, :1]),
+        ):
             mse[key].append(np.mean((model.predict(Q) - truth) ** 2))
     mean = {k: np.mean(v) for k, v in mse.items()}
     assert mean["searched"] < 1.25 * mean["without"]
@@ -395,9 +426,11 @@ def test_kfold_with_discrete_features():
 
     X, y = make_data(120)
     cv = NadarayaWatsonRegressorCV(
-        bandwidths=[0.05, 0.1], cv=KFold(4), categorical_features=[1],
+        bandwidths=[0.05, 0.1],
+        cv=KFold(4),
+        categorical_features=[1],
         ordered_features=[2],
-    ).fit(X, y)  # fmt: skip
+    ).fit(X, y)
     assert np.all(np.isfinite(cv.cv_results_["mean_test_score"]))
 
 
@@ -423,12 +456,15 @@ def test_pipeline_and_grid_search_over_kernels():
 
     X, y = make_data(120)
     search = GridSearchCV(
-        NadarayaWatsonRegressor(bandwidth=0.1, categorical_features=[1],
-                                ordered_features=[2]),
-        {"categorical_kernel": ["aitchison_aitken", "li_racine"],
-         "ordered_kernel": ["wang_ryzin", "li_racine"]},
+        NadarayaWatsonRegressor(
+            bandwidth=0.1, categorical_features=[1], ordered_features=[2]
+        ),
+        {
+            "categorical_kernel": ["aitchison_aitken", "li_racine"],
+            "ordered_kernel": ["wang_ryzin", "li_racine"],
+        },
         cv=3,
-    ).fit(X, y)  # fmt: skip
+    ).fit(X, y)
     assert np.all(np.isfinite(search.cv_results_["mean_test_score"]))
 
 
@@ -447,10 +483,12 @@ def test_string_column_error_names_categorical_features():
 
 @pytest.mark.parametrize(
     "bandwidth, match",
-    [([0.1, 1.2, 0.2], "outside \\[0, 1\\]"),
-     ([0.1, 0.2, 1.0], "outside \\[0, 1\\)"),
-     ([0.1, 0.2], "shape \\(n_features,\\)")],
-)  # fmt: skip
+    [
+        ([0.1, 1.2, 0.2], "outside \\[0, 1\\]"),
+        ([0.1, 0.2, 1.0], "outside \\[0, 1\\)"),
+        ([0.1, 0.2], "shape \\(n_features,\\)"),
+    ],
+)
 def test_bad_smoothing_parameters(bandwidth, match):
     X, y = make_data(50)
     with pytest.raises(ValueError, match=match):
@@ -596,9 +634,13 @@ def test_local_linear_equals_weighted_least_squares(okernel):
     rng = np.random.default_rng(0)
     n = 200
     X = np.column_stack(
-        [rng.uniform(0, 1, n), rng.integers(0, 3, n), rng.integers(0, 4, n),
-         rng.uniform(0, 1, n)]
-    ).astype(float)  # fmt: skip
+        [
+            rng.uniform(0, 1, n),
+            rng.integers(0, 3, n),
+            rng.integers(0, 4, n),
+            rng.uniform(0, 1, n),
+        ]
+    ).astype(float)
     y = (
         np.sin(5 * X[:, 0])
         + X[:, 1]
@@ -607,9 +649,12 @@ def test_local_linear_equals_weighted_least_squares(okernel):
     )
     h = np.array([0.2, 0.3, 0.4, 0.3])
     reg = LocalLinearRegressor(
-        bandwidth=h, categorical_features=[1], ordered_features=[2],
-        ordered_kernel=okernel, max_leverage=None,
-    ).fit(X, y)  # fmt: skip
+        bandwidth=h,
+        categorical_features=[1],
+        ordered_features=[2],
+        ordered_kernel=okernel,
+        max_leverage=None,
+    ).fit(X, y)
     Q = X[:25] + np.array([0.01, 0, 0, -0.02])
     W = brute_weights(Q, X, h, [0, 3], [1], [2], ("aitchison_aitken", okernel))
     ref = np.empty(Q.shape[0])
@@ -663,9 +708,12 @@ def test_local_linear_zero_lambda_and_compact_kernel():
     # its point alone: a singular design).
     h = np.array([0.4, 0.0, 0.0])
     reg = LocalLinearRegressor(
-        kernel="epanechnikov", bandwidth=h, categorical_features=[1],
-        ordered_features=[2], max_leverage=None,
-    ).fit(X, y)  # fmt: skip
+        kernel="epanechnikov",
+        bandwidth=h,
+        categorical_features=[1],
+        ordered_features=[2],
+        max_leverage=None,
+    ).fit(X, y)
     q = X[3:4]
     same = (X[:, 1] == q[0, 1]) & (X[:, 2] == q[0, 2])
     alone = LocalLinearRegressor(
@@ -694,9 +742,11 @@ def test_cv_with_only_discrete_features_and_full_grid():
 def test_no_positive_factor_uses_the_mean_everywhere():
     X, y = make_data(100)
     reg = NadarayaWatsonRegressor(
-        bandwidth=[0.1, 0.0, 0.3], categorical_features=[1], ordered_features=[2],
+        bandwidth=[0.1, 0.0, 0.3],
+        categorical_features=[1],
+        ordered_features=[2],
         noise_variance=0.3,
-    ).fit(X, y)  # fmt: skip
+    ).fit(X, y)
     q = np.array([[0.5, 9.0, 2.0]])  # a level unseen at fit, lambda 0
     with pytest.warns(UserWarning, match="weighted mean"):
         pred, std = reg.predict(q, return_std=True)
@@ -787,9 +837,11 @@ def test_local_linear_loo_with_a_level_of_one_point(kernel):
         for i in range(30):
             keep = np.arange(30) != i
             refit = LocalLinearRegressor(
-                kernel=kernel, bandwidth=b, categorical_features=[1],
+                kernel=kernel,
+                bandwidth=b,
+                categorical_features=[1],
                 max_leverage=None,
-            ).fit(X[keep], y[keep])  # fmt: skip
+            ).fit(X[keep], y[keep])
             loo.append(refit.predict(X[i : i + 1])[0])
     assert_allclose(-cv.best_score_, np.mean((np.array(loo) - y) ** 2), rtol=1e-9)
 
@@ -880,8 +932,12 @@ def test_polish_of_the_bandwidths_finds_an_optimum_within_a_step():
     tol = 3 * MIXED_LOG_TOLERANCE  # smoothing parameters searched too
     # Several continuous features: each bandwidth, and the shape with it.
     start = optimum * np.array([1.25, 0.85])
-    cand = {"kernel": None, "bandwidth": start.copy(), "score": score(start),
-            "multiplier": 1.0}  # fmt: skip
+    cand = {
+        "kernel": None,
+        "bandwidth": start.copy(),
+        "score": score(start),
+        "multiplier": 1.0,
+    }
     state = {"lambdas": (0.1,), "step": 2**0.25, "shape": np.array([1.0, 2.0])}
     assert polish_bandwidths(evaluate, cand, state, _Levels())
     assert_allclose(cand["bandwidth"], optimum, rtol=tol)
@@ -901,8 +957,12 @@ def test_polish_of_the_bandwidths_finds_an_optimum_within_a_step():
     assert_allclose(cand["bandwidth"], 0.9 / POLISH_FACTOR, rtol=tol)
     # At the optimum, or with a user grid (no step), nothing changes.
     for start, step in ((0.3, 2**0.25), (0.4, None)):
-        cand = {"kernel": None, "bandwidth": start, "score": score(start),
-                "multiplier": 1.0}  # fmt: skip
+        cand = {
+            "kernel": None,
+            "bandwidth": start,
+            "score": score(start),
+            "multiplier": 1.0,
+        }
         state = {"lambdas": (0.1,), "step": step, "shape": None}
         assert not polish_bandwidths(evaluate, cand, state, _Levels())
         assert cand["bandwidth"] == start
@@ -926,8 +986,12 @@ def test_polish_alternates_bandwidths_and_lambdas_until_nothing_moves(monkeypatc
     def run(rounds):
         monkeypatch.setattr(_mixed, "MIXED_ROUNDS", rounds)
         start = (0.36, (0.25, 0.5))
-        cand = {"kernel": None, "bandwidth": start[0], "multiplier": 1.0,
-                "score": score(*start)}  # fmt: skip
+        cand = {
+            "kernel": None,
+            "bandwidth": start[0],
+            "multiplier": 1.0,
+            "score": score(*start),
+        }
         state = {"lambdas": start[1], "step": 2**0.25, "shape": None}
         changed = _mixed.polish(evaluate, cand, state, _Levels())
         return changed, cand["score"]

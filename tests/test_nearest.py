@@ -165,9 +165,16 @@ def test_empty_window_estimates_of_some_training_points_leave_them_out(policy, k
     )
     rows = rng.permutation(60)[:25]
     some = empty_window_estimates(
-        policy, X[rows], X, V, w, exclude_self=True, self_weight=self_weight,
-        self_index=rows, **params,
-    )  # fmt: skip
+        policy,
+        X[rows],
+        X,
+        V,
+        w,
+        exclude_self=True,
+        self_weight=self_weight,
+        self_index=rows,
+        **params,
+    )
     assert_allclose(some, every[rows], rtol=1e-13, equal_nan=True)
     # And the definition: the nearest other points (or all others), with the
     # unit of weight left out.

@@ -105,8 +105,12 @@ def test_many_heads_equal_the_cells_path():
         assert_allclose(den[ok] * np.exp(M[ok] - M_r[ok]), den_r[ok], rtol=1e-12)
         # Averages: to the values' spread.
         spread = float(np.ptp(V))
-        assert_allclose(S[ok] / den[ok, None], S_r[ok] / den_r[ok, None],
-                        rtol=1e-12, atol=1e-12 * spread)  # fmt: skip
+        assert_allclose(
+            S[ok] / den[ok, None],
+            S_r[ok] / den_r[ok, None],
+            rtol=1e-12,
+            atol=1e-12 * spread,
+        )
     assert seen > 0  # empty windows (Epanechnikov, zero smoothing) among them
 
 
@@ -122,8 +126,14 @@ def test_one_or_two_features_shifted_or_not(continuous, h):
     base = _factors((0.0, 0.3))
     if continuous == (0,):
         X = X[:, :3]
-        base = DiscreteFactors(base.columns, continuous, base.kernels, base.levels,
-                               base.lambdas, base.coded)  # fmt: skip
+        base = DiscreteFactors(
+            base.columns,
+            continuous,
+            base.kernels,
+            base.levels,
+            base.lambdas,
+            base.coded,
+        )
     heads = [DiscreteHead(Head(get_kernel("gaussian"), h), base)]
     loo = {"exclude_self": True, "self_index": np.arange(X.shape[0])}
     S, den, M = PairCache().sums(0, X, X, V, heads, **PARAMS, **loo)[0]
@@ -145,8 +155,12 @@ def test_one_or_two_features_shifted_or_not(continuous, h):
     rtol = 1e-12 + 4 * np.finfo(float).eps * np.abs(top[ok])
     got = den[ok] * np.exp(M[ok] - top[ok])
     assert np.all(np.abs(got - E.sum(axis=1)[ok]) <= rtol * E.sum(axis=1)[ok])
-    assert_allclose(S[ok] / den[ok, None], (E @ V)[ok] / E.sum(axis=1)[ok, None],
-                    rtol=1e-12, atol=1e-12 * float(np.ptp(V)))  # fmt: skip
+    assert_allclose(
+        S[ok] / den[ok, None],
+        (E @ V)[ok] / E.sum(axis=1)[ok, None],
+        rtol=1e-12,
+        atol=1e-12 * float(np.ptp(V)),
+    )
     # Unshifted (M = 0) at the larger bandwidth; at the smaller, the rows
     # far from every other point shifted, the others not.
     if h == 0.2:
@@ -163,11 +177,16 @@ def test_extreme_bandwidth_and_scaling(continuous):
     X, V = _data(60)
     X[:, [0, 3]] = np.round(X[:, [0, 3]], 1)  # ties: some terms at distance 0
     base = _factors()
-    factors = DiscreteFactors(base.columns, continuous, base.kernels,
-                              base.levels, base.lambdas, base.coded)  # fmt: skip
+    factors = DiscreteFactors(
+        base.columns, continuous, base.kernels, base.levels, base.lambdas, base.coded
+    )
     head = DiscreteHead(Head(get_kernel("gaussian"), 1e-150), factors)
-    params = {**PARAMS, "scale": np.full(len(continuous), 1e-10),
-              "exclude_self": True, "self_index": np.arange(60)}  # fmt: skip
+    params = {
+        **PARAMS,
+        "scale": np.full(len(continuous), 1e-10),
+        "exclude_self": True,
+        "self_index": np.arange(60),
+    }
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         S, den, M = PairCache().sums(0, X, X, V, [head], **params)[0]
@@ -175,8 +194,12 @@ def test_extreme_bandwidth_and_scaling(continuous):
     np.testing.assert_array_equal(den > 0, ref[1] > 0)
     ok = den > 0
     assert ok.any() and np.all(np.isfinite(S[ok]))
-    assert_allclose(S[ok] / den[ok, None], ref[0][ok] / ref[1][ok, None],
-                    rtol=1e-12, atol=1e-12 * float(np.ptp(V)))  # fmt: skip
+    assert_allclose(
+        S[ok] / den[ok, None],
+        ref[0][ok] / ref[1][ok, None],
+        rtol=1e-12,
+        atol=1e-12 * float(np.ptp(V)),
+    )
 
 
 def test_rows_do_not_depend_on_their_tile():
@@ -207,13 +230,29 @@ def test_grid_sums_takes_the_tables():
     X, V = _data(100)
     head = DiscreteHead(Head(get_kernel("gaussian"), 0.2), _factors())
     cache = PairCache()
-    got = grid_sums("auto", ("auto", "brute"), X, X, V, [head],
-                    pairs=partial(cache.sums, "split"), **PARAMS)  # fmt: skip
+    got = grid_sums(
+        "auto",
+        ("auto", "brute"),
+        X,
+        X,
+        V,
+        [head],
+        pairs=partial(cache.sums, "split"),
+        **PARAMS,
+    )
     assert list(cache.tables) == ["split"]
     tables = cache.tables["split"]
     assert tables.squares[0].shape == (100, 100)
-    grid_sums("auto", ("auto", "brute"), X, X, V, [head],
-              pairs=partial(cache.sums, "split"), **PARAMS)  # fmt: skip
+    grid_sums(
+        "auto",
+        ("auto", "brute"),
+        X,
+        X,
+        V,
+        [head],
+        pairs=partial(cache.sums, "split"),
+        **PARAMS,
+    )
     assert cache.tables["split"] is tables  # built once
     ref = grid_sums("auto", ("auto", "brute"), X, X, V, [head], **PARAMS)
     S, den, M = ref[0]
@@ -280,15 +319,19 @@ def served(monkeypatch):
 @pytest.mark.parametrize(
     "make",
     [
-        lambda: NadarayaWatsonRegressorCV(categorical_features=[1],
-                                          ordered_features=[2]),
-        lambda: NadarayaWatsonRegressorCV(categorical_features=[1],
-                                          ordered_features=[2],
-                                          cv=KFold(4, shuffle=True, random_state=0)),
-        lambda: LocalLinearRegressorCV(categorical_features=[1, 2],
-                                       categorical_kernel="li_racine"),
+        lambda: NadarayaWatsonRegressorCV(
+            categorical_features=[1], ordered_features=[2]
+        ),
+        lambda: NadarayaWatsonRegressorCV(
+            categorical_features=[1],
+            ordered_features=[2],
+            cv=KFold(4, shuffle=True, random_state=0),
+        ),
+        lambda: LocalLinearRegressorCV(
+            categorical_features=[1, 2], categorical_kernel="li_racine"
+        ),
     ],
-)  # fmt: skip
+)
 def test_search_equals_the_search_without_tables(make, served):
     """The tables change no choice: a working memory too small for them
     gives the same search (up to rounding)."""
@@ -308,9 +351,10 @@ def test_search_equals_the_search_without_tables(make, served):
     assert_allclose(fast.bandwidth_, slow.bandwidth_, rtol=1e-6)
     assert_allclose(fast.best_score_, slow.best_score_, rtol=1e-10)
     assert_allclose(
-        fast.cv_results_["mean_test_score"], slow.cv_results_["mean_test_score"],
+        fast.cv_results_["mean_test_score"],
+        slow.cv_results_["mean_test_score"],
         rtol=1e-7,
-    )  # fmt: skip
+    )
     assert not hasattr(fast, "_pairs")
 
 
@@ -334,9 +378,11 @@ def test_the_pair_sums_run_blas_on_one_thread(served):
     X, y = _mixed(120)
     RecordingKernel.seen = []
     search = NadarayaWatsonRegressorCV(
-        kernels=[RecordingKernel()], bandwidths=[0.2, 0.4],
-        categorical_features=[1], ordered_features=[2],
-    )  # fmt: skip
+        kernels=[RecordingKernel()],
+        bandwidths=[0.2, 0.4],
+        categorical_features=[1],
+        ordered_features=[2],
+    )
     with threadpool_limits(limits=2, user_api="blas"):
         search.fit(X, y)
     assert served and RecordingKernel.seen

@@ -28,8 +28,14 @@ def curve(name, n, seed):
 
 def r_dpill(x, y, tmp_path):
     data = tmp_path / "data.csv"
-    np.savetxt(data, np.column_stack([x, y]), delimiter=",", header="x,y",
-               comments="", fmt="%.17g")  # fmt: skip
+    np.savetxt(
+        data,
+        np.column_stack([x, y]),
+        delimiter=",",
+        header="x,y",
+        comments="",
+        fmt="%.17g",
+    )
     code = (
         "suppressMessages(library(KernSmooth)); "
         f'd <- read.csv("{data}"); cat(format(dpill(d$x, d$y), digits = 17))'

@@ -307,10 +307,15 @@ def test_cv_duplicate_equals_double_weight(case, kernel):
         X[rows], y[rows], w[rows]
     )
     grid = list(a.cv_results_["param_bandwidth"])
-    a = _silently(NadarayaWatsonRegressorCV(kernels=kernel, bandwidths=grid).fit,
-                  X[rows], y[rows], w[rows])  # fmt: skip
-    b = _silently(NadarayaWatsonRegressorCV(kernels=kernel, bandwidths=grid).fit,
-                  X, y, doubled)  # fmt: skip
+    a = _silently(
+        NadarayaWatsonRegressorCV(kernels=kernel, bandwidths=grid).fit,
+        X[rows],
+        y[rows],
+        w[rows],
+    )
+    b = _silently(
+        NadarayaWatsonRegressorCV(kernels=kernel, bandwidths=grid).fit, X, y, doubled
+    )
     scale = (np.abs(y).max() + 1.0) ** 2
     assert_allclose(
         a.cv_results_["mean_test_score"],
@@ -321,10 +326,18 @@ def test_cv_duplicate_equals_double_weight(case, kernel):
     labels = LABELS[classes]
     c = NadarayaWatsonClassifierCV(kernels=kernel, bandwidths=3)
     grid = list(c.fit(X[rows], labels[rows], w[rows]).cv_results_["param_bandwidth"])
-    c = _silently(NadarayaWatsonClassifierCV(kernels=kernel, bandwidths=grid).fit,
-                  X[rows], labels[rows], w[rows])  # fmt: skip
-    e = _silently(NadarayaWatsonClassifierCV(kernels=kernel, bandwidths=grid).fit,
-                  X, labels, doubled)  # fmt: skip
+    c = _silently(
+        NadarayaWatsonClassifierCV(kernels=kernel, bandwidths=grid).fit,
+        X[rows],
+        labels[rows],
+        w[rows],
+    )
+    e = _silently(
+        NadarayaWatsonClassifierCV(kernels=kernel, bandwidths=grid).fit,
+        X,
+        labels,
+        doubled,
+    )
     assert_allclose(
         c.cv_results_["mean_test_score"],
         e.cv_results_["mean_test_score"],

@@ -214,10 +214,12 @@ def test_d2l_selection_is_close_to_best_in_hindsight():
         X, y, X_val, y_val = make_d2l_sine(random_state=seed)
         cv = NadarayaWatsonRegressorCV().fit(X, y)
         mse = [
-            np.mean((NadarayaWatsonRegressor(bandwidth=bw).fit(X, y).predict(X_val)
-                     - y_val) ** 2)
+            np.mean(
+                (NadarayaWatsonRegressor(bandwidth=bw).fit(X, y).predict(X_val) - y_val)
+                ** 2
+            )
             for bw in cv.cv_results_["param_bandwidth"]
-        ]  # fmt: skip
+        ]
         selected = np.mean((cv.predict(X_val) - y_val) ** 2)
         scott = np.mean(
             (
@@ -642,11 +644,14 @@ REGRESSION_SCORERS = ["r2", "neg_mean_squared_error", make_scorer(mean_absolute_
 
 @pytest.mark.parametrize(
     "make, scoring",
-    [(make, s) for make in (NadarayaWatsonRegressorCV, LocalLinearRegressorCV)
-     for s in CLASSIFICATION_SCORERS]
+    [
+        (make, s)
+        for make in (NadarayaWatsonRegressorCV, LocalLinearRegressorCV)
+        for s in CLASSIFICATION_SCORERS
+    ]
     + [(NadarayaWatsonClassifierCV, s) for s in REGRESSION_SCORERS],
     ids=repr,
-)  # fmt: skip
+)
 def test_scorer_of_the_other_task_is_refused_up_front(monkeypatch, make, scoring):
     X, y, _ = _data(n=30, seed=7)
     if make is NadarayaWatsonClassifierCV:
@@ -949,9 +954,13 @@ def test_groups_through_metadata_routing():
         search = NadarayaWatsonRegressorCV(cv=GroupKFold(3), bandwidths=5)
         search.set_fit_request(groups=True)
         got = cross_validate(
-            search, X, y, cv=GroupKFold(3), params={"groups": groups},
+            search,
+            X,
+            y,
+            cv=GroupKFold(3),
+            params={"groups": groups},
             return_estimator=True,
-        )  # fmt: skip
+        )
     outer = list(GroupKFold(3).split(X, y, groups))
     for (train, _), fitted in zip(outer, got["estimator"], strict=True):
         ref = NadarayaWatsonRegressorCV(cv=GroupKFold(3), bandwidths=5)
@@ -983,10 +992,10 @@ def _anisotropic(n, seed=0):
 
 
 @pytest.mark.parametrize(
-    "search", [NadarayaWatsonRegressorCV, LocalLinearRegressorCV,
-               NadarayaWatsonClassifierCV],
+    "search",
+    [NadarayaWatsonRegressorCV, LocalLinearRegressorCV, NadarayaWatsonClassifierCV],
     ids=lambda c: c.__name__,
-)  # fmt: skip
+)
 def test_large_training_sets_search_the_shape_on_a_subsample(monkeypatch, search):
     """Beyond SEARCH_SUBSAMPLE points, the search on the deterministic
     subsample gives the shape and the size; the grid SUBSAMPLE_WINDOW_STEPS
@@ -1039,9 +1048,10 @@ def test_large_training_sets_search_the_shape_on_a_subsample(monkeypatch, search
         warnings.simplefilter("ignore")
         ref = search(bandwidths=grid).fit(X, y, sample_weight=w)
     np.testing.assert_allclose(
-        est.cv_results_["mean_test_score"], ref.cv_results_["mean_test_score"],
+        est.cv_results_["mean_test_score"],
+        ref.cv_results_["mean_test_score"],
         rtol=1e-10,
-    )  # fmt: skip
+    )
     np.testing.assert_allclose(est.bandwidth_, ref.bandwidth_, rtol=1e-12)
     # One round on every point moves each feature by at most one factor.
     moved = one_round._searched[0] / est._searched[0]

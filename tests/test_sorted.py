@@ -183,9 +183,15 @@ def test_leave_one_out_where_the_own_term_dominates_is_summed_term_by_term(
 
     monkeypatch.setattr(_sorted.SortedIndex, "exact_sums", spy)
     ((S, den, _),) = _sorted.sorted_kernel_sums(
-        x[:, None], x[:, None], V, [Head(kernel, h)], index=index,
-        sample_weight=w, exclude_self=True, self_offset=0,
-    )  # fmt: skip
+        x[:, None],
+        x[:, None],
+        V,
+        [Head(kernel, h)],
+        index=index,
+        sample_weight=w,
+        exclude_self=True,
+        self_offset=0,
+    )
     assert set(heavy) <= set(redone)
     # The definition, each point left out of its own sums.
     u = np.abs(x[None, :] - x[:, None]) / h

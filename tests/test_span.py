@@ -67,9 +67,14 @@ def _data(seed, n, d):
 @pytest.mark.parametrize("kernel", ["gaussian", "epanechnikov", "tricube", "boxcar"])
 @pytest.mark.parametrize(
     "d, metric, b",
-    [(1, "euclidean", 1.0), (1, "minkowski", 1.0), (2, "euclidean", [1.0, 3.0]),
-     (2, "cityblock", [2.0, 1.0]), (3, "chebyshev", 1.0)],
-)  # fmt: skip
+    [
+        (1, "euclidean", 1.0),
+        (1, "minkowski", 1.0),
+        (2, "euclidean", [1.0, 3.0]),
+        (2, "cityblock", [2.0, 1.0]),
+        (3, "chebyshev", 1.0),
+    ],
+)
 @pytest.mark.parametrize("span", [0.05, 0.3, 1.0])
 @pytest.mark.parametrize("weighted", [False, True])
 def test_regressor_equals_brute_force(kernel, d, metric, b, span, weighted):
@@ -95,9 +100,15 @@ def test_line_and_dense_bandwidths_agree(d):
     for weights in (None, w):
         for span in (0.01, 0.2, 0.7, 1.0):
             got = neighbour_distances(
-                Q, X, span, metric="euclidean", metric_params=None, scale=None,
-                sample_weight=weights, tile_elements=1 << 10,
-            )  # fmt: skip
+                Q,
+                X,
+                span,
+                metric="euclidean",
+                metric_params=None,
+                scale=None,
+                sample_weight=weights,
+                tile_elements=1 << 10,
+            )
             ref = reference_bandwidths(Q, X, span, w=weights)
             assert_allclose(got, np.maximum(ref, np.finfo(float).tiny), rtol=1e-15)
 
@@ -112,9 +123,17 @@ def test_left_out_bandwidths_are_those_of_a_refit(d, weighted):
     kept = None if w is None else w - np.minimum(w, 1.0)
     for span in (0.05, 0.3, 1.0):
         got = neighbour_distances(
-            X, X, span, metric="euclidean", metric_params=None, scale=None,
-            sample_weight=w, own=own, kept=kept, tile_elements=1 << 12,
-        )  # fmt: skip
+            X,
+            X,
+            span,
+            metric="euclidean",
+            metric_params=None,
+            scale=None,
+            sample_weight=w,
+            own=own,
+            kept=kept,
+            tile_elements=1 << 12,
+        )
         for i in range(50):
             # The refit without one unit of point i's weight.
             if w is None:
@@ -340,13 +359,17 @@ def test_span_search_equals_refits(plain, search, spans, cv):
     est = search.set_params(kernels=kernels, spans=spans, cv=cv).fit(X, y)
     splitter = LeaveOneOut() if cv is None else KFold(cv)
     grid = GridSearchCV(
-        plain, {"kernel": kernels, "span": spans}, cv=splitter,
+        plain,
+        {"kernel": kernels, "span": spans},
+        cv=splitter,
         scoring="neg_mean_squared_error",
-    ).fit(X, y)  # fmt: skip
+    ).fit(X, y)
     assert_allclose(
-        est.cv_results_["mean_test_score"], grid.cv_results_["mean_test_score"],
-        rtol=1e-9, atol=1e-12,
-    )  # fmt: skip
+        est.cv_results_["mean_test_score"],
+        grid.cv_results_["mean_test_score"],
+        rtol=1e-9,
+        atol=1e-12,
+    )
     assert est.span_ == grid.best_params_["span"]
     assert_allclose(est.cv_results_["param_span"], spans * 2)
     refit = type(plain)(**{**plain.get_params(), **grid.best_params_}).fit(X, y)
@@ -380,9 +403,10 @@ def test_span_search_counts_frequency_weights(search):
     a = search(kernels=["epanechnikov"], spans=spans).fit(X, y, sample_weight=w)
     b = search(kernels=["epanechnikov"], spans=spans).fit(X[rep], y[rep])
     assert_allclose(
-        a.cv_results_["mean_test_score"], b.cv_results_["mean_test_score"],
+        a.cv_results_["mean_test_score"],
+        b.cv_results_["mean_test_score"],
         rtol=1e-10,
-    )  # fmt: skip
+    )
 
 
 def test_span_search_refuses_what_it_cannot_search():
@@ -430,16 +454,27 @@ def test_sorted_ladder_leaves_points_out():
     kept = w - 1.0
     own = np.arange(800)
     h = neighbour_distances(
-        X, X, 0.05, metric="euclidean", metric_params=None, scale=None,
-        sample_weight=w, own=own, kept=kept, tile_elements=1 << 16,
-    )  # fmt: skip
+        X,
+        X,
+        0.05,
+        metric="euclidean",
+        metric_params=None,
+        scale=None,
+        sample_weight=w,
+        own=own,
+        kept=kept,
+        tile_elements=1 << 16,
+    )
     head = Head(get_kernel("tricube"), h)
     ladder = SortedLadder(X, V, w, head.kernel, h, None)
     ladder.key = None
     params = {
-        "metric": "euclidean", "sample_weight": w, "exclude_self": True,
-        "self_index": own, "self_weight": kept,
-    }  # fmt: skip
+        "metric": "euclidean",
+        "sample_weight": w,
+        "exclude_self": True,
+        "self_index": own,
+        "self_weight": kept,
+    }
     ((S, den, _),) = ladder_sums(X, X, V, [head], index=ladder, **params)
     ((S0, den0, M0),) = kernel_sums(X, X, V, [head], **params)
     scale = np.exp(M0)
@@ -457,9 +492,12 @@ def test_span_backend_choice():
     for kernel in ("boxcar", "gaussian"):
         est = NadarayaWatsonRegressor(kernel=kernel, span=0.2).fit(X, y)
         assert est.algorithm_ == "brute"
-    assert NadarayaWatsonRegressor(kernel="tricube", span=0.2).fit(
-        X[:100], y[:100]
-    ).algorithm_ == "brute"  # fmt: skip
+    assert (
+        NadarayaWatsonRegressor(kernel="tricube", span=0.2)
+        .fit(X[:100], y[:100])
+        .algorithm_
+        == "brute"
+    )
     with pytest.raises(ValueError, match="cannot serve span"):
         NadarayaWatsonRegressor(kernel="boxcar", span=0.2, algorithm="sorted").fit(X, y)
     with pytest.raises(ValueError, match="cannot serve"):
@@ -565,9 +603,12 @@ def test_shared_target_search_equals_the_bisection(monkeypatch, weights):
     Q = np.r_[X[:100], np.round(rng.uniform(-2.0, 20.0, (200, 1)), 2)]
     own = np.arange(100)
     kw = {
-        "metric": "euclidean", "metric_params": None, "scale": None,
-        "sample_weight": w, "tile_elements": 1 << 20,
-    }  # fmt: skip
+        "metric": "euclidean",
+        "metric_params": None,
+        "scale": None,
+        "sample_weight": w,
+        "tile_elements": 1 << 20,
+    }
     for span in (0.002, 0.05, 0.3, 1.0):
         fast = neighbour_distances(Q, X, span, **kw)
         fast_own = neighbour_distances(X[:100], X, span, own=own, **kw)
@@ -592,9 +633,16 @@ def test_neighbour_index_is_at_the_span_distance(d, weighted):
     w = rng.integers(1, 4, size=400).astype(float) if weighted else None
     Q = rng.uniform(0.0, 6.0, size=(50, d))
     h, index = neighbour_distances(
-        Q, X, 0.1, metric="euclidean", metric_params=None, scale=None,
-        sample_weight=w, tile_elements=1 << 16, with_index=True,
-    )  # fmt: skip
+        Q,
+        X,
+        0.1,
+        metric="euclidean",
+        metric_params=None,
+        scale=None,
+        sample_weight=w,
+        tile_elements=1 << 16,
+        with_index=True,
+    )
     assert_allclose(h, reference_bandwidths(Q, X, 0.1, w=w), rtol=1e-15)
     at = np.sqrt(np.sum((Q - X[index]) ** 2, axis=1))
     assert_allclose(at, h, rtol=1e-14)

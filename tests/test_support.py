@@ -92,17 +92,22 @@ def test_sums_over_the_support_equal_the_sums_over_all_points(
         sub = {**params, "self_index": np.searchsorted(rows, own)}
         sub["self_weight"] = None if kept is None else kept[rows]
     part = kernel_sums(
-        Q, X[rows], V[rows], [head],
-        sample_weight=None if w is None else w[rows], **sub,
-    )[0]  # fmt: skip
+        Q,
+        X[rows],
+        V[rows],
+        [head],
+        sample_weight=None if w is None else w[rows],
+        **sub,
+    )[0]
     filled = full[1] > 0
     assert_array_equal(part[1] > 0, filled)
     with np.errstate(invalid="ignore", divide="ignore"):
         assert_allclose(
             part[0][filled] / part[1][filled, None],
             full[0][filled] / full[1][filled, None],
-            rtol=1e-12, atol=1e-13,
-        )  # fmt: skip
+            rtol=1e-12,
+            atol=1e-13,
+        )
 
 
 def test_the_windows_of_the_formulas():
@@ -149,9 +154,14 @@ def test_a_point_left_out_with_none_of_its_weight_does_not_set_the_reach():
     assert_array_equal(rows, [0])
     kept = np.array([1.0, 0.0, 0.0])
     rows, empty = line_support(
-        X[:1], X, head, exclude_self=True, self_index=own, self_weight=kept,
+        X[:1],
+        X,
+        head,
+        exclude_self=True,
+        self_index=own,
+        self_weight=kept,
         sample_weight=np.array([2.0, 1.0, 1.0]),
-    )  # fmt: skip
+    )
     assert not empty[0]
 
 
@@ -163,8 +173,9 @@ def test_scale_and_the_metric_of_the_line():
     scaled, _ = line_support(Q, X, head, scale=np.array([0.02]))
     assert_array_equal(rows, scaled)
     for metric, params in [("cityblock", None), ("minkowski", {"p": 3})]:
-        got, _ = line_support(Q, X, Head(Gaussian(), 0.01), metric=metric,
-                              metric_params=params)  # fmt: skip
+        got, _ = line_support(
+            Q, X, Head(Gaussian(), 0.01), metric=metric, metric_params=params
+        )
         assert_array_equal(got, rows)
 
 
@@ -177,9 +188,17 @@ class _Bump(Kernel):
 
 @pytest.mark.parametrize(
     "case",
-    ["two features", "cauchy", "user kernel", "cosine", "weighted minkowski",
-     "per query", "discrete", "not finite"],
-)  # fmt: skip
+    [
+        "two features",
+        "cauchy",
+        "user kernel",
+        "cosine",
+        "weighted minkowski",
+        "per query",
+        "discrete",
+        "not finite",
+    ],
+)
 def test_undecided_requests_give_none(case):
     X = np.linspace(0.0, 1.0, 50)[:, None]
     Q, head, kw = X[:3], Head(Gaussian(), 0.1), {}
@@ -205,8 +224,9 @@ def test_undecided_requests_give_none(case):
 
 def test_no_point_of_positive_weight_keeps_every_point():
     X = np.linspace(0.0, 1.0, 20)[:, None]
-    rows, empty = line_support(X[:2], X, Head(Gaussian(), 0.01),
-                               sample_weight=np.zeros(20))  # fmt: skip
+    rows, empty = line_support(
+        X[:2], X, Head(Gaussian(), 0.01), sample_weight=np.zeros(20)
+    )
     assert_array_equal(rows, np.arange(20))
     assert not empty.any()
 
@@ -274,8 +294,9 @@ def test_line_moments_about_their_centres_give_a_window_s_variance():
     p = np.exp(-(u**2 - 400.0) / 2)
     z = np.array([-0.1, 0.0, 0.1])
     assert_allclose(mean, p @ z / p.sum(), rtol=1e-12)
-    assert_allclose(second - mean**2, p @ (z - p @ z / p.sum()) ** 2 / p.sum(),
-                    rtol=1e-10)  # fmt: skip
+    assert_allclose(
+        second - mean**2, p @ (z - p @ z / p.sum()) ** 2 / p.sum(), rtol=1e-10
+    )
     assert_allclose(offsets, [-20.1], rtol=1e-14)
 
 
@@ -283,18 +304,22 @@ def test_line_moments_leave_long_windows_and_compact_edges_unbounded():
     X = np.linspace(0.0, 1.0, 1001)[:, None]
     V = X.copy()
     Q = np.array([[0.5003], [0.9003]])  # no point at a window's edge
-    moments, _ = line_moments(Q, Q[:, 0], X, V, Head(Epanechnikov(), 0.01), 2,
-                              budget=40 * 10)  # fmt: skip
+    moments, _ = line_moments(
+        Q, Q[:, 0], X, V, Head(Epanechnikov(), 0.01), 2, budget=40 * 10
+    )
     assert np.all(np.isfinite(moments.bound))  # windows of 20 points
-    moments, _ = line_moments(Q, Q[:, 0], X, V, Head(Epanechnikov(), 0.1), 2,
-                              budget=40 * 10)  # fmt: skip
+    moments, _ = line_moments(
+        Q, Q[:, 0], X, V, Head(Epanechnikov(), 0.1), 2, budget=40 * 10
+    )
     assert np.all(np.isinf(moments.bound))  # 200 points each: beyond
     # A point of positive weight at the support's edge (0.5 + 0.01 = 0.51).
-    moments, _ = line_moments(np.array([[0.5]]), np.array([0.5]), X, V,
-                              Head(Boxcar(), 0.01), 2)  # fmt: skip
+    moments, _ = line_moments(
+        np.array([[0.5]]), np.array([0.5]), X, V, Head(Boxcar(), 0.01), 2
+    )
     assert np.all(np.isinf(moments.bound))
-    moments, _ = line_moments(np.array([[0.5005]]), np.array([0.5]), X, V,
-                              Head(Boxcar(), 0.01), 2)  # fmt: skip
+    moments, _ = line_moments(
+        np.array([[0.5005]]), np.array([0.5]), X, V, Head(Boxcar(), 0.01), 2
+    )
     assert np.all(np.isfinite(moments.bound))
     assert_array_equal(moments.counts, [20])
 
@@ -308,10 +333,12 @@ def test_line_moments_follow_the_sorted_order_given():
     b, _ = line_moments(Q, Q[:, 0], X, V, head, 2, sample_weight=w, order=order)
     assert_array_equal(a.sums, b.sums)
     # Each query's moments do not depend on the others'.
-    one = np.vstack([
-        line_moments(Q[i : i + 1], Q[i, :1], X, V, head, 2, sample_weight=w)[0].sums
-        for i in range(10)
-    ])  # fmt: skip
+    one = np.vstack(
+        [
+            line_moments(Q[i : i + 1], Q[i, :1], X, V, head, 2, sample_weight=w)[0].sums
+            for i in range(10)
+        ]
+    )
     assert_allclose(one, a.sums, rtol=1e-15, atol=0)
 
 
@@ -332,8 +359,9 @@ def test_an_isolated_point_left_out_reaches_its_nearest_other_point():
     own = np.array([0])
     rows, _ = line_support(X[:1], X, head, exclude_self=True, self_index=own)
     assert_array_equal(rows, [0, 1, 2])
-    moments, _ = line_moments(X[:1], X[:1, 0], X, V, head, 2, exclude_self=True,
-                              self_index=own)  # fmt: skip
+    moments, _ = line_moments(
+        X[:1], X[:1, 0], X, V, head, 2, exclude_self=True, self_index=own
+    )
     want = _reference_moments(X[:1], X[:1, 0], X, V, head, 2, own=own)
     assert_allclose(moments.sums, want.astype(float), rtol=1e-13)
     assert_allclose(moments.sums[0, 0, -1], 1.0 + np.exp(-(50.1**2 - 50.0**2) / 2))
@@ -367,11 +395,18 @@ def test_a_divisor_per_query_gives_each_query_s_own_moments(kernel):
     h = np.array([0.01, 0.05, 0.2, 0.05])
     kept = w - np.minimum(w, 1.0)
     kw = {"sample_weight": w, "exclude_self": True, "self_weight": kept}
-    rows, offsets = line_moments(Q, C, X, V, Head(kernel, h), 2, self_index=own,
-                                 **kw)  # fmt: skip
+    rows, offsets = line_moments(Q, C, X, V, Head(kernel, h), 2, self_index=own, **kw)
     for i in range(4):
-        one, off = line_moments(Q[i : i + 1], C[i : i + 1], X, V, Head(kernel, h[i]),
-                                2, self_index=own[i : i + 1], **kw)  # fmt: skip
+        one, off = line_moments(
+            Q[i : i + 1],
+            C[i : i + 1],
+            X,
+            V,
+            Head(kernel, h[i]),
+            2,
+            self_index=own[i : i + 1],
+            **kw,
+        )
         assert_allclose(rows.sums[i], one.sums[0], rtol=1e-14, atol=0)
         assert_allclose(rows.bound[i], one.bound[0], rtol=1e-14)
         assert_allclose(offsets[i], off[0], rtol=1e-15)

@@ -86,8 +86,9 @@ def test_sums_with_skipped_tiles_within_the_bound(d, weighted):
     index = TileIndex(X, w, None)
     # Most tiles are beyond reach at this bandwidth.
     assert index.share(-0.5 / h**2) < 0.5
-    got = tiles_kernel_sums(Q, X, V, [Head(Gaussian(), h)], index=index,
-                            sample_weight=w)[0]  # fmt: skip
+    got = tiles_kernel_sums(
+        Q, X, V, [Head(Gaussian(), h)], index=index, sample_weight=w
+    )[0]
     assert_within_tolerance(got, reference(Q, X, V, w, h), V)
 
 
@@ -98,10 +99,17 @@ def test_leave_one_out_with_skipped_tiles_and_kept_weights():
     rows = np.random.default_rng(4).permutation(X.shape[0])[:300]
     h = 0.01
     index = TileIndex(X, w, None)
-    (S, den, M), = tiles_kernel_sums(
-        X[rows], X, V, [Head(Gaussian(), h)], index=index, sample_weight=w,
-        exclude_self=True, self_index=rows, self_weight=kept,
-    )  # fmt: skip
+    ((S, den, M),) = tiles_kernel_sums(
+        X[rows],
+        X,
+        V,
+        [Head(Gaussian(), h)],
+        index=index,
+        sample_weight=w,
+        exclude_self=True,
+        self_index=rows,
+        self_weight=kept,
+    )
     refS, refden, absS = reference(X[rows], X, V, w, h, exclude=rows)
     # Each point keeps ``kept`` of its weight in its own sums (K(0) = 1).
     refS += kept[rows, None] * V[rows]
@@ -146,8 +154,9 @@ def test_results_equal_the_dense_sums_and_do_not_depend_on_the_batch():
         Si, deni, Mi = tiles_kernel_sums(Q[i : i + 1], X, V, [head], index=index)[0]
         np.testing.assert_allclose(Si[0] * np.exp(Mi[0] - M[i]), S[i], rtol=1e-13)
     Sr, denr, Mr = tiles_kernel_sums(Q[::-1], X, V, [head], index=index)[0]
-    np.testing.assert_allclose(Sr[::-1] / denr[::-1, None], S / den[:, None],
-                               rtol=1e-13)  # fmt: skip
+    np.testing.assert_allclose(
+        Sr[::-1] / denr[::-1, None], S / den[:, None], rtol=1e-13
+    )
 
 
 def test_queries_far_from_the_data_and_not_finite_take_the_exact_sums():
@@ -235,9 +244,16 @@ def test_a_kept_own_term_far_from_the_other_points_stays_finite():
     own = np.array([100, 5])
     h = 0.01
     S, den, M = tiles_kernel_sums(
-        X[own], X, V, [Head(Gaussian(), h)], index=TileIndex(X, w, None),
-        sample_weight=w, exclude_self=True, self_index=own, self_weight=w - 1.0,
-    )[0]  # fmt: skip
+        X[own],
+        X,
+        V,
+        [Head(Gaussian(), h)],
+        index=TileIndex(X, w, None),
+        sample_weight=w,
+        exclude_self=True,
+        self_index=own,
+        self_weight=w - 1.0,
+    )[0]
     refS, refden, absS = reference(X[own], X, V, w, h, exclude=own)
     refS += 2.0 * V[own]
     refden += 2.0
@@ -333,8 +349,9 @@ def test_local_linear_selection_on_the_tiles_equals_the_dense_one(cv, monkeypatc
     bandwidths = [0.03, 0.05, 0.08]
     scores = []
     for algorithm in ("tiles", "brute"):
-        search = LocalLinearRegressorCV(bandwidths=bandwidths, algorithm=algorithm,
-                                        cv=cv)  # fmt: skip
+        search = LocalLinearRegressorCV(
+            bandwidths=bandwidths, algorithm=algorithm, cv=cv
+        )
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the best at the grid's edge
             scores.append(search.fit(X, y, sample_weight=w).cv_results_)
@@ -403,8 +420,9 @@ def test_a_lone_head_of_a_grid_takes_the_single_heads_threshold(monkeypatch):
     head = Head(Gaussian(), h)
     alone = grid_sums("auto", ALGORITHMS, Q, X, V, [head], **params)
     assert served == [1]
-    pair = grid_sums("auto", ALGORITHMS, Q, X, V, [head, Head(Gaussian(), 2 * h)],
-                     **params)  # fmt: skip
+    pair = grid_sums(
+        "auto", ALGORITHMS, Q, X, V, [head, Head(Gaussian(), 2 * h)], **params
+    )
     assert served == [1]  # both by the dense pass
     ref = reference(Q, X, V, None, h)
     assert_within_tolerance(alone[0], ref, V)
@@ -459,16 +477,19 @@ def test_values_beyond_the_working_memory_are_gathered_per_block(monkeypatch, we
     # Not every point: the query tiles.
     rows = np.arange(0, X.shape[0], 2)
     loo = {"exclude_self": True, "self_index": rows}
-    kept = tiles_kernel_sums(X[rows], X, V, [head], index=index, sample_weight=w,
-                             **loo)[0]  # fmt: skip
+    kept = tiles_kernel_sums(
+        X[rows], X, V, [head], index=index, sample_weight=w, **loo
+    )[0]
     # A quarter of 0.05 MiB: fewer elements than the 4 columns of the points.
     with sklearn.config_context(working_memory=0.05):
         assert index.value_stats(V, w)[3] is None
-        gathered = tiles_kernel_sums(X[rows], X, V, [head], index=index,
-                                     sample_weight=w, **loo)[0]  # fmt: skip
+        gathered = tiles_kernel_sums(
+            X[rows], X, V, [head], index=index, sample_weight=w, **loo
+        )[0]
         pairs = spy_on(monkeypatch, "_add_pairs")
-        every = tiles_kernel_sums(X, X, V, [head], index=index, sample_weight=w,
-                                  exclude_self=True)[0]  # fmt: skip
+        every = tiles_kernel_sums(
+            X, X, V, [head], index=index, sample_weight=w, exclude_self=True
+        )[0]
         assert not pairs
     for a, b in zip(kept, gathered, strict=True):
         np.testing.assert_array_equal(a, b)
@@ -516,9 +537,15 @@ def test_leave_one_out_of_every_point_by_pairs_of_tiles(monkeypatch, d, weights)
     pairs = spy_on(monkeypatch, "_add_pairs")
     queries = spy_on(monkeypatch, "_add_terms")
     S, den, M = tiles_kernel_sums(
-        X, X, V, [Head(Gaussian(), h)], index=index, sample_weight=w,
-        exclude_self=True, self_weight=kept,
-    )[0]  # fmt: skip
+        X,
+        X,
+        V,
+        [Head(Gaussian(), h)],
+        index=index,
+        sample_weight=w,
+        exclude_self=True,
+        self_weight=kept,
+    )[0]
     assert pairs
     assert bool(queries) == (weights == "zeros")
     own = np.arange(X.shape[0])
@@ -544,8 +571,16 @@ def test_pairs_in_any_order_of_the_points_and_small_chunks():
     index = TileIndex(X, None, None)
     ref = tiles_kernel_sums(X, X, V, [head], index=index, exclude_self=True)[0]
     perm = np.random.default_rng(0).permutation(X.shape[0])
-    got = tiles_kernel_sums(X[perm], X, V, [head], index=index, exclude_self=True,
-                            self_index=perm, tile_elements=TILE_ROWS**2)[0]  # fmt: skip
+    got = tiles_kernel_sums(
+        X[perm],
+        X,
+        V,
+        [head],
+        index=index,
+        exclude_self=True,
+        self_index=perm,
+        tile_elements=TILE_ROWS**2,
+    )[0]
     for a, b in zip(got, ref, strict=True):
         np.testing.assert_allclose(a, b[perm], rtol=1e-13, atol=1e-13)
 
@@ -564,8 +599,9 @@ def test_an_isolated_point_takes_the_query_tiles(monkeypatch):
     near = cdist(X[-1:], X[:-1], "sqeuclidean").min()
     assert -0.5 * near / h**2 < _lowest_shift(np.ones(X.shape[0]), None, None)
     queries = spy_on(monkeypatch, "_query_sums")
-    S, den, M = tiles_kernel_sums(X, X, V, [Head(Gaussian(), h)], index=index,
-                                  exclude_self=True)[0]  # fmt: skip
+    S, den, M = tiles_kernel_sums(
+        X, X, V, [Head(Gaussian(), h)], index=index, exclude_self=True
+    )[0]
     assert len(queries) == 1
     np.testing.assert_allclose(M[-1], -0.5 * near / h**2, rtol=1e-12)
     ref = reference(X[-1:], X, V, None, h, exclude=[X.shape[0] - 1])
@@ -607,10 +643,18 @@ def test_auto_takes_the_pairs_of_tiles_for_leave_one_out_of_every_point():
 
     def request(h, grid, every):
         return FitRequest(
-            X=X, sample_weight=None, values=None, head=Head(Gaussian(), h),
-            scale=None, metric="euclidean", metric_params=None, auto=True,
-            grid=grid, every_point=every, shared={},
-        )  # fmt: skip
+            X=X,
+            sample_weight=None,
+            values=None,
+            head=Head(Gaussian(), h),
+            scale=None,
+            metric="euclidean",
+            metric_params=None,
+            auto=True,
+            grid=grid,
+            every_point=every,
+            shared={},
+        )
 
     wide, narrow = 0.5, 0.01
     index = TileIndex(X, None, None)
@@ -642,9 +686,10 @@ def test_selection_takes_the_pairs_of_tiles_and_scores_as_the_dense_passes(
     dense = NadarayaWatsonRegressorCV(bandwidths=[0.02, 0.04, 0.3], algorithm="brute")
     dense.fit(X, y)
     np.testing.assert_allclose(
-        auto.cv_results_["mean_test_score"], dense.cv_results_["mean_test_score"],
+        auto.cv_results_["mean_test_score"],
+        dense.cv_results_["mean_test_score"],
         rtol=1e-10,
-    )  # fmt: skip
+    )
     assert auto.bandwidth_ == dense.bandwidth_
 
 
@@ -665,9 +710,15 @@ def test_pairs_of_tiles_with_weights_of_any_scale(monkeypatch, scale):
     h = 0.015
     pairs = spy_on(monkeypatch, "_add_pairs")
     queries = spy_on(monkeypatch, "_query_sums")
-    got = tiles_kernel_sums(X, X, V, [Head(Gaussian(), h)],
-                            index=TileIndex(X, w, None), sample_weight=w,
-                            exclude_self=True)[0]  # fmt: skip
+    got = tiles_kernel_sums(
+        X,
+        X,
+        V,
+        [Head(Gaussian(), h)],
+        index=TileIndex(X, w, None),
+        sample_weight=w,
+        exclude_self=True,
+    )[0]
     assert pairs
     # Its sums would underflow without a shift under tiny weights only.
     assert bool(queries) == (scale < 1)
@@ -694,8 +745,9 @@ def test_pairs_of_tiles_with_values_of_any_scale(monkeypatch, scale):
     h = 0.002  # isolated points: largest terms down to about exp(-300)
     queries = spy_on(monkeypatch, "_query_sums")
     index = TileIndex(X, None, None)
-    got = tiles_kernel_sums(X, X, V, [Head(Gaussian(), h)], index=index,
-                            exclude_self=True)[0]  # fmt: skip
+    got = tiles_kernel_sums(
+        X, X, V, [Head(Gaussian(), h)], index=index, exclude_self=True
+    )[0]
     assert bool(queries) == (scale < 1e-100)
     # The definition relative to each point's largest term (unshifted, the
     # reference itself would underflow): within the bound.

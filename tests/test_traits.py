@@ -223,8 +223,9 @@ def test_log_value_is_the_log_of_the_magnitude(name):
     L = np.asarray(kernel.log_value(u), dtype=np.float64)
     zero = K == 0
     assert np.all(np.isneginf(L[zero]))
-    np.testing.assert_allclose(L[~zero], np.log(np.abs(K[~zero])), rtol=1e-10,
-                               atol=1e-10)  # fmt: skip
+    np.testing.assert_allclose(
+        L[~zero], np.log(np.abs(K[~zero])), rtol=1e-10, atol=1e-10
+    )
 
 
 @pytest.mark.parametrize("name", KERNEL_NAMES)

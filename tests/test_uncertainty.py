@@ -469,8 +469,9 @@ def test_negative_or_unresolved_residuals_give_nan_with_a_warning():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UndefinedStdWarning)
         std = steps.standard_error([[20.0]])
-    exact = reference(NadarayaWatsonRegressor, np.array([[20.0]]), Xs, ys,
-                      "epanechnikov", 10.0)[2]  # fmt: skip
+    exact = reference(
+        NadarayaWatsonRegressor, np.array([[20.0]]), Xs, ys, "epanechnikov", 10.0
+    )[2]
     assert np.isnan(std[0]) or abs(std[0] / exact[0] - 1) < 1e-3
 
 

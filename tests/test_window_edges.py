@@ -72,12 +72,20 @@ def _quietly(fn, *args):
 # Points at exactly one bandwidth (the reproducers of a rounded ratio d / h).
 EDGE_CASES = [
     (np.array([[0.0], [7.0]]), np.array([0.0, 1.0]), np.array([[0.0]]), 7.0),
-    (np.array([[0.0], [7.0], [1.0]]), np.array([0.0, 10.0, 0.0]),
-     np.array([[0.0]]), 7.0),
+    (
+        np.array([[0.0], [7.0], [1.0]]),
+        np.array([0.0, 10.0, 0.0]),
+        np.array([[0.0]]),
+        7.0,
+    ),
     (np.array([[4.0], [0.0]]), np.array([0.0, 1.0]), np.array([[1.0], [3.0]]), 3.0),
-    (np.array([[0.0, 0.0], [3.0, 0.0], [0.0, 5.0]]), np.array([1.0, 2.0, 4.0]),
-     np.array([[0.0, 0.0], [3.0, 5.0]]), 5.0),
-]  # fmt: skip
+    (
+        np.array([[0.0, 0.0], [3.0, 0.0], [0.0, 5.0]]),
+        np.array([1.0, 2.0, 4.0]),
+        np.array([[0.0, 0.0], [3.0, 5.0]]),
+        5.0,
+    ),
+]
 
 
 def _with_edge_cases(test):
@@ -99,9 +107,12 @@ def test_every_path_agrees_with_exact_windows(problem):
     for algorithm in algorithms:
         for bandwidth in (h, [h] * d):
             reg = NadarayaWatsonRegressor(
-                kernel=kernel, bandwidth=bandwidth, metric=metric,
-                algorithm=algorithm, empty_window="nan",
-            ).fit(X, y)  # fmt: skip
+                kernel=kernel,
+                bandwidth=bandwidth,
+                metric=metric,
+                algorithm=algorithm,
+                empty_window="nan",
+            ).fit(X, y)
             pred = _quietly(reg.predict, Q)
             assert_array_equal(np.isnan(pred), np.isnan(expected))
             ok = ~np.isnan(expected)
