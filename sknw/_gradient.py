@@ -83,7 +83,8 @@ class SlopeKernel(Kernel):
     def log_value(self, u):
         u = np.asarray(u, dtype=np.float64)
         closed = None if is_user(self.kernel) else self.kernel._log_slope(u)
-        with np.errstate(divide="ignore"):
+        # At u = 0, log u + log(-K'(u)/u) is -inf + inf: replaced below.
+        with np.errstate(divide="ignore", invalid="ignore"):
             if closed is None:
                 return np.log(np.abs(self._values(u)))
             if self.power == 1:  # log(-2 K'(u)) = log 2 + log u + log(-K'(u)/u)

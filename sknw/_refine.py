@@ -2,6 +2,7 @@
 out-of-sample score (the CV estimators' ``refine=True``)."""
 
 import numpy as np
+from scipy.optimize import minimize, minimize_scalar
 
 #: Refinement searches within this factor of the grid's best bandwidth.
 REFINE_RANGE = 1e6
@@ -26,8 +27,6 @@ def refine_bandwidth(evaluate, start, start_score, grid=()):
     bandwidth : float or ndarray
     score : float
     """
-    from scipy.optimize import minimize, minimize_scalar
-
     x0 = np.log(np.atleast_1d(np.asarray(start, dtype=np.float64)))
     worst = np.finfo(np.float64).max
 
@@ -42,9 +41,12 @@ def refine_bandwidth(evaluate, start, start_score, grid=()):
         below, above = logs[logs < x0[0]], logs[logs > x0[0]]
         lo = below.max() if below.size else x0[0] - span
         hi = above.min() if above.size else x0[0] + span
-        result = minimize_scalar(
-            objective, bounds=(lo, hi), method="bounded", options={"xatol": 1e-4}
-        )
+        # The worst score's parabola steps overflow to inf, which the method
+        # takes as no step (a golden-section step instead).
+        with np.errstate(over="ignore", invalid="ignore"):
+            result = minimize_scalar(
+                objective, bounds=(lo, hi), method="bounded", options={"xatol": 1e-4}
+            )
         theta, value = np.atleast_1d(result.x).copy(), float(result.fun)
     else:
         result = minimize(

@@ -145,7 +145,7 @@ def _scoring_name(scoring):
     return name if isinstance(name, str) else repr(scoring)
 
 
-def check_scoring(score, scoring, kind, y, w, folds, classes=None, owner="sknw"):
+def check_scoring(score, scoring, kind, y, w, folds, *, classes=None, owner="sknw"):
     """Raise a ValueError naming ``scoring`` where it cannot score the search.
 
     Before any candidate is computed: a scikit-learn scorer of the other task
@@ -253,7 +253,10 @@ def cv_results(kernels, n_bw, cands, mean, splits, n_empty):
         "n_empty_windows": n_empty,
     }
     if splits is not None:
-        results["std_test_score"] = np.nanstd(splits, axis=1)
+        # A candidate whose every split scored NaN (refused) has NaN.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            results["std_test_score"] = np.nanstd(splits, axis=1)
         for f in range(splits.shape[1]):
             results[f"split{f}_test_score"] = splits[:, f]
     return results
