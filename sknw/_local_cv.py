@@ -125,13 +125,13 @@ def query_centred_cv(est, X, Y, w, unit, cands, folds):
         X,
         V,
         w,
-        Y.shape,
-        cands,
-        scaled,
-        list(zip(splits, shared, strict=True)),
-        params,
-        (mid, y_scale),
-        spread,
+        shape=Y.shape,
+        cands=cands,
+        scaled=scaled,
+        splits=list(zip(splits, shared, strict=True)),
+        params=params,
+        level=(mid, y_scale),
+        spread=spread,
     )
     # The points the fast path left, of every candidate of a split at once
     # (in chunks of FIT_ROWS points).
@@ -147,9 +147,9 @@ def query_centred_cv(est, X, Y, w, unit, cands, folds):
                 scaled,
                 (train, test, share),
                 chunk,
-                spread,
-                preds_all,
-                (mid, y_scale),
+                spread=spread,
+                preds=preds_all,
+                level=(mid, y_scale),
             )
             for i, (points, centres) in left.items():
                 if points.size:
@@ -165,7 +165,7 @@ def query_centred_cv(est, X, Y, w, unit, cands, folds):
 
 
 def _fast_passes(
-    est, accepted, X, V, w, shape, cands, scaled, splits, params, level, spread
+    est, accepted, X, V, w, *, shape, cands, scaled, splits, params, level, spread
 ):
     """The fast paths' passes of :func:`query_centred_cv`: ``(preds,
     pending)``, the estimates of the candidates served on every split
@@ -186,10 +186,10 @@ def _fast_passes(
                 X,
                 V,
                 w,
-                list(preds),
-                scaled,
-                (train, test, share),
-                params,
+                batch=list(preds),
+                scaled=scaled,
+                split=(train, test, share),
+                params=params,
             )
             # A candidate the choice does not serve on a split: none of it.
             preds = {i: p for i, p in preds.items() if got[i] is not None}
@@ -253,7 +253,7 @@ def _prepared(est, X, Y, w, unit, folds):
     return prepared
 
 
-def _batch_moments(est, accepted, X, V, w, batch, scaled, split, params):
+def _batch_moments(est, accepted, X, V, w, *, batch, scaled, split, params):
     """``{i: (moments, rows, n_positive) or None}`` of the candidates
     ``batch`` on one split (as :func:`_split_moments`): for leave-one-out,
     the heads of one scale and kernel together where the core sums a grid's
@@ -278,7 +278,17 @@ def _batch_moments(est, accepted, X, V, w, batch, scaled, split, params):
     for i in batch:
         if i not in got:
             scale, head = scaled[i]
-            got[i] = _split_moments(est, accepted, X, V, w, head, scale, split, params)
+            got[i] = _split_moments(
+                est,
+                accepted,
+                X,
+                V,
+                w,
+                head=head,
+                scale=scale,
+                split=split,
+                params=params,
+            )
     return got
 
 
@@ -328,7 +338,7 @@ def _positive(request, rows, query):
     return n_positive
 
 
-def _split_moments(est, accepted, X, V, w, head, scale, split, params):
+def _split_moments(est, accepted, X, V, w, *, head, scale, split, params):
     """``(moments, rows, n_positive)`` of one split (``split``: ``(train,
     test, shared)``, ``train`` None for leave-one-out of every point,
     ``shared`` the dict of what the split's indexes share across candidates)
@@ -422,7 +432,7 @@ def _left(i, got, left, X, scaled):
     return i, points, means, n_positive[left] if np.ndim(n_positive) else n_positive
 
 
-def _line_fits(est, X, V, w, scaled, split, items, spread, preds, level):
+def _line_fits(est, X, V, w, scaled, split, items, *, spread, preds, level):
     """Serve the points of a split the fast path left (``items`` of
     :func:`_left`) from their moments term by term over their windows
     (:func:`~sknw._sums.line_moments`), about their windows' means as the
@@ -456,7 +466,15 @@ def _line_fits(est, X, V, w, scaled, split, items, spread, preds, level):
     todo = np.arange(points.size)
     for _ in range(2):
         passes = _line_passes(
-            X, train_params, scaled, items, groups, owner, points, centres, todo
+            X,
+            train_params,
+            scaled,
+            items,
+            groups,
+            owner=owner,
+            points=points,
+            centres=centres,
+            todo=todo,
         )
         if not passes:
             break
@@ -539,7 +557,9 @@ def _line_groups(scaled, items):
     return members, key, divisor
 
 
-def _line_passes(X, train_params, scaled, items, groups, owner, points, centres, todo):
+def _line_passes(
+    X, train_params, scaled, items, groups, *, owner, points, centres, todo
+):
     """``[(rows, moments, scale, offsets)]``: the moments of
     :func:`~sknw._sums.line_moments` of the points ``points[todo]`` (of the
     items ``owner[todo]`` of :func:`_line_fits`) about their ``centres``,
@@ -611,7 +631,7 @@ def exact_estimates(est, cand, X, w, unit, train, rows, centres=None):
             w = w / unit if np.isfinite(unit) else w
     keep = np.arange(X.shape[0]) if train is None else np.asarray(train)
     own = rows if train is None else None
-    keep, own = _windowed(est, cand, X, w, keep, rows, own, policy)
+    keep, own = _windowed(est, cand, X, w, keep, rows, own=own, policy=policy)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         plain.fit(X[keep], Y[keep], sample_weight=None if w is None else w[keep])
@@ -622,7 +642,7 @@ def exact_estimates(est, cand, X, w, unit, train, rows, centres=None):
     return estimate, empty
 
 
-def _windowed(est, cand, X, w, keep, rows, own, policy):
+def _windowed(est, cand, X, w, keep, rows, *, own, policy):
     """The training points ``keep`` (indices into ``X``) restricted to those
     whose terms can weigh in the sums of the points ``X[rows]``
     (:func:`~sknw._sums.line_support`), and ``own`` (leave-one-out: the

@@ -292,12 +292,12 @@ def local_solution(
         k,
         Zq,
         min_eigenvalue,
-        few,
-        to_bandwidth,
-        max_leverage,
-        linear,
-        basis,
-        degree,
+        few=few,
+        to_bandwidth=to_bandwidth,
+        max_leverage=max_leverage,
+        linear=linear,
+        basis=basis,
+        degree=degree,
     )
 
 
@@ -319,6 +319,7 @@ def _solution(
     k,
     Zq,
     min_eigenvalue,
+    *,
     few,
     to_bandwidth,
     max_leverage,
@@ -809,30 +810,30 @@ def query_centred_fit(
         thin = ~sol.ok & ~few & positive
         if thin.any():
             error[thin] = _thin_error(
-                b.off[thin],
-                b.doff[thin],
-                b.var[thin],
-                b.dvar[thin],
-                b.da0[thin],
-                b.a0[thin],
-                vmax,
-                max_leverage - 1.0,
+                off=b.off[thin],
+                doff=b.doff[thin],
+                var=b.var[thin],
+                dvar=b.dvar[thin],
+                da0=b.da0[thin],
+                a0=b.a0[thin],
+                vmax=vmax,
+                target=max_leverage - 1.0,
             )
     error[sol.ok & ~sol.ridged & ~(b.low > 0)] = np.inf
     if sol.ridged.any():
         r = sol.ridged
         error[r] = _ridged_error(
-            b.a0[r],
-            b.off[r],
-            b.c[r],
-            sol.a[r],
-            b.var[r],
-            b.da0[r],
-            b.doff[r],
-            b.dc[r],
-            b.dvar[r],
-            vmax,
-            max_leverage - 1.0,
+            a0=b.a0[r],
+            m1=b.off[r],
+            c=b.c[r],
+            a=sol.a[r],
+            var=b.var[r],
+            da0=b.da0[r],
+            dm1=b.doff[r],
+            dc=b.dc[r],
+            dvar=b.dvar[r],
+            vmax=vmax,
+            target=max_leverage - 1.0,
         )
     limit = QUERY_CENTRED_TOLERANCE if tolerance is None else tolerance
     served = (
@@ -895,10 +896,21 @@ def _centred_bounds(A, e, k, vmax, zq=None):
         error += slope * (dvar / low)[:, None]
         # The solve's own rounding: a few units of the terms it sums.
         error += 16 * _EPS * (abs_a0 + slope + vmax)
-    return _CentredBounds(a0, c, da0, dc, var, dvar, low, off, doff, error)
+    return _CentredBounds(
+        a0=a0,
+        c=c,
+        da0=da0,
+        dc=dc,
+        var=var,
+        dvar=dvar,
+        low=low,
+        off=off,
+        doff=doff,
+        error=error,
+    )
 
 
-def _thin_error(off, doff, var, dvar, da0, a0, vmax, target):
+def _thin_error(*, off, doff, var, dvar, da0, a0, vmax, target):
     """The error bound of the local-constant estimate ``a0`` of a design
     :func:`local_solution` finds singular for rounding, about a centre near
     its window's mean (where the variance does not cancel): its variance
@@ -917,7 +929,7 @@ def _thin_error(off, doff, var, dvar, da0, a0, vmax, target):
     return np.where(sure[:, None], error, np.inf)
 
 
-def _ridged_error(a0, m1, c, a, var, da0, dm1, dc, dvar, vmax, target):
+def _ridged_error(*, a0, m1, c, a, var, da0, dm1, dc, dvar, vmax, target):
     """The error bound of :func:`query_centred_fit`'s estimates whose design
     is ridged to the leverage ``target + 1``: their slope is ``a = target /
     m1`` whatever the variance (``var + rho = m1**2 / target``), so that

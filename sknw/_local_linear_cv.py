@@ -196,7 +196,7 @@ class LocalPolynomialCVFit(CVSelectionMixin, LocalPolynomialFit):
             preds[i] = pred
             for train, left, means in missing:
                 preds[i][left], empty = exact_estimates(
-                    self, cands[i], X, w, unit, train, left, means
+                    self, cands[i], X, w, unit, train, left, centres=means
                 )
                 n_empty[i] += empty
         return preds, n_empty

@@ -152,11 +152,11 @@ def cv_predictions(
                 Xq,
                 Xt,
                 wt,
-                own,
-                unit,
-                scale,
-                test,
-                X.shape,
+                own=own,
+                unit=unit,
+                scale=scale,
+                rows=test,
+                shape=X.shape,
                 metric=metric,
                 metric_params=metric_params,
                 tile_elements=tile_elements,
@@ -492,11 +492,20 @@ class CVSelectionMixin:
         self._pairs = None if self._discrete is None else PairCache()
         try:
             with core_blas_threads():
-                self._search(X, V, y_score, w, kind, classes, finish, groups)
+                self._search(
+                    X,
+                    V,
+                    y_score,
+                    w,
+                    kind,
+                    classes=classes,
+                    finish=finish,
+                    groups=groups,
+                )
         finally:
             self.__dict__.pop("_pairs", None)
 
-    def _search(self, X, V, y_score, w, kind, classes, finish, groups):
+    def _search(self, X, V, y_score, w, kind, *, classes, finish, groups):
         kernels, resolved = self._candidate_kernels()
         discrete = self._discrete
         grid, lambdas = self._bandwidth_grid(X, w)
@@ -509,7 +518,14 @@ class CVSelectionMixin:
         if criterion is None:
             scorer = make_scorer(self.scoring, kind, classes)
             check_scoring(
-                scorer, self.scoring, kind, y_score, w_n, folds, classes, owner
+                scorer,
+                self.scoring,
+                kind,
+                y_score,
+                w_n,
+                folds,
+                classes=classes,
+                owner=owner,
             )
         # A search on a subsample polishes less (SUBSAMPLE_POLISH).
         state = {"lambdas": lambdas, "polish": getattr(self, "_polish", None)}
@@ -565,7 +581,15 @@ class CVSelectionMixin:
         best = select(found[1])
         if criterion is None and self.scoring is None and folds is None:
             best = self._smoothest_choice(
-                found, best, X, V, y_score, w_n, unit, kind, finish
+                found,
+                best,
+                X=X,
+                V=V,
+                y_score=y_score,
+                w_n=w_n,
+                unit=unit,
+                kind=kind,
+                finish=finish,
             )
         self._store_choice(kernels, found, X, best)
         self._searched = (state["shape"], found[0][self.best_index_]["multiplier"])
@@ -613,7 +637,7 @@ class CVSelectionMixin:
             self._store_off_grid(polished, score, self._continuous(X))
             self._searched = (None, polished["multiplier"])
 
-    def _smoothest_choice(self, found, best, X, V, y_score, w_n, unit, kind, finish):
+    def _smoothest_choice(self, found, best, *, X, V, y_score, w_n, unit, kind, finish):
         """The leave-one-out choice among the local optima of the grid
         ``found`` (see :func:`~sknw._smoothest.smoothest_near_best`), the
         per-point losses computed for the candidates it asks for."""

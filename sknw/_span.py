@@ -99,13 +99,13 @@ def neighbour_distances(
             X,
             w,
             need,
-            own,
-            kept,
-            metric,
-            metric_params,
-            scale,
-            tol,
-            tile_elements,
+            own=own,
+            kept=kept,
+            metric=metric,
+            metric_params=metric_params,
+            scale=scale,
+            tol=tol,
+            tile_elements=tile_elements,
         )
     h = np.maximum(h, _TINY)
     return (h, index) if with_index else h
@@ -121,7 +121,7 @@ def _line_path(X, metric, metric_params):
 
 
 def _dense_distances(
-    Q, X, w, need, own, kept, metric, metric_params, scale, tol, tile_elements
+    Q, X, w, need, *, own, kept, metric, metric_params, scale, tol, tile_elements
 ):
     """:func:`neighbour_distances` from full rows of distances, a tile of
     queries at a time (rows sorted only where the weights are not ones):
@@ -287,7 +287,7 @@ def span_bandwidth(shape, span, X, sample_weight, *, metric, metric_params, scal
         return shape * size
 
 
-def split_heads(members, cands, Xq, Xt, wt, own, unit, scale, rows, shape, **p):
+def split_heads(members, cands, Xq, Xt, wt, *, own, unit, scale, rows, shape, **p):
     """The candidates' heads in one split of the cross-validation: with a
     span, each query's nearest-neighbour bandwidth among the split's training
     points ``Xt`` (the weights ``wt`` counted in units of ``unit``;

@@ -375,9 +375,9 @@ def local_boxes(monkeypatch):
     calls = []
     original = _fgt.GaussIndex._local_boxes
 
-    def spy(self, base, width, *args):
+    def spy(self, base, width, *args, **kwargs):
         calls.append(width)
-        return original(self, base, width, *args)
+        return original(self, base, width, *args, **kwargs)
 
     monkeypatch.setattr(_fgt.GaussIndex, "_local_boxes", spy)
     return calls

@@ -24,7 +24,7 @@ def _estimates(est, cand, X, w, unit, train, rows, windowed):
         return _local_cv.exact_estimates(est, cand, X, w, unit, train, rows)
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(
-            _local_cv, "_windowed", lambda e, c, X, w, keep, r, own, p: (keep, own)
+            _local_cv, "_windowed", lambda e, c, X, w, keep, r, own, policy: (keep, own)
         )
         return _local_cv.exact_estimates(est, cand, X, w, unit, train, rows)
 
@@ -56,7 +56,9 @@ def test_estimates_from_the_windows_equal_those_from_every_point(
         cand = {"kernel": est.kernel_, "bandwidth": np.array([h])}
         keep = np.arange(X.shape[0]) if train is None else train
         own = rows if train is None else None
-        kept, _ = _local_cv._windowed(est, cand, X, wn, keep, rows, own, policy)
+        kept, _ = _local_cv._windowed(
+            est, cand, X, wn, keep, rows, own=own, policy=policy
+        )
         fits.append(kept.size < keep.size)
         got, empty = _estimates(est, cand, X, wn, unit, train, rows, True)
         want, empty_all = _estimates(est, cand, X, wn, unit, train, rows, False)
@@ -91,8 +93,8 @@ def test_points_the_fast_path_leaves_are_served_from_their_windows(
     counted = []
     original = _local_cv._line_fits
 
-    def spy(est, Xs, V, w, scaled, split, items, *rest):
-        out = original(est, Xs, V, w, scaled, split, items, *rest)
+    def spy(est, Xs, V, w, scaled, split, items, **rest):
+        out = original(est, Xs, V, w, scaled, split, items, **rest)
         # The points left, and still left, whose window holds another point
         # of positive weight (the others' estimates are the empty window's).
         train = np.arange(Xs.shape[0]) if split[0] is None else split[0]

@@ -55,7 +55,18 @@ def test_one_coordinate_solves_as_any_number(
     with np.errstate(all="ignore"):
         fast = _line_solution(*args)
         ref = _solution(
-            A, cols, 1, k, Zq, min_eigenvalue, mask, t, max_leverage, None, None, 1
+            A,
+            cols,
+            1,
+            k,
+            Zq,
+            min_eigenvalue,
+            few=mask,
+            to_bandwidth=t,
+            max_leverage=max_leverage,
+            linear=None,
+            basis=None,
+            degree=1,
         )
         routed = local_solution(
             A,

@@ -119,7 +119,9 @@ def test_sorted_moments_with_narrow_blocks_and_ratios_hold_their_bound(blocks):
     V = rng.normal(size=(x.size, 2))
     kernel = get_kernel("tricube")
     H = 1.2
-    index = _sorted.SortedIndex(x[:, None], V, w, kernel, H, None, 2, blocks)
+    index = _sorted.SortedIndex(
+        x[:, None], V, w, kernel, H, None, powers=2, blocks=blocks
+    )
     q = np.sort(rng.uniform(-1.0, 11.0, 400))
     ratio = rng.uniform(1.0, 4.0, q.size)
     xq = q - index.origin
@@ -148,7 +150,9 @@ def test_narrow_blocks_tighten_the_bound_of_large_ratios():
     ratio = np.full(q.size, 3.9)
     bounds = []
     for blocks in (1, 8):
-        index = _sorted.SortedIndex(x[:, None], V, None, kernel, 2.0, None, 2, blocks)
+        index = _sorted.SortedIndex(
+            x[:, None], V, None, kernel, 2.0, None, powers=2, blocks=blocks
+        )
         xq = q - index.origin
         acc, _, bound = index.moment_sums(xq / 2.0, xq, 2, None, ratio)
         bounds.append(np.median(bound[:, 0] / acc[:, 0, -1]))

@@ -372,7 +372,16 @@ def direct_sums(
                 with np.errstate(divide="ignore"):
                     extra[r, mine[r] - x0] += np.log(ratio[q0:q1][r])
             runs = [
-                _run_weights(D, head, squared, extra, starts, run_of, Vx, tile_elements)
+                _run_weights(
+                    D,
+                    head,
+                    squared,
+                    extra=extra,
+                    starts=starts,
+                    run_of=run_of,
+                    Vx=Vx,
+                    tile_elements=tile_elements,
+                )
                 for head in unique
             ]
             tables = {}
@@ -430,7 +439,7 @@ class _RunWeights(NamedTuple):
 LONG_RUN = 4
 
 
-def _run_weights(D, head, squared, extra, starts, run_of, Vx, tile_elements):
+def _run_weights(D, head, squared, *, extra, starts, run_of, Vx, tile_elements):
     """The :class:`_RunWeights` of the distances ``D`` of a tile whose
     columns fall in runs of one cell (starting at ``starts``; ``run_of``
     each column's run), of the training points' values ``Vx`` (their last

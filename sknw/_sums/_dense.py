@@ -49,7 +49,7 @@ class _Plan:
     f32: bool
 
     @classmethod
-    def make(cls, Q, X, heads, metric, metric_params, scale, w, strategy="auto"):
+    def make(cls, Q, X, heads, *, metric, metric_params, scale, w, strategy="auto"):
         squared = use_squared(metric, heads, metric_params)
         fast = strategy != "cdist"
         coefs = [log_linear_coef(h, squared) if fast else None for h in heads]
@@ -138,7 +138,16 @@ def kernel_sums(
     """
     m, k = Q.shape[0], V.shape[1]
     w = None if sample_weight is None else np.asarray(sample_weight, np.float64)
-    plan = _Plan.make(Q, X, heads, metric, metric_params, scale, w, strategy)
+    plan = _Plan.make(
+        Q,
+        X,
+        heads,
+        metric=metric,
+        metric_params=metric_params,
+        scale=scale,
+        w=w,
+        strategy=strategy,
+    )
     if w is not None and not np.any(w > 0):
         # No training point of positive weight: every window is empty.
         return [(np.zeros((m, k)), np.zeros(m), np.full(m, -np.inf)) for _ in heads]
@@ -156,12 +165,12 @@ def kernel_sums(
                 V,
                 w,
                 plan.single,
-                scale,
-                plan.centre,
-                plan.gemm,
-                plan.f32,
-                tile_elements,
-                far,
+                scale=scale,
+                centre=plan.centre,
+                gemm=plan.gemm,
+                f32=plan.f32,
+                tile_elements=tile_elements,
+                far=far,
             )
         ]
     exclusion = SelfExclusion.make(

@@ -356,10 +356,10 @@ class GaussIndex:
                     local,
                     delta[rows],
                     rows,
-                    out,
-                    bound,
-                    powers,
-                    tile_elements,
+                    out=out,
+                    bound=bound,
+                    powers=powers,
+                    tile_elements=tile_elements,
                 )
                 served[rows] = True
             a = e
@@ -371,7 +371,7 @@ class GaussIndex:
         return int(math.floor((REACH + RADIUS) * self.sigma / self.width))
 
     def _local_boxes(
-        self, base, width, box, delta, rows, out, bound, powers, tile_elements
+        self, base, width, box, delta, rows, *, out, bound, powers, tile_elements
     ):
         """Sums at the queries ``rows`` in the ``width`` boxes of the grid
         from box ``base`` (query ``i`` in box ``base + box[i]``, at ``delta[i]``
@@ -405,7 +405,16 @@ class GaussIndex:
             reach,
         )
         L = _taylor_coefficients(G, powers)
-        evaluate(L, box_bound, box, delta, rows, out, bound, tile_elements)
+        evaluate(
+            L,
+            box_bound,
+            box,
+            delta,
+            rows,
+            out=out,
+            bound=bound,
+            tile_elements=tile_elements,
+        )
 
     def _translations(self, reach, powers):
         """The translations of the source boxes' Hermite expansions into
@@ -572,7 +581,7 @@ def _taylor_coefficients(G, powers, factorials=True):
     return L
 
 
-def evaluate(L, box_bound, box, delta, rows, out, bound, tile_elements):
+def evaluate(L, box_bound, box, delta, rows, *, out, bound, tile_elements):
     """Add to ``out`` and ``bound`` (at ``rows``) each query's Taylor
     polynomial ``L`` (``(N_LOCAL, powers + 1, c, boxes)``) of its box
     (``box``, sorted) at its offset ``delta``, and its box's bound

@@ -106,7 +106,7 @@ FEW_BOXES = 256
 INNER_REACH = 8.5
 
 
-@dataclass
+@dataclass(kw_only=True)
 class _HeadGrid:
     """One head's boxes of the sorted points: its standard deviation and box
     width, each point's offset from its box's centre (in standard
@@ -143,7 +143,16 @@ def _head_grid(x, sigma, columns, budget):
         return None
     mean = x.size / starts.size
     segment = next(size for top, size in SEGMENT_POINTS if mean <= top)
-    return _HeadGrid(sigma, width, offsets, starts, cells, span, reach, segment)
+    return _HeadGrid(
+        sigma=sigma,
+        width=width,
+        offsets=offsets,
+        starts=starts,
+        cells=cells,
+        span=span,
+        reach=reach,
+        segment=segment,
+    )
 
 
 def grid_moments(request, heads, powers, **params):

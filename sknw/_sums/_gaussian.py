@@ -79,7 +79,7 @@ LINE_TILE_TRAIN_ROWS = 1024
 LINE_GEMM_TOLERANCE = 1e-11
 
 
-def _line_sums(Q, X, V, w, coef, scale, tile_elements, f32=False):
+def _line_sums(Q, X, V, w, coef, *, scale, tile_elements, f32=False):
     """:func:`kernel_sums` of one log-linear head ``coef * d**2`` in 1-D.
 
     Coordinates are multiplied by ``s = sqrt(-coef)``, so that the log weight
@@ -254,7 +254,7 @@ def _plane_error_bound(Q, X, coef, scale, centre):
     return np.where(np.isfinite(bound), bound, np.inf)
 
 
-def _plane_sums(Q, X, V, w, coef, scale, centre, shift, tile_elements, f32=False):
+def _plane_sums(Q, X, V, w, coef, *, scale, centre, shift, tile_elements, f32=False):
     """:func:`kernel_sums` of one log-linear head ``coef * d**2`` by GEMM,
     shifted by ``shift`` (from :func:`_probe_shifts`, at least
     :data:`PROBE_MIN_LOG` and at most each query's largest log weight).
@@ -364,7 +364,7 @@ def _f32_weights_ok(w, n):
     return bool(ratio <= F32_WEIGHT_RANGE)
 
 
-def single_head_sums(Q, X, V, w, coef, scale, centre, gemm, f32, tile_elements, far):
+def single_head_sums(Q, X, V, w, coef, *, scale, centre, gemm, f32, tile_elements, far):
     """The sums ``(S, den, M)`` of one log-linear head ``coef * d**2``.
 
     One feature (``gemm`` False): :func:`_line_sums`. Several: the probe-shifted
@@ -373,7 +373,9 @@ def single_head_sums(Q, X, V, w, coef, scale, centre, gemm, f32, tile_elements, 
     ``far(rows)`` (the dense tiled loop) for the rows no probe bounds.
     """
     if not gemm:
-        return _line_sums(Q, X, V, w, coef, scale, tile_elements, f32)
+        return _line_sums(
+            Q, X, V, w, coef, scale=scale, tile_elements=tile_elements, f32=f32
+        )
     m, k = Q.shape[0], V.shape[1]
     shift = _probe_shifts(Q, X, w, coef, scale, centre)
     near = shift >= PROBE_MIN_LOG
@@ -391,7 +393,16 @@ def single_head_sums(Q, X, V, w, coef, scale, centre, gemm, f32, tile_elements, 
     kinds = [kind for _, kind in groups]
     if kinds in ([], ["f32"], ["f64"]):
         return _plane_sums(
-            Q, X, V, w, coef, scale, centre, shift, tile_elements, kinds == ["f32"]
+            Q,
+            X,
+            V,
+            w,
+            coef,
+            scale=scale,
+            centre=centre,
+            shift=shift,
+            tile_elements=tile_elements,
+            f32=kinds == ["f32"],
         )
     if kinds == ["far"]:
         return far(slice(None))
@@ -407,11 +418,11 @@ def single_head_sums(Q, X, V, w, coef, scale, centre, gemm, f32, tile_elements, 
                 V,
                 w,
                 coef,
-                scale,
-                centre,
-                shift[mask],
-                tile_elements,
-                kind == "f32",
+                scale=scale,
+                centre=centre,
+                shift=shift[mask],
+                tile_elements=tile_elements,
+                f32=kind == "f32",
             )
         S[mask], den[mask], M[mask] = part
     return S, den, M

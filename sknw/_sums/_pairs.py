@@ -135,12 +135,12 @@ class PairTables:
             heads,
             factors,
             _weighted_values(V, w, slice(None)),
-            w,
-            own,
-            ratio,
-            squared,
-            inverse,
-            (rows, n),
+            w=w,
+            own=own,
+            ratio=ratio,
+            squared=squared,
+            inverse=inverse,
+            shape=(rows, n),
         )
         for q0 in range(0, m, rows):
             q1 = min(q0 + rows, m)
@@ -190,7 +190,9 @@ class _Pass:
     shifted sums of ``Vx``; ``inverse``: the inverse squares of the
     continuous features' scalings."""
 
-    def __init__(self, heads, log_factors, Vx, w, own, ratio, squared, inverse, shape):
+    def __init__(
+        self, heads, log_factors, Vx, *, w, own, ratio, squared, inverse, shape
+    ):
         self.heads, self.log_factors, self.Vx = heads, log_factors, Vx
         self.w, self.own, self.ratio, self.squared = w, own, ratio, squared
         self.inverse = inverse

@@ -121,7 +121,7 @@ class SortedIndex:
     queries' are given.
     """
 
-    def __init__(self, X, V, w, kernel, bandwidth, scale, powers=0, blocks=1):
+    def __init__(self, X, V, w, kernel, bandwidth, scale, *, powers=0, blocks=1):
         self.origin = line_origin(X)
         x = line_offsets(X, self.origin, scale)
         # Sorted by the coordinates themselves, which sorts the offsets, the
@@ -232,7 +232,7 @@ class SortedIndex:
                 break
             start = lo[rows]
             hi = np.minimum(self.block_end[start], b[rows])
-            self._add_run(acc, magnitude, rows, start, hi, left, xq, plan)
+            self._add_run(acc, magnitude, rows, start, hi, left=left, xq=xq, plan=plan)
             lo[rows] = hi
         magnitude[lo < b] = np.inf
         return acc, magnitude
@@ -269,7 +269,7 @@ class SortedIndex:
             )
         return mats, magnitudes, units, slopes, ratio, scales
 
-    def _add_run(self, acc, magnitude, rows, lo, hi, left, xq, plan):
+    def _add_run(self, acc, magnitude, rows, lo, hi, *, left, xq, plan):
         """Add the sums of a run ``lo <= j < hi`` of one block (non-empty) to
         the ``rows`` of ``acc`` and ``magnitude`` (see :meth:`_side`).
 
@@ -637,7 +637,13 @@ class SortedBackend(Backend):
         V, w = request.values()
         head = request.head
         index = SortedIndex(
-            request.X, V, w, head.kernel, head.divisor, request.scale, request.powers
+            request.X,
+            V,
+            w,
+            head.kernel,
+            head.divisor,
+            request.scale,
+            powers=request.powers,
         )
         index.key = (fitted_values(index, request, V, w), head)
         return index
@@ -750,7 +756,14 @@ class SortedLadder:
         self.top = top
         self.indexes = [
             SortedIndex(
-                X, V, w, kernel, top * LADDER_FACTOR**-j, scale, powers, LADDER_BLOCKS
+                X,
+                V,
+                w,
+                kernel,
+                top * LADDER_FACTOR**-j,
+                scale,
+                powers=powers,
+                blocks=LADDER_BLOCKS,
             )
             for j in range(levels)
         ]

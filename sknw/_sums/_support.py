@@ -421,7 +421,7 @@ self_weight
     cap = elements // (2 * k + 8)
     out.bound[size > cap] = np.inf
     size[size > cap] = 0
-    line = _Line(q, c, h, xs, ids, w, own, kept, near)
+    line = _Line(q=q, c=c, h=h, xs=xs, ids=ids, w=w, own=own, kept=kept, near=near)
     plan = _Plan(lo, size)
     width = _settings["block_width"] if blocks is None else float(blocks)
     if width > 0 and form is not None and form[1] == 2:
@@ -484,7 +484,7 @@ class _Line:
     leaving it out removes; ``near``: each query's distance to its nearest
     point of positive weight."""
 
-    def __init__(self, q, c, h, xs, ids, w, own, kept, near):
+    def __init__(self, *, q, c, h, xs, ids, w, own, kept, near):
         self.q, self.c, self.h, self.xs, self.ids = q, c, h, xs, ids
         self.ws = np.ones(ids.size) if w is None else w[ids]
         self.own, self.kept, self.near = own, kept, near

@@ -327,7 +327,7 @@ class _Sums:
         return _Sums.of(self.acc[rows], self.bound_den[rows], self.bound_S[rows])
 
 
-def _sorted_sums(index, stats, Qo, so, coef, V, w, own, keep, tile_elements):
+def _sorted_sums(index, stats, Qo, so, coef, *, V, w, own, keep, tile_elements):
     """:class:`_Sums` of queries ``Qo`` sorted in the tiles' order, with
     shifts ``so`` (and training indices ``own`` for leave-one-out), a query
     tile of :data:`QUERY_ROWS` at a time; the bounds of the tiles beyond
@@ -362,18 +362,18 @@ def _sorted_sums(index, stats, Qo, so, coef, V, w, own, keep, tile_elements):
                 Qo[rows],
                 so[rows],
                 coef,
-                (V, w, Vx),
-                mine,
-                keep,
-                np.flatnonzero(near[t - b0]),
-                out.view(rows),
-                tile_elements,
-                box,
+                values=(V, w, Vx),
+                own=mine,
+                keep=keep,
+                near=np.flatnonzero(near[t - b0]),
+                out=out.view(rows),
+                tile_elements=tile_elements,
+                box=box,
             )
     return out
 
 
-def _pair_sums(index, stats, coef, own, keep, tile_elements, sums, exact):
+def _pair_sums(index, stats, coef, own, *, keep, tile_elements, sums, exact):
     """Leave-one-out where the queries are the index's points, each once
     (``own``: their training indices; points of weight 0, not in the index,
     may be among them): each pair of tiles within reach of either one's box
@@ -486,15 +486,15 @@ def _pair_blocks(index, stats, coef, s, keep, tile_elements, acc):
                     acc,
                     a,
                     tiles[c0 : c0 + per_chunk],
-                    coef,
-                    Vx,
-                    keep,
-                    bool(floor[a - b0]),
+                    coef=coef,
+                    Vx=Vx,
+                    keep=keep,
+                    floor=bool(floor[a - b0]),
                 )
         yield rows, *bounds
 
 
-def _add_pairs(index, acc, a, tiles, coef, Vx, keep, floor):
+def _add_pairs(index, acc, a, tiles, *, coef, Vx, keep, floor):
     """Add the terms between tile ``a`` and the ``tiles`` (from ``a`` on) to
     the sums ``acc`` of both sides (tile ``a``'s own terms once, each point's
     own term left out or kept in its share)."""
@@ -585,7 +585,7 @@ def _far_sums(logs, near, W, A):
     return top, base @ W, base @ A
 
 
-def _tile_sums(index, Qt, s, coef, values, own, keep, near, out, tile_elements, box):
+def _tile_sums(index, Qt, s, coef, *, values, own, keep, near, out, tile_elements, box):
     """Add the terms of one query tile (of bounding box ``box``, ``(lo, hi,
     floor)``, ``floor`` whether ``exp`` needs its floor) from the tiles
     ``near`` it to ``out``: every term of those tiles, for every query of the
@@ -596,11 +596,20 @@ def _tile_sums(index, Qt, s, coef, values, own, keep, near, out, tile_elements, 
     per_chunk = max(1, tile_elements // (Qt.shape[0] * TILE_ROWS))
     for c0 in range(0, near.size, per_chunk):
         _add_terms(
-            index, out, Qt, s, coef, values, near[c0 : c0 + per_chunk], own, keep, box
+            index,
+            out,
+            Qt,
+            s,
+            coef,
+            values=values,
+            tiles=near[c0 : c0 + per_chunk],
+            own=own,
+            keep=keep,
+            box=box,
         )
 
 
-def _add_terms(index, out, Qt, s, coef, values, tiles, own, keep, box):
+def _add_terms(index, out, Qt, s, coef, *, values, tiles, own, keep, box):
     """Add the terms of the training ``tiles`` to the queries ``Qt`` (see
     :func:`_tile_sums`), each query's own term left out (or kept in the share
     of its weight it keeps)."""
@@ -690,7 +699,16 @@ def tiles_kernel_sums(
     out = []
     for head in heads:
         sums, exact = _head_sums(
-            index, stats, Q, V, head, w, own, keep, scale, tile_elements
+            index,
+            stats,
+            Q,
+            V,
+            head,
+            w=w,
+            own=own,
+            keep=keep,
+            scale=scale,
+            tile_elements=tile_elements,
         )
         exact_rows(
             sums,
@@ -710,7 +728,7 @@ def tiles_kernel_sums(
     return out
 
 
-def _head_sums(index, stats, Q, V, head, w, own, keep, scale, tile_elements):
+def _head_sums(index, stats, Q, V, head, *, w, own, keep, scale, tile_elements):
     """``((S, den, M), exact)`` of one head of :func:`tiles_kernel_sums`:
     its sums where the tiles serve them, and the queries left to the exact
     sums (all of them where ``stats`` is None: no usable index)."""
@@ -723,7 +741,14 @@ def _head_sums(index, stats, Q, V, head, w, own, keep, scale, tile_elements):
     rest = None
     if own is not None:  # every point at once: each pair of tiles once
         rest = _pair_sums(
-            index, stats, coef, own, keep, tile_elements, (S, den, M), exact
+            index,
+            stats,
+            coef,
+            own,
+            keep=keep,
+            tile_elements=tile_elements,
+            sums=(S, den, M),
+            exact=exact,
         )
     if rest is None:
         _query_sums(
@@ -731,14 +756,14 @@ def _head_sums(index, stats, Q, V, head, w, own, keep, scale, tile_elements):
             stats,
             Q,
             coef,
-            V,
-            w,
-            own,
-            keep,
-            scale,
-            tile_elements,
-            (S, den, M),
-            exact,
+            V=V,
+            w=w,
+            own=own,
+            keep=keep,
+            scale=scale,
+            tile_elements=tile_elements,
+            sums=(S, den, M),
+            exact=exact,
         )
     elif rest.size:  # the queries the pairs leave, as any others
         sub = (np.zeros((rest.size, k)), np.zeros(rest.size), np.zeros(rest.size))
@@ -748,14 +773,14 @@ def _head_sums(index, stats, Q, V, head, w, own, keep, scale, tile_elements):
             stats,
             Q[rest],
             coef,
-            V,
-            w,
-            own[rest],
-            keep,
-            scale,
-            tile_elements,
-            sub,
-            left,
+            V=V,
+            w=w,
+            own=own[rest],
+            keep=keep,
+            scale=scale,
+            tile_elements=tile_elements,
+            sums=sub,
+            exact=left,
         )
         done = rest[~left]
         S[done], den[done], M[done] = (a[~left] for a in sub)
@@ -764,7 +789,7 @@ def _head_sums(index, stats, Q, V, head, w, own, keep, scale, tile_elements):
 
 
 def _query_sums(
-    index, stats, Q, coef, V, w, own, keep, scale, tile_elements, sums, exact
+    index, stats, Q, coef, *, V, w, own, keep, scale, tile_elements, sums, exact
 ):
     """The sums of the queries ``Q`` (training indices ``own`` for
     leave-one-out) by query tiles, :data:`QUERY_CHUNK` queries at a time."""
@@ -776,20 +801,20 @@ def _query_sums(
             Q,
             q0,
             q1,
-            coef,
-            V,
-            w,
-            own,
-            keep,
-            scale,
-            tile_elements,
-            sums,
-            exact,
+            coef=coef,
+            V=V,
+            w=w,
+            own=own,
+            keep=keep,
+            scale=scale,
+            tile_elements=tile_elements,
+            sums=sums,
+            exact=exact,
         )
 
 
 def _chunk_sums(
-    index, stats, Q, q0, q1, coef, V, w, own, keep, scale, tile_elements, sums, exact
+    index, stats, Q, q0, q1, *, coef, V, w, own, keep, scale, tile_elements, sums, exact
 ):
     """The sums of the queries ``q0:q1`` that the bound accepts."""
     spread = stats[1]
@@ -810,7 +835,16 @@ def _chunk_sums(
         return
     mine = None if own is None else own_c[ok]
     got = _sorted_sums(
-        index, stats, Qs[order], so, coef, V, w, mine, keep, tile_elements
+        index,
+        stats,
+        Qs[order],
+        so,
+        coef,
+        V=V,
+        w=w,
+        own=mine,
+        keep=keep,
+        tile_elements=tile_elements,
     )
     _accept(got, so, spread, q0 + order, sums, exact)
 
