@@ -44,12 +44,14 @@ from ._sums._base import line_scale, removed_entirely
 
 #: Left-out points of the exact passes (one frame for all the data) whose
 #: local design rounds, in that frame, by more than this fraction of its
-#: smallest eigenvalue (``eps`` times the ``p``-th power of the second
-#: moments about the frame's centre, in bandwidths, for degree ``p``) are
-#: computed again by the exact path of predictions, in frames near them: a
-#: far training point stretches the one frame, and a thin window (points
-#: close together for the bandwidth, a high degree) leaves its design little
-#: above the rounding. Eight digits of the design's smallest direction.
+#: smallest eigenvalue beyond what a frame at its window's mean would give
+#: (``eps`` times the ``p``-th power of the second moments about the frame's
+#: centre, in bandwidths, less that of the window's own, for degree ``p``)
+#: are computed again by the exact path of predictions, in frames near
+#: them: a far training point stretches the one frame, and a thin window
+#: far from its centre (points close together for the bandwidth, a high
+#: degree) leaves its design little above the rounding. Eight digits of the
+#: design's smallest direction.
 FRAME_ROUNDING = 1e-8
 
 #: The local fits of a search's candidates are solved together, as many

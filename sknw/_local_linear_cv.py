@@ -284,8 +284,16 @@ class LocalPolynomialCVFit(CVSelectionMixin, LocalPolynomialFit):
                 # sol.second is in bandwidths (over max(t) for degree 1), as
                 # sol.least; the monomials of degree p lose about its p-th
                 # power, relative to the design's smallest eigenvalue.
+                # Beyond the rounding a frame at the window's mean would have
+                # (its centred second moments, 'local'): far from the search's
+                # frame, not where the design itself is ill-conditioned.
+                scale = np.asarray(to_bandwidth, dtype=np.float64)[..., :d]
+                offset = np.sum((sol.mean_z[:, :d] * scale) ** 2, axis=1)
+                local = np.maximum(sol.second - offset, 0.0)
+                power = max(p, 1)
                 with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-                    rounding = _EPS * sol.second ** max(p, 1) / sol.least
+                    excess = sol.second**power - local**power
+                    rounding = _EPS * excess / sol.least
                 rounding[~sol.ok] = 0.0
                 # A design found singular for the rounding in this frame may
                 # not be in a frame near its point: again, exactly.

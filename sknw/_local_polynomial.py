@@ -397,11 +397,12 @@ class LocalPolynomialRegressorCV(LocalPolynomialCVFit, LocalPolynomialRegressor)
     -----
     The passes sum the moments of the monomials in one frame for all the
     data; a left-out point whose local design loses digits in that frame
-    (its rounding, about the ``p``-th power of its squared distance from the
-    frame's centre in bandwidths, more than ``1e-8`` of the design's
-    smallest eigenvalue: a point far from the centre, or a window of a few
-    points close together for a high degree) is computed again by the exact
-    path of predictions, in frames near it, as a refit would be.
+    (its rounding beyond a frame at its window's mean, about the ``p``-th
+    power of its squared distance from the frame's centre in bandwidths,
+    more than ``1e-8`` of the design's smallest eigenvalue: a point far from
+    the centre, or there a window of a few points close together for a high
+    degree) is computed again by the exact path of predictions, in frames
+    near it, as a refit would be.
 
     Examples
     --------
