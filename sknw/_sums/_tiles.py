@@ -614,13 +614,18 @@ def _add_terms(index, out, Qt, s, coef, *, values, tiles, own, keep, box):
     :func:`_tile_sums`), each query's own term left out (or kept in the share
     of its weight it keeps)."""
     pos = _tile_positions(index, tiles)
-    E = _exp(_log_terms(Qt, index.X[pos], s, coef, box[:2]), box[2])
+    L = _log_terms(Qt, index.X[pos], s, coef, box[:2])
     if own is not None:
+        # In the log, before exp: an isolated point's own term, far above
+        # its shift (its nearest other point's), would overflow.
         own_pos, own_rows = own
         at = np.minimum(np.searchsorted(pos, own_pos), pos.size - 1)
         hit = np.flatnonzero((pos[at] == own_pos) & (own_pos >= 0))
         if hit.size:
-            E[hit, at[hit]] *= 0.0 if keep is None else keep[own_rows[hit]]
+            with np.errstate(divide="ignore"):
+                kept = -np.inf if keep is None else np.log(keep[own_rows[hit]])
+            L[hit, at[hit]] += kept
+    E = _exp(L, box[2])
     V, w, Vx = values
     out.acc += E @ (_weighted_values(V, w, index.rows[pos]) if Vx is None else Vx[pos])
 
