@@ -281,12 +281,13 @@ class LocalPolynomialCVFit(CVSelectionMixin, LocalPolynomialFit):
                     full = _full_fit(solve, averages[i], V, shares[i])
                     out[i] = full.estimate + mean
                     finish.self_weights[i] = shares[i] * (1.0 + full.distance)
-                # sol.second is in bandwidths (over max(t) for degree 1), as
-                # sol.least; the monomials of degree p lose about its p-th
-                # power, relative to the design's smallest eigenvalue.
-                # Beyond the rounding a frame at the window's mean would have
-                # (its centred second moments, 'local'): far from the search's
-                # frame, not where the design itself is ill-conditioned.
+                # The monomials of degree p lose about the p-th power of the
+                # second moments about the frame's centre (sol.second, in
+                # bandwidths, over max(t) for degree 1, as sol.least), relative
+                # to the design's smallest eigenvalue; counted beyond what a
+                # frame at the window's mean would lose (its centred second
+                # moments, 'local'): far from the search's frame, not where
+                # the design itself is ill-conditioned (see FRAME_ROUNDING).
                 scale = np.asarray(to_bandwidth, dtype=np.float64)[..., :d]
                 offset = np.sum((sol.mean_z[:, :d] * scale) ** 2, axis=1)
                 local = np.maximum(sol.second - offset, 0.0)
