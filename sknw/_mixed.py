@@ -11,6 +11,8 @@ applies to the continuous features, and the discrete ones get the rule's
 only.
 """
 
+from dataclasses import dataclass
+
 import numpy as np
 import scipy.sparse as sp
 from sklearn.utils._param_validation import StrOptions
@@ -257,16 +259,39 @@ POLISH_ROUNDS = 3
 MIXED_ROUNDS = 5
 
 
+@dataclass
+class SearchState:
+    """What a search carries from one pass over the grid to the next.
+
+    ``lambdas``: the discrete features' smoothing parameters (None: no
+    discrete feature); ``polish``: ``(rounds, log tolerance)`` of the polish
+    on a subsample (None: the full polish); ``shape``: per-feature factors
+    of the default grid's shape (None: none searched); ``shape_factors``:
+    the coordinate search's steps of the shape; ``step``: the default grid's
+    ratio (None: a user grid); ``around``, ``steps`` and ``centre``: a pass
+    over a window of ``steps`` grid steps about the multiplier ``around``,
+    whose candidate ``centre`` is scored already (None: the whole grid)."""
+
+    lambdas: tuple = None
+    polish: tuple = None
+    shape: np.ndarray = None
+    shape_factors: tuple = SHAPE_FACTORS
+    step: float = None
+    around: float = None
+    steps: int = None
+    centre: dict = None
+
+
 def coordinate_search(evaluate, cand, state, discrete):
     """One round of coordinate search from the candidate ``cand`` (its
     kernel, ``bandwidth`` and ``score``, updated in place):
 
     - the size: the bandwidth times one or two steps of the default grid
-      (``state["step"]``, None for a user grid), up or down;
-    - where ``state["shape"]`` (per-feature factors of the grid's shape) is
+      (``state.step``, None for a user grid), up or down;
+    - where ``state.shape`` (per-feature factors of the grid's shape) is
       not None, each continuous feature's bandwidth in turn times the best
       of :data:`SHAPE_FACTORS`;
-    - each discrete feature's smoothing parameter (``state["lambdas"]``) the
+    - each discrete feature's smoothing parameter (``state.lambdas``) the
       best of :data:`LAMBDA_SHARES` of its range, then of eight shares
       between that one's neighbours.
 
@@ -275,32 +300,30 @@ def coordinate_search(evaluate, cand, state, discrete):
     search does. Updates ``state`` and returns whether anything changed.
     """
     search = _Search(evaluate, cand, state, discrete)
-    if state.get("step") is not None:
+    if state.step is not None:
         powers = (-2, -1, 1, 2)
-        i = search.try_bandwidths(
-            [search.bandwidth * state["step"] ** e for e in powers]
-        )
+        i = search.try_bandwidths([search.bandwidth * state.step**e for e in powers])
         if i is not None:
-            cand["multiplier"] = cand["multiplier"] * state["step"] ** powers[i]
-    if state.get("shape") is not None:
+            cand["multiplier"] = cand["multiplier"] * state.step ** powers[i]
+    if state.shape is not None:
         for j in range(search.bandwidth.size):
             trials = []
-            factors = state.get("shape_factors", SHAPE_FACTORS)
+            factors = state.shape_factors
             for f in factors:
                 trial = search.bandwidth.copy()
                 trial[j] *= f
                 trials.append(trial)
             i = search.try_bandwidths(trials)
             if i is not None:
-                state["shape"][j] *= factors[i]
-    if discrete is not None and state.get("lambdas") is not None:
+                state.shape[j] *= factors[i]
+    if discrete is not None and state.lambdas is not None:
         tops = discrete.max_lambdas()
-        for j in range(len(state["lambdas"])):
+        for j in range(len(state.lambdas)):
             shares = np.asarray(LAMBDA_SHARES)
             for _ in range(2):  # the shares, then a finer grid about the best
                 search.try_lambdas(j, tops[j] * shares)
                 shares = _finer(shares, search.lambdas[j] / tops[j])
-        state["lambdas"] = search.lambdas
+        state.lambdas = search.lambdas
     cand["bandwidth"], cand["score"] = search.bandwidth, search.score
     return search.changed
 
@@ -312,7 +335,7 @@ def polish_lambdas(evaluate, cand, state, discrete):
     :data:`POLISH_TOLERANCE` of its range; keeps the current value unless a
     trial scores strictly better. Updates ``cand`` and ``state`` as
     :func:`coordinate_search` does and returns whether anything changed."""
-    if discrete is None or state.get("lambdas") is None:
+    if discrete is None or state.lambdas is None:
         return False
     search = _Search(evaluate, cand, state, discrete)
     tops = discrete.max_lambdas()
@@ -341,24 +364,24 @@ def polish_lambdas(evaluate, cand, state, discrete):
         )
         if score > search.score:
             search.lambdas[j], search.score, search.changed = value, score, True
-    state["lambdas"] = search.lambdas
+    state.lambdas = search.lambdas
     cand["score"] = search.score
     return search.changed
 
 
 def polish(evaluate, cand, state, discrete):
     """Up to :data:`POLISH_ROUNDS` (:data:`MIXED_ROUNDS` with smoothing
-    parameters searched; ``state["polish"]``, ``(rounds, log tolerance)``,
+    parameters searched; ``state.polish``, ``(rounds, log tolerance)``,
     where given) rounds of :func:`polish_bandwidths` then
     :func:`polish_lambdas` (parameters that interact converge in turns),
     while the round's last polish moves something (the smoothing parameters
     where they are searched: bandwidths just polished for unchanged ones
     need no second round); returns whether anything changed."""
     changed = False
-    lambdas = discrete is not None and state.get("lambdas") is not None
+    lambdas = discrete is not None and state.lambdas is not None
     rounds = MIXED_ROUNDS if lambdas else POLISH_ROUNDS
-    if state.get("polish") is not None:
-        rounds = state["polish"][0]
+    if state.polish is not None:
+        rounds = state.polish[0]
     for _ in range(rounds):
         moved_bandwidths = polish_bandwidths(evaluate, cand, state, discrete)
         moved_lambdas = polish_lambdas(evaluate, cand, state, discrete)
@@ -379,19 +402,19 @@ def polish_bandwidths(evaluate, cand, state, discrete):
     current value unless a trial scores strictly better. Updates ``cand``
     and ``state`` as :func:`coordinate_search` does and returns whether
     anything changed."""
-    shape = state.get("shape") is not None
-    if not shape and (discrete is None or state.get("lambdas") is None):
+    shape = state.shape is not None
+    if not shape and (discrete is None or state.lambdas is None):
         return False  # nothing searched beyond the size of the grid
-    if state.get("step") is None:
+    if state.step is None:
         return False  # a user grid of bandwidths is scored as given
     search = _Search(evaluate, cand, state, discrete)
     start = np.atleast_1d(search.bandwidth).astype(np.float64)
     current = start.copy()
     span = float(np.log(POLISH_FACTOR))
-    mixed = discrete is not None and state.get("lambdas") is not None
+    mixed = discrete is not None and state.lambdas is not None
     tolerance = MIXED_LOG_TOLERANCE if mixed else POLISH_LOG_TOLERANCE
-    if state.get("polish") is not None:
-        tolerance = state["polish"][1]
+    if state.polish is not None:
+        tolerance = state.polish[1]
     for j in range(current.size):
 
         def scores(log_factors, j=j):
@@ -411,8 +434,8 @@ def polish_bandwidths(evaluate, cand, state, discrete):
             search.score, search.changed = score, True
     if search.changed:
         factors = current / start
-        if state.get("shape") is not None:
-            state["shape"] = state["shape"] * factors
+        if state.shape is not None:
+            state.shape = state.shape * factors
         elif np.isfinite(cand.get("multiplier", np.nan)):
             cand["multiplier"] = cand["multiplier"] * float(factors[0])
         scalar = np.ndim(search.bandwidth) == 0
@@ -450,8 +473,8 @@ class _Search:
         self.bandwidth = np.asarray(cand["bandwidth"], dtype=np.float64)
         self.score = cand.get("score", -np.inf)
         self.lambdas = None
-        if discrete is not None and state.get("lambdas") is not None:
-            self.lambdas = np.array(state["lambdas"], dtype=np.float64)
+        if discrete is not None and state.lambdas is not None:
+            self.lambdas = np.array(state.lambdas, dtype=np.float64)
         self.changed = False
 
     def _cand(self, bandwidth, lambdas):

@@ -38,6 +38,7 @@ from ._grid import (  # noqa: F401 - the grid's names, here too
 )
 from ._mixed import (
     SEARCH_ROUNDS,
+    SearchState,
     coordinate_search,
     encode_features,
     mixed_grid,
@@ -528,7 +529,7 @@ class CVSelectionMixin:
                 owner=owner,
             )
         # A search on a subsample polishes less (SUBSAMPLE_POLISH).
-        state = {"lambdas": lambdas, "polish": getattr(self, "_polish", None)}
+        state = SearchState(lambdas=lambdas, polish=getattr(self, "_polish", None))
 
         def scored(cands):
             """Out-of-sample scores and empty-window counts of candidates."""
@@ -549,21 +550,21 @@ class CVSelectionMixin:
             (mean, splits), n_empty = evaluate(cands)
             self._store_choice(kernels, (cands, mean, splits, n_empty, len(spans)), X)
             return
-        state["shape"] = self._shape_search(X, grid)
+        state.shape = self._shape_search(X, grid)
         searched = self._subsample_search(X, y_score, w, state, folds)
         rounds = SEARCH_ROUNDS
         if searched is not None:
             # From the subsample's shape and size, finer steps of the shape
             # on every point, then the grid about the size.
-            state["shape"], state["around"] = searched
-            state["steps"], state["shape_factors"] = 0, SUBSAMPLE_FACTORS
+            state.shape, state.around = searched
+            state.steps, state.shape_factors = 0, SUBSAMPLE_FACTORS
             rounds = SUBSAMPLE_ROUNDS
         found = self._grid_pass(evaluate, X, w, kernels, resolved, grid, state)
-        if lambdas is not None or state["shape"] is not None:
+        if lambdas is not None or state.shape is not None:
             i = select(found[1])
             best = {**found[0][i], "score": float(found[1][i])}
             default = isinstance(grid, Integral)
-            state["step"] = grid_step(found[0]) if default else None
+            state.step = grid_step(found[0]) if default else None
             changed = searched is not None
             for _ in range(rounds):
                 if not coordinate_search(evaluate, best, state, discrete):
@@ -572,9 +573,9 @@ class CVSelectionMixin:
             if searched is None:  # on every point (not after a subsample)
                 changed |= polish(evaluate, best, state, discrete)
             if changed:  # the grid again, at the new shape and parameters
-                state["around"] = best["multiplier"] if default else None
-                state["centre"] = best  # scored: its score is known
-                state["steps"] = (
+                state.around = best["multiplier"] if default else None
+                state.centre = best  # scored: its score is known
+                state.steps = (
                     WINDOW_STEPS if searched is None else SUBSAMPLE_WINDOW_STEPS
                 )
                 found = self._grid_pass(evaluate, X, w, kernels, resolved, grid, state)
@@ -592,10 +593,10 @@ class CVSelectionMixin:
                 finish=finish,
             )
         self._store_choice(kernels, found, X, best)
-        self._searched = (state["shape"], found[0][self.best_index_]["multiplier"])
+        self._searched = (state.shape, found[0][self.best_index_]["multiplier"])
         if self.refine:
             self._refine(evaluate, found[0], self._continuous(X))
-        elif isinstance(grid, Integral) and lambdas is None and state["shape"] is None:
+        elif isinstance(grid, Integral) and lambdas is None and state.shape is None:
             self._polish_size(evaluate, found, X)
 
     def _score_memo(self, scored, X, w, folds, criterion, state):
@@ -603,7 +604,7 @@ class CVSelectionMixin:
         scored once; those without smoothing parameters take the current
         ones (``state``); those the final fit could not bin score NaN
         (:func:`refused_candidates`, with the normalised weights ``w``)."""
-        current = {"lambdas": lambda: tuple(state["lambdas"])}
+        current = {"lambdas": lambda: tuple(state.lambdas)}
         return ScoreMemo(
             scored,
             None if self._discrete is None else current,
@@ -677,7 +678,7 @@ class CVSelectionMixin:
         The shape and the multiplier are rates-free: the bandwidths that
         minimise the mean squared error shrink as ``n**(-1/(d + 4))`` in
         every feature, as the rule bandwidth does."""
-        if state["shape"] is None or self._discrete is not None or folds is not None:
+        if state.shape is None or self._discrete is not None or folds is not None:
             return None
         positive = np.arange(X.shape[0]) if w is None else np.flatnonzero(w > 0)
         if positive.size <= SEARCH_SUBSAMPLE:
@@ -710,7 +711,7 @@ class CVSelectionMixin:
     def _grid_pass(self, evaluate, X, w, kernels, resolved, grid, state=None):
         """``(cands, mean, splits, n_empty, n_bw)`` of the grid, the default
         one extended at its edges (its rule bandwidths times the per-feature
-        ``state["shape"]``)."""
+        ``state.shape``)."""
         Xc = self._continuous(X)
         if not Xc.shape[1]:  # discrete features only: one continuous candidate
             grid = [
@@ -721,16 +722,14 @@ class CVSelectionMixin:
             cands = candidate_grid(
                 Xc, w, resolved, grid, self.metric, self.metric_params_
             )
-            state = {} if state is None else state
-            shape = state.get("shape")
+            state = SearchState() if state is None else state
+            shape = state.shape
             if shape is not None:
                 for cand in cands:
                     cand["bandwidth"] = cand["bandwidth"] * shape
                     cand["rule"] = cand["rule"] * shape
-            if state.get("around") is not None:
-                cands = grid_window(
-                    cands, state["around"], state["steps"], state.get("centre")
-                )
+            if state.around is not None:
+                cands = grid_window(cands, state.around, state.steps, state.centre)
         else:
             cands = [
                 {"kernel": kernel, "multiplier": np.nan, **entry}

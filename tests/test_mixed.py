@@ -894,7 +894,7 @@ class _Levels:
 
 
 def test_polish_finds_an_optimum_between_the_grid_values():
-    from sknw._mixed import POLISH_TOLERANCE, polish_lambdas
+    from sknw._mixed import POLISH_TOLERANCE, SearchState, polish_lambdas
 
     optimum = np.array([0.1234, 0.61])
 
@@ -907,19 +907,24 @@ def test_polish_finds_an_optimum_between_the_grid_values():
     start = (0.5 * 0.23889, 0.61667)
     score = -np.sum((np.array(start) - optimum) ** 2)
     cand = {"kernel": None, "bandwidth": np.array([0.1]), "score": score}
-    state = {"lambdas": start}
+    state = SearchState(lambdas=start)
     assert polish_lambdas(evaluate, cand, state, _Levels())
-    assert_allclose(state["lambdas"], optimum, atol=2 * POLISH_TOLERANCE)
+    assert_allclose(state.lambdas, optimum, atol=2 * POLISH_TOLERANCE)
     assert cand["score"] > -1e-5
     # Already optimal: nothing changes.
     cand = {"kernel": None, "bandwidth": np.array([0.1]), "score": 0.0}
-    state = {"lambdas": tuple(optimum)}
+    state = SearchState(lambdas=tuple(optimum))
     assert not polish_lambdas(evaluate, cand, state, _Levels())
-    assert_allclose(state["lambdas"], optimum, rtol=0)
+    assert_allclose(state.lambdas, optimum, rtol=0)
 
 
 def test_polish_of_the_bandwidths_finds_an_optimum_within_a_step():
-    from sknw._mixed import MIXED_LOG_TOLERANCE, POLISH_FACTOR, polish_bandwidths
+    from sknw._mixed import (
+        MIXED_LOG_TOLERANCE,
+        POLISH_FACTOR,
+        SearchState,
+        polish_bandwidths,
+    )
 
     optimum = np.array([0.3, 1.7])
 
@@ -938,21 +943,21 @@ def test_polish_of_the_bandwidths_finds_an_optimum_within_a_step():
         "score": score(start),
         "multiplier": 1.0,
     }
-    state = {"lambdas": (0.1,), "step": 2**0.25, "shape": np.array([1.0, 2.0])}
+    state = SearchState(lambdas=(0.1,), step=2**0.25, shape=np.array([1.0, 2.0]))
     assert polish_bandwidths(evaluate, cand, state, _Levels())
     assert_allclose(cand["bandwidth"], optimum, rtol=tol)
-    assert_allclose(state["shape"], [1.0, 2.0] * optimum / start, rtol=tol)
+    assert_allclose(state.shape, [1.0, 2.0] * optimum / start, rtol=tol)
     assert cand["multiplier"] == 1.0 and cand["score"] > score(start)
     # One feature, no shape: the size, through the multiplier.
     cand = {"kernel": None, "bandwidth": 0.4, "score": score(0.4), "multiplier": 2.0}
-    state = {"lambdas": (0.1,), "step": 2**0.25, "shape": None}
+    state = SearchState(lambdas=(0.1,), step=2**0.25)
     assert polish_bandwidths(evaluate, cand, state, _Levels())
     assert isinstance(cand["bandwidth"], float)
     assert_allclose(cand["bandwidth"], 0.3, rtol=tol)
     assert_allclose(cand["multiplier"], 2.0 * 0.3 / 0.4, rtol=tol)
     # An optimum beyond one step: the search stops at the step.
     cand = {"kernel": None, "bandwidth": 0.9, "score": score(0.9), "multiplier": 1.0}
-    state = {"lambdas": (0.1,), "step": 2**0.25, "shape": None}
+    state = SearchState(lambdas=(0.1,), step=2**0.25)
     assert polish_bandwidths(evaluate, cand, state, _Levels())
     assert_allclose(cand["bandwidth"], 0.9 / POLISH_FACTOR, rtol=tol)
     # At the optimum, or with a user grid (no step), nothing changes.
@@ -963,7 +968,7 @@ def test_polish_of_the_bandwidths_finds_an_optimum_within_a_step():
             "score": score(start),
             "multiplier": 1.0,
         }
-        state = {"lambdas": (0.1,), "step": step, "shape": None}
+        state = SearchState(lambdas=(0.1,), step=step)
         assert not polish_bandwidths(evaluate, cand, state, _Levels())
         assert cand["bandwidth"] == start
 
@@ -992,7 +997,7 @@ def test_polish_alternates_bandwidths_and_lambdas_until_nothing_moves(monkeypatc
             "multiplier": 1.0,
             "score": score(*start),
         }
-        state = {"lambdas": start[1], "step": 2**0.25, "shape": None}
+        state = _mixed.SearchState(lambdas=start[1], step=2**0.25)
         changed = _mixed.polish(evaluate, cand, state, _Levels())
         return changed, cand["score"]
 
@@ -1002,7 +1007,7 @@ def test_polish_alternates_bandwidths_and_lambdas_until_nothing_moves(monkeypatc
     # At the joint optimum nothing moves: one round, no change.
     calls.clear()
     cand = {"kernel": None, "bandwidth": 0.3, "multiplier": 1.0, "score": 0.0}
-    state = {"lambdas": (0.2, 0.5), "step": 2**0.25, "shape": None}
+    state = _mixed.SearchState(lambdas=(0.2, 0.5), step=2**0.25)
     assert not _mixed.polish(evaluate, cand, state, _Levels())
     monkeypatch.setattr(_mixed, "MIXED_ROUNDS", 2)
     n_one_round = len(calls)

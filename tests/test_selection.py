@@ -1015,7 +1015,7 @@ def test_large_training_sets_search_the_shape_on_a_subsample(monkeypatch, search
     real_polish = selection.polish
 
     def recording(evaluate, cand, state, discrete):
-        polished.append(state.get("polish"))
+        polished.append(state.polish)
         return real_polish(evaluate, cand, state, discrete)
 
     monkeypatch.setattr(selection, "polish", recording)
