@@ -1,6 +1,8 @@
 """The sorted backend: polynomial kernels in one dimension, exactly, from
 sorted points and block-centred prefix moments."""
 
+from typing import NamedTuple
+
 import numpy as np
 
 from ._base import (
@@ -535,9 +537,9 @@ def sorted_kernel_sums(
     """
     (head,) = heads
     m, k = Q.shape[0], V.shape[1]
-    tq, xq, qd, order, acc, inside, bound, ratio = _sorted_pass(
-        index, Q, V, head, 0, scale, tile_elements, **params
-    )
+    run = _sorted_pass(index, Q, V, head, 0, scale, tile_elements, **params)
+    tq, xq, qd, order, ratio = run.tq, run.xq, run.qd, run.order, run.ratio
+    acc, inside, bound = run.sums, run.counts, run.bound
     acc, bound = acc[:, 0], bound[:, 0]
     redo = order[
         (inside > 0)[order] & ~(bound[order] <= SORTED_TOLERANCE * acc[order, k])
@@ -562,16 +564,30 @@ def sorted_kernel_sums(
     return [(acc[:, :k], den, M)]
 
 
+class _SortedPass(NamedTuple):
+    """The moments of :func:`_sorted_pass` at each query: ``sums``,
+    ``counts`` and ``bound`` as :meth:`SortedIndex.moment_sums` gives them;
+    the queries ``tq`` in bandwidths and ``xq`` in the scaled coordinates
+    from the index's origin, ``qd`` in the dense path's coordinates;
+    ``order`` sorts the queries; ``ratio`` the index's bandwidth over each
+    query's for a per-query head, else None."""
+
+    sums: np.ndarray
+    counts: np.ndarray
+    bound: np.ndarray
+    tq: np.ndarray
+    xq: np.ndarray
+    qd: np.ndarray
+    order: np.ndarray
+    ratio: np.ndarray
+
+
 def _sorted_pass(
     index, Q, V, head, powers, scale=None, tile_elements=TILE_ELEMENTS, **params
 ):
     """The moments up to ``powers`` at every query by the expansion, with
-    each query's own term left out for leave-one-out sums (``params``):
-    ``(tq, xq, qd, order, sums, counts, bound, ratio)`` (``qd`` the queries
-    in the dense path's coordinates; see
-    :meth:`SortedIndex.moment_sums`; ``order`` sorts the queries; ``ratio``
-    the index's bandwidth over each query's for a per-query head, else
-    None)."""
+    each query's own term left out for leave-one-out sums (``params``): a
+    :class:`_SortedPass`."""
     m, k = Q.shape[0], V.shape[1]
     acc = np.zeros((m, powers + 1, k + 1))
     inside = np.zeros(m, dtype=np.intp)
@@ -603,7 +619,16 @@ def _sorted_pass(
     if own is not None:
         leave_own_term_out(acc, bound, own, V, index.coef[0], **params)
         inside -= removed_entirely(own, **params)
-    return tq_all, xq_all, qd_all, order, acc, inside, bound, ratio
+    return _SortedPass(
+        sums=acc,
+        counts=inside,
+        bound=bound,
+        tq=tq_all,
+        xq=xq_all,
+        qd=qd_all,
+        order=order,
+        ratio=ratio,
+    )
 
 
 class SortedBackend(Backend):
@@ -704,9 +729,8 @@ class SortedBackend(Backend):
             return _exact_moment_sums(index, Q, V, head, powers, **params)
         if isinstance(index, SortedLadder):
             return index.moment_sums(Q, V, head, powers, **params)
-        _, _, _, _, acc, inside, bound, _ = _sorted_pass(
-            index, Q, V, head, powers, **params
-        )
+        run = _sorted_pass(index, Q, V, head, powers, **params)
+        acc, inside, bound = run.sums, run.counts, run.bound
         acc[inside <= 0] = 0.0
         unit = head.divisor if per_query(head) else float(head.divisor)
         return MomentSums(acc, bound, inside, unit)
@@ -804,8 +828,8 @@ class SortedLadder:
             if index is None:  # not served: the caller's exact path
                 bound[rows], inside[rows] = np.inf, 1
                 continue
-            _, _, _, _, a, c, b, _ = _sorted_pass(index, Q[rows], V, sub, powers, **p)
-            acc[rows], inside[rows], bound[rows] = a, c, b
+            run = _sorted_pass(index, Q[rows], V, sub, powers, **p)
+            acc[rows], inside[rows], bound[rows] = run.sums, run.counts, run.bound
         acc[inside <= 0] = 0.0
         return MomentSums(acc, bound, inside, np.asarray(head.divisor).reshape(-1))
 
