@@ -21,6 +21,7 @@ take the exact path of predictions over the training points of their windows
 
 import warnings
 from math import comb
+from typing import NamedTuple
 
 import numpy as np
 from joblib import effective_n_jobs
@@ -104,9 +105,9 @@ def query_centred_cv(est, X, Y, w, unit, cands, folds):
     )
     if est.algorithm not in ("auto", *accepted):
         return {}
-    X, V, w, mid, y_scale, spread, orders, splits, shared = _prepared(
-        est, X, Y, w, unit, folds
-    )
+    prep = _prepared(est, X, Y, w, unit, folds)
+    X, V, w, spread = prep.X, prep.V, prep.w, prep.spread
+    mid, y_scale, splits, shared = prep.mid, prep.y_scale, prep.splits, prep.shared
     params = {
         "metric": est.metric,
         "metric_params": est.metric_params_,
@@ -158,8 +159,8 @@ def query_centred_cv(est, X, Y, w, unit, cands, folds):
                     out[i].append((train, points, centres))
     for i, pred in preds_all.items():
         missing = out[i]
-        if orders is not None:  # back to the points' order
-            order, inverse = orders
+        if prep.orders is not None:  # back to the points' order
+            order, inverse = prep.orders
             pred = pred[inverse]
             missing = [(tr, order[rows], c) for tr, rows, c in missing]
         out[i] = (pred, missing)
@@ -224,21 +225,45 @@ def _fit_tolerance(est):
     return est.binned_tol if backend is not None and backend.tolerance else None
 
 
+class _Prepared(NamedTuple):
+    """What every pass of a search over the same data shares (see
+    :func:`_prepared`)."""
+
+    X: np.ndarray
+    V: np.ndarray
+    w: np.ndarray
+    mid: np.ndarray
+    y_scale: np.ndarray
+    spread: np.ndarray
+    orders: tuple
+    splits: list
+    shared: list
+
+
+class _KeptPasses(NamedTuple):
+    """The :class:`_Prepared` of the arrays ``key`` (by identity) and the
+    weights' ``unit``."""
+
+    key: tuple
+    unit: float
+    prepared: _Prepared
+
+
 def _prepared(est, X, Y, w, unit, folds):
     """What every pass of a search over the same data shares: the targets
     of :func:`moment_targets`, for leave-one-out sorted once (each
     candidate's backend then finds its queries and training points in order,
     and its results need no permutation) with that order and its inverse
     (``orders``, None for K-fold), the splits, and per split the dict of
-    what its indexes share across candidates.
+    what its indexes share across candidates: a :class:`_Prepared`.
 
     Kept in ``est._local_passes`` for the passes that follow on the same
     arrays (the estimator drops it at the end of its search)."""
     key = (X, Y, w, folds)
-    kept_passes = getattr(est, "_local_passes", None)
-    if kept_passes is not None and kept_passes[1] == unit:
-        if all(a is b for a, b in zip(kept_passes[0], key, strict=True)):
-            return kept_passes[2]
+    kept = getattr(est, "_local_passes", None)
+    if kept is not None and kept.unit == unit:
+        if all(a is b for a, b in zip(kept.key, key, strict=True)):
+            return kept.prepared
     V, mid, y_scale, spread = moment_targets(Y, w)
     splits = [(None, None)] if folds is None else folds
     orders = None
@@ -249,9 +274,18 @@ def _prepared(est, X, Y, w, unit, folds):
         inverse = np.empty_like(order)
         inverse[order] = np.arange(order.size)
         orders = (order, inverse)
-    shared = [{} for _ in splits]
-    prepared = (X, V, w, mid, y_scale, spread, orders, splits, shared)
-    est._local_passes = (key, unit, prepared)
+    prepared = _Prepared(
+        X=X,
+        V=V,
+        w=w,
+        mid=mid,
+        y_scale=y_scale,
+        spread=spread,
+        orders=orders,
+        splits=splits,
+        shared=[{} for _ in splits],
+    )
+    est._local_passes = _KeptPasses(key=key, unit=unit, prepared=prepared)
     return prepared
 
 
