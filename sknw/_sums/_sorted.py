@@ -1,6 +1,7 @@
 """The sorted backend: polynomial kernels in one dimension, exactly, from
 sorted points and block-centred prefix moments."""
 
+from math import comb
 from typing import NamedTuple
 
 import numpy as np
@@ -501,8 +502,6 @@ class SortedIndex:
 
 
 def _binom(n, k):
-    from math import comb
-
     return float(comb(n, k))
 
 

@@ -13,6 +13,8 @@ import math
 
 import numpy as np
 
+from ..kernels import KERNELS
+
 #: Minkowski ``p`` of the metrics a KD-tree can search.
 TREE_METRICS = {"euclidean": 2.0, "cityblock": 1.0, "chebyshev": np.inf}
 #: The metrics :func:`line_metric` accepts, as error messages name them.
@@ -179,8 +181,6 @@ def gaussian_eligible(kernel, metric, metric_params, n_features):
 
 def polynomial_kernel_names():
     """Names of the built-in kernels that are polynomials on their support."""
-    from ..kernels import KERNELS
-
     first = {}
     for name, cls in KERNELS.items():  # one name per kernel, not its aliases
         first.setdefault(cls, name)

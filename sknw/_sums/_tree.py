@@ -1,6 +1,7 @@
 """The tree backend: compact kernels summed over the neighbours a KD-tree finds."""
 
 import numpy as np
+from scipy.spatial import cKDTree
 
 from ._base import (
     TILE_ELEMENTS,
@@ -21,8 +22,6 @@ TREE_MAX_FRACTION = 0.05
 
 def build_tree(X, scale):
     """KD-tree over the training rows, divided by ``scale``."""
-    from scipy.spatial import cKDTree
-
     return cKDTree(_scaled_rows(X, 0, X.shape[0], scale))
 
 
