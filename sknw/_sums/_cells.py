@@ -466,16 +466,15 @@ def _run_weights(D, head, squared, *, extra, starts, run_of, Vx, tile_elements):
     E = np.exp(L, out=L)
     if not head.kernel.nonnegative:
         E *= _signs(D, head, squared)
-    den = np.add.reduceat(E * Vx[:, -1], starts, axis=1)
     if starts.size * LONG_RUN > Vx.shape[0]:
-        return _RunWeights(M, E, den)
+        return _RunWeights(M, E, np.add.reduceat(E * Vx[:, -1], starts, axis=1))
     k = Vx.shape[1]
     P = np.empty((D.shape[0], starts.size, k))
     step = max(1, tile_elements // max(1, E.size))
     for j0 in range(0, k, step):
         terms = E[:, :, None] * Vx[None, :, j0 : j0 + step]
         P[:, :, j0 : j0 + step] = np.add.reduceat(terms, starts, axis=1)
-    return _RunWeights(M, E, den, P)
+    return _RunWeights(M, E, P[:, :, -1], P)
 
 
 def _combine_runs(runs, log_factors, run_of, Vx):
