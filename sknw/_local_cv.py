@@ -643,7 +643,7 @@ def _window_means(moments, left, Q, scale):
     return np.where(np.isfinite(mean), mean, np.nan)
 
 
-def exact_estimates(est, cand, X, w, unit, train, rows, centres=None):
+def exact_estimates(est, cand, X, w, unit, train, rows, centres=None, known=None):
     """Out-of-sample estimates of candidate ``cand`` at ``X[rows]`` by the
     exact path of predictions (moments in frames near each point), and the
     number of empty windows among them: leave-one-out (``train`` None) on
@@ -652,7 +652,10 @@ def exact_estimates(est, cand, X, w, unit, train, rows, centres=None):
     give them. ``w`` are the normalised weights, ``unit`` one unit of them;
     empty windows under ``empty_window`` ``"nan"`` and ``"raise"`` give NaN.
     ``centres``: where each point's first frame is (see
-    :meth:`~sknw.LocalLinearRegressor._exact_local_fit`).
+    :meth:`~sknw.LocalLinearRegressor._exact_local_fit`). ``known``: the
+    caller's estimates at ``X[rows]``, kept where a window holds points but
+    fewer than the polynomial's coefficients (the local constant, whatever
+    the frame); a compact kernel's windows at small bandwidths.
 
     With one feature, the fit holds only the training points whose terms
     can weigh in these points' sums (:func:`~sknw._sums.line_support`):
@@ -672,10 +675,22 @@ def exact_estimates(est, cand, X, w, unit, train, rows, centres=None):
         warnings.simplefilter("ignore")
         plain.fit(X[keep], Y[keep], sample_weight=None if w is None else w[keep])
         Q = X[rows]
-        fit = plain._exact_local_fit(Q, False, own=own, centres=centres)
-        estimate = fit.estimate
-        empty = int(np.sum(plain._window_counts(Q, own) == 0))
-    return estimate, empty
+        counts = plain._window_counts(Q, own)
+        solve = np.ones(rows.size, dtype=bool)
+        if known is not None and est._discrete is None:
+            p = est._degree()
+            solve = (counts == 0) | (counts >= comb(X.shape[1] + p, p))
+        if solve.all():
+            estimate = plain._exact_local_fit(Q, False, own=own, centres=centres)
+            estimate = estimate.estimate
+        else:
+            estimate = np.array(known, dtype=np.float64)
+            if solve.any():
+                at = None if centres is None else np.asarray(centres)[solve]
+                own = None if own is None else own[solve]
+                fit = plain._exact_local_fit(Q[solve], False, own=own, centres=at)
+                estimate[solve] = fit.estimate
+    return estimate, int(np.sum(counts == 0))
 
 
 def _windowed(est, cand, X, w, keep, rows, *, own, policy):

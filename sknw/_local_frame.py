@@ -301,15 +301,28 @@ def local_solution(
     )
 
 
-def _singular(smallest, top, min_eigenvalue, rounding):
+def _singular(smallest, top, min_eigenvalue, rounding, settled):
     """Which designs are singular, of smallest and largest eigenvalues
     ``smallest`` and ``top`` (in bandwidth units): the smallest at most
     ``min_eigenvalue`` times the largest, or within ``rounding`` of zero;
     and which for the ``rounding`` of their moments alone (``rounded``),
-    which a frame nearer the query decides."""
+    which a frame nearer the query decides: every one whose smallest
+    eigenvalue could pass the threshold with exact moments, or, where
+    ``settled`` (a ridge, several features), those above the threshold.
+
+    Without a ridge, a window of a near point and a far one 1e-33 as heavy
+    has a line that does not depend on their weights, though its covariance
+    rounds to nothing (even below zero) in a frame far from it. With one, a
+    covariance within rounding of zero is ridged to about the local
+    constant; in several features, recomputing every such design (most
+    windows of the smallest bandwidths of a search) would double the
+    search for changes of about 1e-8 of its scores."""
     threshold = min_eigenvalue * top
     singular = ~(top > 0) | ~(smallest > np.maximum(threshold, rounding))
-    return singular, singular & (smallest > threshold)
+    undecided = smallest > threshold
+    if not settled:
+        undecided = smallest + rounding > min_eigenvalue * (top - rounding)
+    return singular, singular & undecided
 
 
 def _solution(
@@ -366,7 +379,8 @@ def _solution(
     else:
         eig = np.linalg.eigvalsh(scaled)
     top = eig[:, -1]
-    singular, rounded = _singular(eig[:, 0], top, min_eigenvalue, rounding)
+    settled = max_leverage is not None and linear > 1
+    singular, rounded = _singular(eig[:, 0], top, min_eigenvalue, rounding, settled)
     if linear == d:
         smallest, second_linear = eig[:, 0], trace
     if few is not None:
@@ -446,7 +460,7 @@ def _line_solution(A, cols, Zq, min_eigenvalue, few, to_bandwidth, max_leverage)
             trace *= t2
     rounding = COVARIANCE_ROUNDING * _EPS * trace
     dz = mz - Zq[:, 0]
-    singular, rounded = _singular(scaled, scaled, min_eigenvalue, rounding)
+    singular, rounded = _singular(scaled, scaled, min_eigenvalue, rounding, False)
     if few is not None:
         singular |= few
     ok = finite & ~singular
@@ -500,24 +514,47 @@ def _line_solution(A, cols, Zq, min_eigenvalue, few, to_bandwidth, max_leverage)
 
 def ridge_to_leverage(C, dz, target, iterations=100):
     """The ridge ``rho >= 0`` of each design ``C`` (m, d, d) at which the
-    squared Mahalanobis distance ``dz' (C + rho I)^-1 dz`` of its query is
-    ``target`` (where it exceeds it at ``rho = 0``), by bisection on the
-    eigenvalues (the distance decreases with ``rho``; it is at most ``|dz|**2
-    / rho``); for one coordinate, in closed form (:func:`_line_ridge`)."""
+    squared Mahalanobis distance ``f(rho) = dz' (C + rho I)^-1 dz`` of its
+    query is ``target`` (where it exceeds it at ``rho = 0``); for one
+    coordinate, in closed form (:func:`_line_ridge`).
+
+    In the eigenvectors of ``C``, ``f(rho) = sum_k c_k / (lam_k + rho)``:
+    ``1 / f`` is concave and increasing, so that Newton's steps on ``1 / f =
+    1 / target`` from below the root (where the largest term alone reaches
+    ``target``) rise to it monotonically, quadratically near it. The ridge
+    is then raised by units of roundoff where ``f``, as computed, still
+    exceeds ``target``: the leverage is at most ``target + 1``."""
     if C.shape[1] == 1:
         return _line_ridge(C[:, 0, 0], dz[:, 0], target)
     lam, vec = np.linalg.eigh(C)
     lam = np.maximum(lam, 0.0)
     c2 = np.einsum("mdk,md->mk", vec, dz) ** 2
-    lo = np.zeros(C.shape[0])
-    hi = c2.sum(axis=1) / target
+    rho = np.maximum(np.max(c2 / target - lam, axis=1), 0.0)
+    rows = np.arange(C.shape[0])
     for _ in range(iterations):
-        mid = (lo + hi) / 2
-        with np.errstate(divide="ignore", invalid="ignore"):
-            f = np.sum(c2 / (lam + mid[:, None]), axis=1)
-        above = f > target
-        lo, hi = np.where(above, mid, lo), np.where(above, hi, mid)
-    return hi
+        f, slope = _distance(c2[rows], lam[rows], rho[rows])
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            step = f * (f - target) / (target * slope)
+        moving = step > 2 * _EPS * rho[rows]
+        rho[rows[moving]] += step[moving]
+        rows = rows[moving]
+        if not rows.size:
+            break
+    for _ in range(8):
+        above = _distance(c2, lam, rho)[0] > target
+        if not above.any():
+            break
+        rho[above] *= 1.0 + 4 * _EPS
+    return rho
+
+
+def _distance(c2, lam, rho):
+    """``f(rho) = sum_k c2_k / (lam_k + rho)`` and ``-f'(rho)`` per row (a
+    term of ``c2_k = 0`` is 0)."""
+    denom = lam + rho[:, None]
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        terms = np.where(c2 > 0, c2 / denom, 0.0)
+        return terms.sum(axis=1), np.where(c2 > 0, terms / denom, 0.0).sum(axis=1)
 
 
 def _line_ridge(c, z, target):

@@ -745,15 +745,16 @@ class LocalLinearRegressor(LocalPolynomialFit):
         feature, ``"fgt"`` (the Gaussian) and ``"sorted"`` (the polynomial
         kernels) sum the moments about each query in ``O((n + m) log n)``;
         ``"auto"`` takes them from 512 training points. Each estimate they give
-        is within ``1e-10`` times the range of the targets of the exact one, by
-        a bound checked per query (see Notes); the other queries, and standard
-        errors, take the exact path. ``"binned"`` (the Gaussian, one feature;
-        never chosen by ``"auto"``) sums the moments by linear binning and FFT,
-        each estimate within ``binned_tol`` times the range of the targets of
-        the exact one by the same check (the others, and standard errors, by the
-        exact sums). With ``"tiles"`` (several features, the Gaussian), the
-        moments of the exact path are sums within 1e-12 of the sums of their
-        terms' magnitudes, as in :class:`NadarayaWatsonRegressor`.
+        is within ``1e-10`` times the range of the targets of the one exact
+        moments give, by a bound checked per query (see Notes); the other
+        queries, and standard errors, take the exact path. ``"binned"`` (the
+        Gaussian, one feature; never chosen by ``"auto"``) sums the moments by
+        linear binning and FFT, each estimate within ``binned_tol`` times the
+        range of the targets of the exact one by the same check (the others,
+        and standard errors, by the exact sums). With ``"tiles"`` (several
+        features, the Gaussian), the moments of the exact path are sums within
+        1e-12 of the sums of their terms' magnitudes, as in
+        :class:`NadarayaWatsonRegressor`.
     binned_tol : float, default=1e-6
         With ``algorithm="binned"``: the largest error of an estimate
         relative to the range of the targets (with ``robust_iterations``,
@@ -861,7 +862,8 @@ class LocalLinearRegressor(LocalPolynomialFit):
     near the query: the solution loses digits to the conditioning of the
     local design only, not to the spread of the other training points (a far
     outlier), and a query's estimate does not depend on the other queries of
-    its batch. Each distinct centre costs one pass over the training points.
+    its batch (but for the rounding below). Each distinct centre costs one
+    pass over the training points.
 
     With one feature and ``algorithm_`` ``"fgt"`` or ``"sorted"``, the
     moments :math:`\sum k_j u_j^i` (:math:`i \le 2`) and :math:`\sum k_j
@@ -871,6 +873,18 @@ class LocalLinearRegressor(LocalPolynomialFit):
     the estimate (the cancellation in the local variance included, large
     where the window is one-sided) is checked against ``1e-10`` times the
     range of the targets, and queries beyond it take the exact path above.
+
+    Every path solves the local normal equations in floating point: an
+    estimate is within about ``1000 * eps * kappa`` times the range of the
+    targets of the exact local fit (tested against rational arithmetic),
+    ``kappa`` the condition number of the local design (the kernel-weighted
+    Gram matrix of the monomials of the offsets from the query, in
+    bandwidths), plus the fast paths' ``1e-10``. Windows spread over a few
+    bandwidths have ``kappa`` below about 1e3; a window of few points, some
+    far lighter than the others, or a query beyond the data can approach the
+    singular test (``min_eigenvalue``), where estimates (and their
+    differences between batches of queries, from the rounding of matrix
+    products of other shapes) are good to about 1e-8 of the range.
 
     References
     ----------

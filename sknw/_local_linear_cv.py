@@ -190,7 +190,14 @@ class LocalPolynomialCVFit(CVSelectionMixin, LocalPolynomialFit):
                         train = everything
                     if redo.size:
                         preds[i][redo] = exact_estimates(
-                            self, cands[i], X, w, unit, train, redo
+                            self,
+                            cands[i],
+                            X,
+                            w,
+                            unit,
+                            train,
+                            redo,
+                            known=preds[i][redo],
                         )[0]
         for i, (pred, missing) in local.items():
             preds[i] = pred

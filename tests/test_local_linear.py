@@ -22,6 +22,7 @@ from sknw._local_linear_cv import LocalPolynomialCVFit
 from sknw.exceptions import (
     EmptyWindowWarning,
     GridEdgeWarning,
+    QueryWarning,
     RidgedDesignWarning,
     SingularDesignWarning,
 )
@@ -1171,3 +1172,26 @@ def test_one_hot_columns_are_named_in_the_singular_design_warning():
 
     assert collinear_with_intercept(np.hstack([x, np.full((200, 1), 3.0)]))
     assert not collinear_with_intercept(rng.normal(size=(50, 3)))
+
+
+@pytest.mark.parametrize("bandwidth", [[0.0036, 0.028], [0.001, 0.001]])
+def test_unridged_search_at_tiny_bandwidths_in_two_features_equals_refits(bandwidth):
+    # At these bandwidths a left-out point's window is one near point and
+    # others e**-100 to e**-400 as heavy: their covariance rounds to nothing
+    # in the search's one frame, yet without a ridge the refit's plane goes
+    # through them exactly (its weights do not matter where it interpolates).
+    rng = np.random.default_rng(7)
+    X = rng.uniform(0.0, 1.0, size=(150, 2))
+    y = np.sin(2 * np.pi * X[:, 0] ** 3) ** 3 + 0.1 * rng.normal(size=150)
+    w = np.random.default_rng(3).integers(1, 4, 150).astype(float)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", QueryWarning)
+        cv = LocalLinearRegressorCV(bandwidths=[bandwidth], max_leverage=None)
+        cv.fit(X, y, sample_weight=w)
+        errors = np.empty(150)
+        for i in range(150):
+            keep = np.arange(150) != i
+            refit = LocalLinearRegressor(bandwidth=bandwidth, max_leverage=None)
+            refit.fit(X[keep], y[keep], sample_weight=w[keep])
+            errors[i] = (refit.predict(X[i : i + 1])[0] - y[i]) ** 2
+    assert_allclose(-cv.best_score_, np.average(errors, weights=w), rtol=1e-9)
