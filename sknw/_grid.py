@@ -10,7 +10,6 @@ import numpy as np
 from ._bandwidth import grid_reference
 from ._scaling import group_candidates
 from ._sums import BACKENDS, FitRequest, GridSizeError
-from .exceptions import GridEdgeWarning, warn
 
 #: Multipliers of the rule-of-thumb bandwidth in the default grid.
 DEFAULT_GRID_RANGE = (0.05, 5.0)
@@ -96,11 +95,12 @@ def extend_at_edges(cands, n_kernels, scored, evaluate):
     candidate has a kernel's smallest (largest) multiplier, every kernel gets
     :data:`EXTENSION_STEPS` more at the grid's spacing below (above) it,
     until the best is inside or :data:`EXTENSION_LIMIT` is reached (then a
-    :class:`~sknw.exceptions.GridEdgeWarning` says so); an edge
+    :class:`~sknw.exceptions.GridEdgeWarning` says so, once per search); an edge
     that scores no better than its neighbour (a plateau, such as every
     bandwidth small enough to give each point its nearest neighbour's
-    estimate) is not extended. Returns
-    ``(cands, mean, splits, n_empty)``, extended.
+    estimate) is not extended. Returns ``(cands, mean, splits, n_empty,
+    edge)``, extended, with ``edge`` the warning's text where the best is at
+    the limit (else None), for the search to give once.
     """
     mean, splits, n_empty = scored
     lo_limit = DEFAULT_GRID_RANGE[0] / EXTENSION_LIMIT * (1 - 1e-9)
@@ -123,8 +123,7 @@ def extend_at_edges(cands, n_kernels, scored, evaluate):
             new = mults[-1] * ratio ** np.arange(1, EXTENSION_STEPS + 1)
             new = new[new <= hi_limit]
         if not new.size:
-            _warn_at_limit(below=best % n_bw == 0)
-            break
+            return cands, mean, splits, n_empty, _limit_text(below=best % n_bw == 0)
         added = [
             {
                 "kernel": cands[k * n_bw]["kernel"],
@@ -142,20 +141,19 @@ def extend_at_edges(cands, n_kernels, scored, evaluate):
             _merged(old, extra, n_kernels, below) if old is not None else None
             for old, extra in ((cands, added), (mean, m2), (splits, s2), (n_empty, e2))
         )
-    return cands, mean, splits, n_empty
+    return cands, mean, splits, n_empty, None
 
 
-def _warn_at_limit(below):
-    """Warn that the best candidate of the default grid is at the limit of
-    its extension (:data:`EXTENSION_LIMIT`)."""
+def _limit_text(below):
+    """The warning that the best candidate of the default grid is at the
+    limit of its extension (:data:`EXTENSION_LIMIT`)."""
     side, edge = ("below", "smallest") if below else ("above", "largest")
-    warn(
+    return (
         f"The best bandwidth of the default grid is its {edge}, at the limit of "
         f"its extension ({EXTENSION_LIMIT:g} times the ends of "
         f"{DEFAULT_GRID_RANGE} times the rule of thumb); the optimum may lie "
         f"{side} it. Give the bandwidths to search (bandwidths=[...]) or a "
-        "bandwidth.",
-        GridEdgeWarning,
+        "bandwidth."
     )
 
 
@@ -172,13 +170,13 @@ def _merged(old, extra, n_kernels, below):
     return np.concatenate(blocks)
 
 
-def warn_at_edge(cands, mean, n_bw, owner):
-    """Warn where the best candidate of a user grid has its kernel's
+def edge_text(cands, mean, n_bw, owner):
+    """The warning where the best candidate of a user grid has its kernel's
     smallest or largest bandwidth (of at least three distinct sizes): the
-    optimum may lie beyond it."""
+    optimum may lie beyond it. None elsewhere."""
     best = _best(mean)
     if best is None:
-        return
+        return None
     start = best - best % n_bw
     sizes = np.array(
         [
@@ -187,18 +185,17 @@ def warn_at_edge(cands, mean, n_bw, owner):
         ]
     )
     if np.unique(sizes).size < 3:
-        return
+        return None
     size = sizes[best - start]
     if size not in (sizes.min(), sizes.max()):
-        return
+        return None
     edge = "smallest" if size == sizes.min() else "largest"
     side = "below" if edge == "smallest" else "above"
-    warn(
+    return (
         f"{owner}: the best bandwidth, {cands[best]['bandwidth']!r}, is the "
         f"{edge} of the bandwidths grid; the optimum may lie {side} it. Extend "
         "the grid, or use the default grid (bandwidths=None or an int), which "
-        "extends itself at its edges.",
-        GridEdgeWarning,
+        "extends itself at its edges."
     )
 
 

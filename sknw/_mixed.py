@@ -270,7 +270,9 @@ class SearchState:
     the coordinate search's steps of the shape; ``step``: the default grid's
     ratio (None: a user grid); ``around``, ``steps`` and ``centre``: a pass
     over a window of ``steps`` grid steps about the multiplier ``around``,
-    whose candidate ``centre`` is scored already (None: the whole grid)."""
+    whose candidate ``centre`` is scored already (None: the whole grid);
+    ``edge``: the grid-edge warning of the last pass (None: none), given
+    once at the search's end."""
 
     lambdas: tuple = None
     polish: tuple = None
@@ -280,6 +282,7 @@ class SearchState:
     around: float = None
     steps: int = None
     centre: dict = None
+    edge: str = None
 
 
 def coordinate_search(evaluate, cand, state, discrete):

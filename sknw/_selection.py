@@ -26,15 +26,14 @@ from ._default import subsample_rows
 from ._grid import (  # noqa: F401 - the grid's names, here too
     DEFAULT_GRID_RANGE,
     WINDOW_STEPS,
-    GridEdgeWarning,
     ScoreMemo,
     candidate_grid,
+    edge_text,
     extend_at_edges,
     grid_multipliers,
     grid_step,
     grid_window,
     refused_candidates,
-    warn_at_edge,
 )
 from ._mixed import (
     SEARCH_ROUNDS,
@@ -66,6 +65,7 @@ from ._validation import (
     validate_regression_data,
 )
 from ._weights import distinct_rows, effective_sample_size
+from .exceptions import GridEdgeWarning, warn
 from .kernels import Kernel, get_kernel
 
 #: The ``algorithm`` values of the CV estimators of Nadaraya--Watson (their
@@ -579,6 +579,8 @@ class CVSelectionMixin:
                     WINDOW_STEPS if searched is None else SUBSAMPLE_WINDOW_STEPS
                 )
                 found = self._grid_pass(evaluate, X, w, kernels, resolved, grid, state)
+        if state.edge is not None:  # of the last pass over the grid, once
+            warn(state.edge, GridEdgeWarning)
         best = select(found[1])
         if criterion is None and self.scoring is None and folds is None:
             best = self._smoothest_choice(
@@ -713,6 +715,7 @@ class CVSelectionMixin:
         one extended at its edges (its rule bandwidths times the per-feature
         ``state.shape``)."""
         Xc = self._continuous(X)
+        state = SearchState() if state is None else state
         if not Xc.shape[1]:  # discrete features only: one continuous candidate
             grid = [
                 {**g, "bandwidth": 1.0} if isinstance(g, dict) else 1.0
@@ -722,7 +725,6 @@ class CVSelectionMixin:
             cands = candidate_grid(
                 Xc, w, resolved, grid, self.metric, self.metric_params_
             )
-            state = SearchState() if state is None else state
             shape = state.shape
             if shape is not None:
                 for cand in cands:
@@ -747,12 +749,12 @@ class CVSelectionMixin:
                 return m, s, e
 
             scores = (mean, splits, n_empty)
-            cands, mean, splits, n_empty = extend_at_edges(
+            cands, mean, splits, n_empty, state.edge = extend_at_edges(
                 cands, len(kernels), scores, scored
             )
             n_bw = len(cands) // len(kernels)
         else:
-            warn_at_edge(cands, mean, n_bw, type(self).__name__)
+            state.edge = edge_text(cands, mean, n_bw, type(self).__name__)
         return cands, mean, splits, n_empty, n_bw
 
     def _store_choice(self, kernels, found, X, best=None):

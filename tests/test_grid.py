@@ -10,7 +10,9 @@ from numpy.testing import assert_allclose
 from sknw import (
     LocalLinearRegressor,
     LocalLinearRegressorCV,
+    NadarayaWatsonClassifier,
     NadarayaWatsonClassifierCV,
+    NadarayaWatsonRegressor,
     NadarayaWatsonRegressorCV,
 )
 from sknw._grid import DEFAULT_GRID_RANGE, EXTENSION_LIMIT, EXTENSION_STEPS
@@ -259,3 +261,26 @@ def test_the_memo_scores_refused_candidates_nan_without_computing_them(n_splits)
     (mean, splits), _ = memo([{"kernel": gauss, "bandwidth": 0.02}])
     assert len(calls) == 1 and np.isnan(mean).all()
     assert (splits is None) if n_splits is None else splits.shape == (1, 2)
+
+
+@pytest.mark.parametrize(
+    "est",
+    [
+        NadarayaWatsonClassifier(),
+        NadarayaWatsonRegressor(),
+        NadarayaWatsonRegressorCV(bandwidths=[0.01, 0.02, 0.05]),
+    ],
+    ids=lambda est: type(est).__name__,
+)
+def test_a_search_gives_its_grid_edge_warning_once(est):
+    # Labels without signal in two features: the largest bandwidth wins, in
+    # the first pass over the grid and again in the pass after the per-feature
+    # search. One warning per fit, even where no filter folds repeats.
+    rng = np.random.default_rng(0)
+    X, y = rng.uniform(size=(300, 2)), rng.integers(0, 2, 300)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est.fit(X, y)
+    edges = [w for w in caught if issubclass(w.category, GridEdgeWarning)]
+    assert len(edges) == 1
+    assert "largest" in str(edges[0].message)
