@@ -21,7 +21,9 @@ def test_parallel_leave_one_out_equals_serial(monkeypatch):
     heads = [Head(Gaussian(), 0.5), Head(Gaussian(), 0.25), Head(Triangular(), 2.0)]
     params = {"sample_weight": w, "exclude_self": True, "self_weight": w / 3}
     serial = kernel_sums(X, X, V, heads, **params)
-    threads = _parallel.parallel_kernel_sums(X, X, V, heads, n_jobs=3, **params)
+    threads = _parallel.parallel_kernel_sums(
+        X, X, V, heads, sums=kernel_sums, n_jobs=3, **params
+    )
     for (S, den, M), (S_ref, den_ref, M_ref) in zip(threads, serial, strict=True):
         assert_allclose(M, M_ref, rtol=1e-13)
         assert_allclose(den, den_ref, rtol=1e-12)

@@ -421,4 +421,6 @@ class DenseBackend(Backend):
     leave_one_out = True
 
     def sums(self, index, Q, X, V, heads, *, n_jobs=None, **params):
-        return parallel_kernel_sums(Q, X, V, heads, n_jobs=n_jobs, **params)
+        return parallel_kernel_sums(
+            Q, X, V, heads, sums=kernel_sums, n_jobs=n_jobs, **params
+        )

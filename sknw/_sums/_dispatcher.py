@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from .._trace import record
 from ._base import (
     TILE_ELEMENTS,
     MomentSums,
@@ -33,7 +34,7 @@ from ._cells import (
     many_cells,
 )
 from ._dense import DenseBackend
-from ._fgt import FGTBackend
+from ._fgt_backend import FGTBackend
 from ._parallel import batch_bounds, core_blas_threads, parallel_batches
 from ._sorted import SortedBackend
 from ._tiles import TilesBackend
@@ -218,6 +219,14 @@ def backend_sums(name, index, Q, X, V, heads, *, n_jobs=None, **params):
         or not backend.serves(index, V, heads, params.get("sample_weight"))
     ):
         backend = BACKENDS[DENSE]
+    record(
+        "sums",
+        backend=backend.name,
+        requested=name,
+        n_queries=Q.shape[0],
+        n_heads=len(heads),
+        leave_one_out=loo,
+    )
     try:
         with core_blas_threads():
             return backend.sums(index, Q, X, V, heads, n_jobs=n_jobs, **params)
@@ -355,6 +364,7 @@ def grid_local_moments(
             got = backend.grid_moment_sums(
                 replace(request, auto=algorithm == "auto"), heads, powers, **params
             )
+        record("grid_moments", backend=name, n_heads=len(heads), served=got is not None)
         return none if got is None else got
     return none
 
@@ -387,6 +397,7 @@ def local_moments(
             return backend.moment_sums(index, Qb, X, V, h, powers, True, **p)
         return backend.moment_sums(index, Qb, X, V, h, powers, **p)
 
+    record("local_moments", backend=name, n_queries=Q.shape[0], exact=exact)
     # An approximate backend (binned) bins every training point at each
     # call: one call for all the queries, whatever n_jobs.
     bounds = None if backend.tolerance else batch_bounds(Q.shape[0], n_jobs)

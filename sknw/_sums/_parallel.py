@@ -16,20 +16,20 @@ from ._base import NaNDistanceError, heads_rows
 MIN_BATCH = 256
 
 
-def parallel_kernel_sums(Q, X, V, heads, *, n_jobs=None, sums=None, **params):
-    """:func:`kernel_sums` (or ``sums``) over batches of queries in parallel.
+def parallel_kernel_sums(Q, X, V, heads, *, sums, n_jobs=None, **params):
+    """A backend's ``sums`` (``sums(Q, X, V, heads, **params)``, e.g.
+    :func:`~sknw._sums._dense.kernel_sums`) over batches of queries in
+    parallel.
 
     The queries are split into one contiguous batch per worker; the batches
     run through scikit-learn's :class:`~sklearn.utils.parallel.Parallel`
     (threads preferred: numpy's ufuncs, ``cdist`` and BLAS release the GIL),
     so ``joblib.parallel_config`` decides where they run. BLAS runs on the
     core's threads, serially too (:func:`core_blas_threads`). ``n_jobs=None`` or 1, or
-    too few queries, runs :func:`kernel_sums` directly. With
+    too few queries, runs ``sums`` directly. With
     ``exclude_self`` (``Q`` is ``X``), each batch knows its queries' own rows
     from its ``self_offset`` (or its part of ``self_index``).
     """
-    if sums is None:
-        from ._dense import kernel_sums as sums
     bounds = batch_bounds(Q.shape[0], n_jobs)
     if bounds is None:
         with core_blas_threads():
