@@ -44,6 +44,7 @@ from ._sums import (
 from ._sums._base import _scaled_rows
 from ._sums._cells import DiscreteHead, cell_nearest_sums, cell_nearest_weights
 from ._sums._traits import is_compact, is_continuous
+from ._trace import Tunable
 from ._uncertainty import SquaredKernel, SquaredWeights
 from ._validation import (
     CDIST_METRICS,
@@ -61,6 +62,12 @@ from .kernels import KERNELS, Kernel, get_kernel
 
 #: Tile size used by the estimators (see :func:`default_tile_elements`).
 _tile_elements = default_tile_elements
+
+
+#: Queries per batch of a prediction, where set (None: from the working
+#: memory, see :meth:`NadarayaWatsonBase._batch_rows`): small batches on
+#: small data.
+BATCH_ROWS = Tunable(None)
 
 
 @dataclass(frozen=True)
@@ -486,7 +493,10 @@ class NadarayaWatsonBase(BaseEstimator):
         """Queries per batch: the temporaries of a batch within the tile budget
         (``working_memory``), at least :attr:`_MIN_BATCH_ROWS`, and at least
         the training points for backends whose every call costs a pass over
-        them (their indexes' values, the binned grid)."""
+        them (their indexes' values, the binned grid); :data:`BATCH_ROWS`
+        where it is set."""
+        if BATCH_ROWS.value is not None:
+            return BATCH_ROWS.value
         rows = max(self._MIN_BATCH_ROWS, _tile_elements() // self._query_width())
         backend = BACKENDS[self.algorithm_]
         if backend.fixed_values or backend.tolerance:

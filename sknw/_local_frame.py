@@ -9,6 +9,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ._sums import power_of_two_scale
+from ._trace import Tunable
 from ._uncertainty import SquaredWeights
 
 _EPS = np.finfo(np.float64).eps
@@ -735,7 +736,7 @@ class Moments:
 #: The local linear estimates from moments about each query (the 1-D fast
 #: backends) are used where their error bound is within this share of the
 #: range of the targets; the other queries take the exact path.
-QUERY_CENTRED_TOLERANCE = 1e-10
+QUERY_CENTRED_TOLERANCE = Tunable(1e-10)
 
 
 @dataclass
@@ -872,7 +873,7 @@ def query_centred_fit(
             vmax=vmax,
             target=max_leverage - 1.0,
         )
-    limit = QUERY_CENTRED_TOLERANCE if tolerance is None else tolerance
+    limit = QUERY_CENTRED_TOLERANCE.value if tolerance is None else tolerance
     served = (
         positive & sol.finite & np.all(error <= limit * np.asarray(value_range), axis=1)
     )

@@ -98,7 +98,7 @@ def query_centred_poly_fit(
     )
     error[~sol.ok & ~few] = np.inf
     error[sol.ridged] = np.inf
-    limit = QUERY_CENTRED_TOLERANCE if tolerance is None else tolerance
+    limit = QUERY_CENTRED_TOLERANCE.value if tolerance is None else tolerance
     served = (
         positive & sol.finite & np.all(error <= limit * np.asarray(value_range), axis=1)
     )

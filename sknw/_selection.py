@@ -58,6 +58,7 @@ from ._sums import (
     power_of_two_scale,
 )
 from ._sums._parallel import core_blas_threads
+from ._trace import record
 from ._validation import (
     NotBoolInterval,
     check_bandwidth,
@@ -538,9 +539,11 @@ class CVSelectionMixin:
                 fitted, n_empty = self._cv_estimates(
                     X, V, w_n, unit, cands, folds, finish, shares=shares
                 )
+                record("estimates", candidates=cands, estimates=fitted, full=True)
                 mean = in_sample_scores(fitted, shares, y_score, w_n, criterion)
                 return (mean, None), n_empty
             preds, n_empty = self._cv_estimates(X, V, w_n, unit, cands, folds, finish)
+            record("estimates", candidates=cands, estimates=preds, full=False)
             return score_candidates(preds, y_score, w_n, folds, scorer), n_empty
 
         evaluate = self._score_memo(scored, X, w_n, folds, criterion, state)

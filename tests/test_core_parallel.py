@@ -12,18 +12,20 @@ from numpy.testing import assert_allclose
 from threadpoolctl import threadpool_info, threadpool_limits
 
 from sknw._sums import Head, _parallel, kernel_sums
+from sknw._trace import traced
 from sknw.kernels import Gaussian, Triangular
 
 
-def test_parallel_leave_one_out_equals_serial(monkeypatch):
-    monkeypatch.setattr(_parallel, "MIN_BATCH", 8)
+def test_parallel_leave_one_out_equals_serial():
     _, X, V, w = make_data(13, 1, 90, 3)
     heads = [Head(Gaussian(), 0.5), Head(Gaussian(), 0.25), Head(Triangular(), 2.0)]
     params = {"sample_weight": w, "exclude_self": True, "self_weight": w / 3}
     serial = kernel_sums(X, X, V, heads, **params)
-    threads = _parallel.parallel_kernel_sums(
-        X, X, V, heads, sums=kernel_sums, n_jobs=3, **params
-    )
+    with _parallel.MIN_BATCH.set(8), traced() as trace:
+        threads = _parallel.parallel_kernel_sums(
+            X, X, V, heads, sums=kernel_sums, n_jobs=3, **params
+        )
+    assert sorted(trace.values("batch", "first")) == [0, 30, 60]
     for (S, den, M), (S_ref, den_ref, M_ref) in zip(threads, serial, strict=True):
         assert_allclose(M, M_ref, rtol=1e-13)
         assert_allclose(den, den_ref, rtol=1e-12)

@@ -20,6 +20,7 @@ from sknw import (
     LocalPolynomialRegressorCV,
     NadarayaWatsonRegressor,
 )
+from sknw._local_frame import QUERY_CENTRED_TOLERANCE
 from sknw.exceptions import QueryWarning, SingularDesignWarning
 from sknw.kernels import Epanechnikov, Gaussian, get_kernel
 
@@ -492,8 +493,7 @@ def test_gradients_of_local_constant_fallbacks_are_in_target_units(degree):
         assert abs(lp.gradient(q)[1, 0]) < 3000  # the slope of 1000 sin(2x)
 
 
-def test_fast_path_queries_beyond_the_bound_take_the_exact_path(monkeypatch):
-    import sknw._query_poly as query_poly
+def test_fast_path_queries_beyond_the_bound_take_the_exact_path():
 
     rng = np.random.default_rng(24)
     X = rng.uniform(0.0, 3.0, size=(1200, 1))
@@ -507,8 +507,8 @@ def test_fast_path_queries_beyond_the_bound_take_the_exact_path(monkeypatch):
     assert est.fit(X, y).algorithm_ == "sorted"
     fast = est.predict(Q)
     assert not np.array_equal(fast, exact.predict(Q))  # the moments served
-    monkeypatch.setattr(query_poly, "QUERY_CENTRED_TOLERANCE", 0.0)
-    assert_array_equal(est.predict(Q), exact.predict(Q))
+    with QUERY_CENTRED_TOLERANCE.set(0.0):
+        assert_array_equal(est.predict(Q), exact.predict(Q))
 
 
 @pytest.mark.parametrize("d, degree", [(1, 1), (1, 2), (2, 1)])

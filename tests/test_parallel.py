@@ -12,6 +12,7 @@ from sknw import (
     NadarayaWatsonRegressorCV,
 )
 from sknw._sums import _parallel
+from sknw._trace import traced
 
 
 def _data(n=600, m=1500, d=2, seed=0):
@@ -22,21 +23,15 @@ def _data(n=600, m=1500, d=2, seed=0):
 
 
 @pytest.fixture
-def count_batches(monkeypatch):
-    calls = []
-    original = _parallel._batch_call
-
-    def counting(*args):
-        calls.append(args[1].shape[0])  # (fn, Q, params, first)
-        return original(*args)
-
-    monkeypatch.setattr(_parallel, "_batch_call", counting)
-    return calls
+def trace():
+    """The events of the test (see sknw._trace): its parallel batches."""
+    with traced() as trace:
+        yield trace
 
 
 @pytest.mark.parametrize("n_jobs", [2, 3, -1])
 @pytest.mark.parametrize("kernel", ["gaussian", "epanechnikov", "silverman"])
-def test_n_jobs_equals_serial(n_jobs, kernel, count_batches):
+def test_n_jobs_equals_serial(n_jobs, kernel, trace):
     X, y, Q = _data()
     # Wide enough that no query's epanechnikov window is empty.
     serial = NadarayaWatsonRegressor(kernel=kernel, bandwidth=0.8).fit(X, y)
@@ -45,10 +40,11 @@ def test_n_jobs_equals_serial(n_jobs, kernel, count_batches):
     got = parallel.fit(X, y).predict(Q)
     assert_allclose(got, expected, rtol=1e-13)
     n_workers = _parallel.effective_n_jobs(n_jobs)
-    expected_batches = min(n_workers, Q.shape[0] // _parallel.MIN_BATCH)
+    expected_batches = min(n_workers, Q.shape[0] // _parallel.MIN_BATCH.value)
+    batches = trace.values("batch", "n_queries")
     if expected_batches > 1:
-        assert len(count_batches) == expected_batches
-        assert sum(count_batches) == Q.shape[0]
+        assert len(batches) == expected_batches
+        assert sum(batches) == Q.shape[0]
 
 
 def test_classifier_and_cv_estimator_parallel():
@@ -76,16 +72,17 @@ def test_joblib_backends(backend):
     assert_allclose(got, expected, rtol=1e-13)
 
 
-def test_few_queries_run_serially(count_batches):
-    X, y, Q = _data(m=_parallel.MIN_BATCH + 10)
+def test_few_queries_run_serially(trace):
+    X, y, Q = _data(m=_parallel.MIN_BATCH.value + 10)
     est = NadarayaWatsonRegressor(n_jobs=4).fit(X, y)
-    count_batches.clear()  # the leave-one-out passes of bandwidth="cv"
+    trace.events.clear()  # the leave-one-out passes of bandwidth="cv"
     est.predict(Q)
-    assert count_batches == []
+    assert trace.count("sums") >= 1
+    assert trace.count("batch") == 0
 
 
 @pytest.mark.parametrize("kernel", ["gaussian", "epanechnikov"])
-def test_local_linear_fast_paths_run_in_batches(kernel, count_batches):
+def test_local_linear_fast_paths_run_in_batches(kernel, trace):
     # The moments about each query (one feature) are summed over batches of
     # queries too, with the serial estimates.
     rng = np.random.default_rng(4)
@@ -97,4 +94,4 @@ def test_local_linear_fast_paths_run_in_batches(kernel, count_batches):
     parallel.fit(X, y)
     assert parallel.algorithm_ in ("fgt", "sorted")
     assert_allclose(parallel.predict(Q), serial.predict(Q), rtol=1e-13)
-    assert len(count_batches) >= 2
+    assert trace.count("batch") >= 2

@@ -29,6 +29,8 @@ from sknw import (
     NadarayaWatsonRegressorCV,
 )
 from sknw._bandwidth import grid_reference
+from sknw._sums._parallel import MIN_BATCH
+from sknw._trace import traced
 from sknw._weights import distinct_rows
 from sknw.datasets import make_d2l_sine
 from sknw.exceptions import EmptyWindowWarning, GridEdgeWarning
@@ -452,35 +454,20 @@ def test_bandwidths_a_huge_power_of_two_apart():
     "make",
     [NadarayaWatsonRegressorCV, NadarayaWatsonClassifierCV, LocalLinearRegressorCV],
 )
-def test_n_jobs_runs_the_search_in_parallel_with_the_same_scores(monkeypatch, make, cv):
-    from sknw._sums import _dense, _parallel
-
-    calls = []
-    original = _dense.kernel_sums
-
-    def counting(Q, *args, **kwargs):
-        calls.append(Q.shape[0])
-        return original(Q, *args, **kwargs)
-
-    monkeypatch.setattr(_parallel, "MIN_BATCH", 8)
-    monkeypatch.setattr(_dense, "kernel_sums", counting)
+def test_n_jobs_runs_the_search_in_parallel_with_the_same_scores(make, cv):
     X, y, w = _data(n=60)
     if make is NadarayaWatsonClassifierCV:
         y = (y > 0).astype(int)
-    serial = make(bandwidths=6, cv=cv).fit(X, y, sample_weight=w)
-    n_serial = len(calls)
-    parallel = make(bandwidths=6, cv=cv, n_jobs=2).fit(X, y, sample_weight=w)
-    assert n_serial > 0
-    # Every pass of at least two batches' queries runs in batches (the few
-    # left-out points computed again in frames near them may not). The
-    # number of passes may differ by a step of the polish, whose decisions
-    # follow the scores' last bits.
-    big = [c for c in calls[:n_serial] if c >= 2 * 8]
-    assert big
-    parallel_calls = calls[n_serial:]
-    assert len(parallel_calls) > len(big)
-    # (Calls of fewer than two batches' queries run whole.)
-    assert max(parallel_calls) <= max(max(big) // 2, 2 * 8 - 1)
+    with MIN_BATCH.set(8):
+        serial = make(bandwidths=6, cv=cv).fit(X, y, sample_weight=w)
+        with traced() as trace:
+            parallel = make(bandwidths=6, cv=cv, n_jobs=2).fit(X, y, sample_weight=w)
+    # Every pass of at least two batches' queries runs in batches, one per
+    # worker (passes of fewer queries run whole).
+    big = [n for n in trace.values("sums", "n_queries") if n >= 2 * 8]
+    batches = trace.values("batch", "n_queries")
+    assert big and len(batches) >= 2 * len(big)
+    assert max(batches) <= (max(big) + 1) // 2
     # Batches may take other (equally exact) distance paths: rounding, which
     # the small local linear systems of sparse windows amplify.
     rtol = 1e-6 if make is LocalLinearRegressorCV else 1e-11

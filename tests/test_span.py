@@ -23,7 +23,9 @@ from sknw import (
     NadarayaWatsonRegressor,
     NadarayaWatsonRegressorCV,
 )
+from sknw._local_frame import QUERY_CENTRED_TOLERANCE
 from sknw._span import neighbour_count, neighbour_distances
+from sknw._trace import traced
 from sknw.exceptions import SingularDesignWarning
 from sknw.kernels import get_kernel
 
@@ -533,28 +535,16 @@ def test_exact_windowed_moments_equal_the_definition(per_query_ratio):
     assert np.all(np.abs(fast[:, :, -1] - acc[:, :, -1]) <= fbound + bound + 1e-15)
 
 
-def test_queries_beyond_the_expansion_bound_take_windowed_sums(monkeypatch):
-    import sknw._local_frame as frame
-    import sknw._local_linear as local_linear
-
-    calls = []
-    original = local_linear.local_moments
-
-    def spy(*args, exact=False, **kwargs):
-        out = original(*args, exact=exact, **kwargs)
-        if exact:
-            calls.append(args[2].shape[0])
-        return out
-
-    monkeypatch.setattr(local_linear, "local_moments", spy)
-    monkeypatch.setattr(frame, "QUERY_CENTRED_TOLERANCE", 1e-13)
+def test_queries_beyond_the_expansion_bound_take_windowed_sums():
     rng = np.random.default_rng(18)
     X = rng.gamma(2.0, 1.0, size=(3000, 1))
     y = np.sin(X[:, 0]) + 0.1 * rng.normal(size=3000)
     Q = np.linspace(0.2, 8.0, 200)[:, None]
     fast = LocalLinearRegressor(kernel="tricube", span=0.2).fit(X, y)
-    got = fast.predict(Q)
-    assert calls and calls[0] > 20  # many queries took the windowed sums
+    with QUERY_CENTRED_TOLERANCE.set(1e-13), traced() as trace:
+        got = fast.predict(Q)
+    windowed = trace.values("local_moments", "n_queries", exact=True)
+    assert windowed and windowed[0] > 20  # many queries took the windowed sums
     dense = LocalLinearRegressor(kernel="tricube", span=0.2, algorithm="brute")
     assert_allclose(got, dense.fit(X, y).predict(Q), rtol=1e-10, atol=1e-12)
 

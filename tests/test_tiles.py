@@ -617,7 +617,7 @@ def test_every_point_is_leave_one_out_of_each_point_once_in_one_batch():
     from sknw._sums._dispatcher import every_point
     from sknw._sums._parallel import MIN_BATCH
 
-    n = 2 * MIN_BATCH
+    n = 2 * MIN_BATCH.value
     perm = np.random.default_rng(0).permutation(n)
     assert every_point(n, n, exclude_self=True)
     assert every_point(n, n, exclude_self=True, self_index=perm)

@@ -10,10 +10,11 @@ from sklearn.utils.parallel import Parallel, delayed
 from threadpoolctl import ThreadpoolController
 
 from .._config import get_config
+from .._trace import Tunable, record
 from ._base import NaNDistanceError, heads_rows
 
 #: Fewest queries per parallel batch.
-MIN_BATCH = 256
+MIN_BATCH = Tunable(256)
 
 
 def parallel_kernel_sums(Q, X, V, heads, *, sums, n_jobs=None, **params):
@@ -52,7 +53,7 @@ def parallel_kernel_sums(Q, X, V, heads, *, sums, n_jobs=None, **params):
 def batch_bounds(m, n_jobs):
     """Bounds of one contiguous batch of ``m`` queries per worker, or None
     where one batch (``n_jobs`` None or 1, or too few queries) does."""
-    n_batches = min(effective_n_jobs(n_jobs), m // MIN_BATCH)
+    n_batches = min(effective_n_jobs(n_jobs), m // MIN_BATCH.value)
     if n_batches <= 1:
         return None
     return np.linspace(0, m, n_batches + 1).astype(np.intp)
@@ -129,6 +130,7 @@ def core_blas_threads():
 
 def _batch_call(fn, Q, params, first=0):
     """One batch (queries from ``first`` on), on the core's BLAS threads."""
+    record("batch", first=first, n_queries=Q.shape[0])
     try:
         with core_blas_threads():
             return fn(Q, params)
