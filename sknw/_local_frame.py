@@ -530,12 +530,14 @@ def ridge_to_leverage(C, dz, target, iterations=100):
     lam, vec = np.linalg.eigh(C)
     lam = np.maximum(lam, 0.0)
     c2 = np.einsum("mdk,md->mk", vec, dz) ** 2
-    rho = np.maximum(np.max(c2 / target - lam, axis=1), 0.0)
+    target = np.broadcast_to(np.asarray(target, dtype=np.float64), (C.shape[0],))
+    rho = np.maximum(np.max(c2 / target[:, None] - lam, axis=1), 0.0)
     rows = np.arange(C.shape[0])
     for _ in range(iterations):
         f, slope = _distance(c2[rows], lam[rows], rho[rows])
+        t = target[rows]
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            step = f * (f - target) / (target * slope)
+            step = f * (f - t) / (t * slope)
         moving = step > 2 * _EPS * rho[rows]
         rho[rows[moving]] += step[moving]
         rows = rows[moving]
@@ -562,7 +564,7 @@ def _line_ridge(c, z, target):
     """:func:`ridge_to_leverage` for one coordinate: the root ``rho = z**2 /
     target - c`` of ``z**2 / (c + rho) = target`` (``c`` the variance, at
     least 0), raised by units of roundoff where the distance, as computed,
-    still exceeds ``target`` (as the bisection's upper end would not)."""
+    still exceeds ``target`` (as in several coordinates)."""
     c = np.maximum(c, 0.0)
     z2 = z * z
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):

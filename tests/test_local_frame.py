@@ -149,8 +149,8 @@ def test_frame_batches_cover_the_frames_in_order_within_the_work(
             assert n_columns * len(batch) * n_train <= limit
 
 
-def test_the_ridge_of_one_coordinate_is_the_root_of_the_bisection():
-    """One coordinate's ridge in closed form: the root that the bisection of
+def test_the_ridge_of_one_coordinate_is_the_root_of_the_iteration():
+    """One coordinate's ridge in closed form: the root that the iteration of
     two coordinates finds (the second one's offset zero), at which the
     distance, as computed, is the target to rounding and never above it."""
     rng = np.random.default_rng(5)
@@ -169,10 +169,10 @@ def test_the_ridge_of_one_coordinate_is_the_root_of_the_bisection():
     C2 = np.zeros((m, 2, 2))
     C2[:, 0, 0], C2[:, 1, 1] = c, 3.0 * c
     dz2 = np.stack([z, np.zeros(m)], axis=1)
-    bisected = ridge_to_leverage(C2, dz2, target)
+    iterated = ridge_to_leverage(C2, dz2, target)
     # The ridged variances agree to rounding (the root itself is a difference
     # of nearly equal numbers where the distance barely exceeds the target).
-    np.testing.assert_allclose(c + rho, c + bisected, rtol=1e-13)
+    np.testing.assert_allclose(c + rho, c + iterated, rtol=1e-13)
 
 
 def _window_moments(seed, n=1500, h=0.004, m=40):
