@@ -18,15 +18,18 @@ from sknw import (
     NadarayaWatsonRegressor,
     NadarayaWatsonRegressorCV,
 )
-from sknw._sums import Head
+from sknw._sums import Head, _fgt
+from sknw._sums._base import placed_rows
 from sknw._sums._fgt import (
     MIN_POINTS_PER_BOX,
     RADIUS,
     TOLERANCE,
     GaussIndex,
     box_width,
+    fgt_kernel_sums,
     grid_boxes,
 )
+from sknw._trace import traced
 from sknw.exceptions import EmptyWindowWarning
 from sknw.kernels import get_kernel
 
@@ -96,8 +99,6 @@ def test_hermite_functions_of_many_offsets_within_their_rounding():
     and by one recurrence for many: both within 20 units of roundoff of
     Cramér's envelope (the figure the docstring gives) of extended
     precision."""
-    from sknw._sums import _fgt
-
     x = np.concatenate([(13 - np.arange(27)) * r for r in (1.0, 1 - 2**-20, 0.7)])
     n_h = _fgt.N_TERMS + _fgt.N_LOCAL + 2
     ext = x.astype(np.longdouble)
@@ -109,9 +110,9 @@ def test_hermite_functions_of_many_offsets_within_their_rounding():
     orders = np.array([math.factorial(k) for k in range(n_h)], dtype=np.longdouble)
     envelope = 1.0865 * np.sqrt(orders)[:, None] * np.exp(-0.25 * ext * ext)
     for many in (x.size - 1, x.size + 1):  # the recurrence, then scipy
-        with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(_fgt, "MANY_OFFSETS", many)
+        with _fgt.MANY_OFFSETS.set(many), traced() as trace:
             got, _ = _fgt.translation_terms(x, 2)
+        assert trace.values("translation_terms", "recurrence") == [many < x.size]
         units = np.abs(got - exact) / envelope / np.finfo(float).eps
         assert float(units.max()) <= 20.0
 
@@ -142,8 +143,6 @@ def test_queries_beyond_the_bound_are_summed_exactly():
     # weight falls below the Hermite terms' bound times the tolerance), the
     # bound fails: these queries take the exact (shifted) sums.
     Q = np.array([[30.4], [30.5], [31.0], [1e3]])
-    from sknw._sums._fgt import fgt_kernel_sums
-
     V, w, _ = fgt._normalised(fgt._values())
     ((S, den, M),) = fgt_kernel_sums(
         Q,
@@ -367,41 +366,14 @@ def test_cv_refuses_a_candidate_the_algorithm_cannot_serve_before_searching():
         sorted_cv.fit(X, y > 0)
 
 
-@pytest.fixture
-def local_boxes(monkeypatch):
-    """The calls of the local expansions (the boxes of each run)."""
-    from sknw._sums import _fgt
-
-    calls = []
-    original = _fgt.GaussIndex._local_boxes
-
-    def spy(self, base, width, *args, **kwargs):
-        calls.append(width)
-        return original(self, base, width, *args, **kwargs)
-
-    monkeypatch.setattr(_fgt.GaussIndex, "_local_boxes", spy)
-    return calls
-
-
 @pytest.mark.parametrize("sigma", [0.002, 0.01, 0.05, 0.5])
 @pytest.mark.parametrize("dense", [True, False])
-def test_local_expansions_within_their_bound(sigma, dense, local_boxes, monkeypatch):
+def test_local_expansions_within_their_bound(sigma, dense):
     # Many sorted queries per unit box: the boxes' Hermite expansions are
     # translated into one Taylor expansion per query box, evaluated by one
     # product per box (dense queries) or by Horner's rule (a few per box).
     # Sums of every power within their bound, against extended precision,
     # and that accurate where the bound passes.
-    from sknw._sums import _fgt
-
-    used = []
-    for name in ("_box_products", "_horner"):
-        original = getattr(_fgt, name)
-
-        def spy(*args, name=name, original=original):
-            used.append(name)
-            return original(*args)
-
-        monkeypatch.setattr(_fgt, name, spy)
     rng = np.random.default_rng(8)
     x = rng.uniform(0.0, 1.0, 1500)
     w = rng.uniform(0.0, 2.0, x.size)
@@ -413,9 +385,10 @@ def test_local_expansions_within_their_bound(sigma, dense, local_boxes, monkeypa
     else:  # about four per box
         q = np.sort(rng.uniform(-0.1, 1.1, max(40, int(4.8 / index.width))))
     q = q - index.origin
-    got, bound = index.moment_sums(q / index.sigma, powers=2, q=q)
-    assert local_boxes
-    assert ("_box_products" if dense else "_horner") in used
+    with traced() as trace:
+        got, bound = index.moment_sums(q / index.sigma, powers=2, q=q)
+    assert trace.count("local_run")
+    assert trace.count("local_evaluation", method="box_products" if dense else "horner")
     ld = np.longdouble
     t = np.asarray(x - index.origin, dtype=ld) / ld(index.sigma)
     columns = np.column_stack([V[:, 0], np.ones(x.size)]).astype(ld)
@@ -432,12 +405,10 @@ def test_local_expansions_within_their_bound(sigma, dense, local_boxes, monkeypa
     assert ok.mean() > 0.8
 
 
-def test_estimators_on_the_local_expansions_equal_the_dense_sums(local_boxes):
+def test_estimators_on_the_local_expansions_equal_the_dense_sums():
     # Enough queries per box for the local expansions: Nadaraya--Watson and
     # local linear estimates within the transform's tolerance of the dense
     # ones (targets far from zero: the tolerance is relative to their spread).
-    from sknw import LocalLinearRegressor
-
     rng = np.random.default_rng(9)
     X = rng.uniform(0, 1, (5000, 1))
     y = 100.0 + np.sin(6 * X[:, 0]) + rng.normal(0, 0.1, 5000)
@@ -447,13 +418,13 @@ def test_estimators_on_the_local_expansions_equal_the_dense_sums(local_boxes):
         fast = make(bandwidth=0.1).fit(X, y, sample_weight=w)
         dense = make(bandwidth=0.1, algorithm="brute").fit(X, y, sample_weight=w)
         assert fast.algorithm_ == "fgt"
-        local_boxes.clear()
-        got = fast.predict(Q)
-        assert local_boxes
+        with traced() as trace:
+            got = fast.predict(Q)
+        assert trace.count("local_run")
         assert_allclose(got, dense.predict(Q), rtol=0, atol=1e-10 * np.ptp(y))
 
 
-def test_sparse_queries_take_the_expansions_per_query(local_boxes):
+def test_sparse_queries_take_the_expansions_per_query():
     # Fewer queries than boxes: each query sums the Hermite expansions of the
     # boxes within its reach; dense queries take the local expansions, in
     # runs of boxes within the working memory. Both within the tolerance.
@@ -463,20 +434,20 @@ def test_sparse_queries_take_the_expansions_per_query(local_boxes):
     fast = NadarayaWatsonRegressor(bandwidth=0.002, algorithm="fgt").fit(X, y)
     dense = NadarayaWatsonRegressor(bandwidth=0.002, algorithm="brute").fit(X, y)
     sparse = rng.uniform(0.0, 1.0, (40, 1))
-    local_boxes.clear()
-    got = fast.predict(sparse)
-    assert not local_boxes
+    with traced() as trace:
+        got = fast.predict(sparse)
+    assert not trace.count("local_run")
     assert_allclose(got, dense.predict(sparse), rtol=0, atol=1e-12 * np.ptp(y))
     Q = rng.uniform(0.0, 1.0, (20000, 1))
-    got = fast.predict(Q)
-    assert len(local_boxes) > 1 and sum(local_boxes) <= 501
-    local_boxes_before = list(local_boxes)
+    with traced() as trace:
+        got = fast.predict(Q)
+    runs = trace.values("local_run", "n_boxes")
+    assert len(runs) > 1 and sum(runs) <= 501
     assert_allclose(got, dense.predict(Q), rtol=0, atol=1e-12 * np.ptp(y))
-    local_boxes.clear()
-    with config_context(working_memory=0.1):
+    with config_context(working_memory=0.1), traced() as trace:
         small = NadarayaWatsonRegressor(bandwidth=0.002, algorithm="fgt").fit(X, y)
         assert_allclose(small.predict(Q), got, rtol=0, atol=1e-13 * np.ptp(y))
-    assert len(local_boxes) > 4 * len(local_boxes_before)
+    assert trace.count("local_run") > 4 * len(runs)
 
 
 @pytest.mark.parametrize("bandwidth", [0.001, 0.004, 0.05])
@@ -501,8 +472,6 @@ def test_leave_one_out_on_the_local_expansions_equals_refits(bandwidth):
 def test_placed_rows_equals_a_scatter(m, drop, seed):
     # The gather by the inverse order (all rows) and the scatter (some rows)
     # both give what assigning the rows one by one gives.
-    from sknw._sums._base import placed_rows
-
     rng = np.random.default_rng(seed)
     rows = rng.permutation(m)[: max(0, m - drop) if drop % 2 else m]
     source = rng.normal(size=(rows.size, 3, 2))

@@ -2,16 +2,21 @@
 moments of several Gaussian heads at once equal each head's own pass and
 hold within their bound of the brute-force sums."""
 
+import tracemalloc
+
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose
 from sklearn import config_context
 
+from sknw import LocalLinearRegressorCV
 from sknw._sums import BACKENDS, FitRequest, Head, _fgt_grid, grid_local_moments
 from sknw._sums._base import _weighted_values
 from sknw._sums._fgt import GaussIndex
+from sknw._sums._fgt_backend import STACKED_PASSES
 from sknw._sums._fgt_grid import stacked_moment_sums
 from sknw._sums._fgt_terms import REACH
+from sknw._trace import traced
 from sknw.kernels import Epanechnikov, Gaussian
 
 
@@ -35,7 +40,7 @@ SIGMAS = [0.3, 0.0007, 0.05, 0.002, 0.12, 0.01, 0.004, 0.02]
 @pytest.mark.parametrize("weighted", [False, True])
 @pytest.mark.parametrize("inner", ["default", "whole reach"])
 @pytest.mark.parametrize("tile", [1 << 17, 1 << 16])
-def test_stacked_sums_equal_each_heads_own_pass(weighted, inner, tile, monkeypatch):
+def test_stacked_sums_equal_each_heads_own_pass(weighted, inner, tile):
     """With translations over the whole reach, each head's sums and bounds
     are those of its own pass; over the inner reach (the boxes beyond in
     the bound), the sums are within the bounds of each other's and the
@@ -43,12 +48,12 @@ def test_stacked_sums_equal_each_heads_own_pass(weighted, inner, tile, monkeypat
     of the smallest head (1199 cells at sigma 7e-4) into runs of 783 cells
     over the whole reach, 798 over the inner one, whose targets' residues
     modulo the windows leave rows unfilled."""
-    if inner == "whole reach":
-        monkeypatch.setattr(_fgt_grid, "INNER_REACH", REACH)
     x, v, w = _data(3000, 0)
     w = w if weighted else None
     Vx = _weighted_values(v[:, None], w, slice(None))
-    got = stacked_moment_sums(x, Vx, SIGMAS, 2, tile)
+    reach = REACH if inner == "whole reach" else _fgt_grid.INNER_REACH.default
+    with _fgt_grid.INNER_REACH.set(reach):
+        got = stacked_moment_sums(x, Vx, SIGMAS, 2, tile)
     for sigma, sums in zip(SIGMAS, got, strict=True):
         index = GaussIndex(
             x[:, None], v[:, None], w, Head(Gaussian(), sigma), None, origin=0.0
@@ -178,46 +183,39 @@ def test_heads_a_stacked_pass_cannot_serve():
     assert stacked_moment_sums(x_nan, Vx, [2.0], 2, 1 << 17) == [None]
 
 
-def test_stacks_within_the_budget(monkeypatch):
+def test_stacks_within_the_budget():
     """Heads beyond a stack's budget take another stack, with the same
     sums; none where the working memory holds no head."""
     x, v, w = _data(3000, 3)
     Vx = _weighted_values(v[:, None], w, slice(None))
     sigmas = [0.3, 0.05, 0.12, 0.01, 0.02, 0.03, 0.08]  # segments of 32
     whole = stacked_moment_sums(x, Vx, sigmas, 2, 1 << 17)
-    passes = []
-    original = _fgt_grid._stack_pass
-
-    def spy(grids, heads, *args):
-        passes.append(heads)
-        return original(grids, heads, *args)
-
-    monkeypatch.setattr(_fgt_grid, "_stack_pass", spy)
     # Points of 600 elements: two heads per stack (of 4.2e6 elements).
-    monkeypatch.setattr(_fgt_grid, "POINT_ELEMENTS", 600)
-    split = stacked_moment_sums(x, Vx, sigmas, 2, 1 << 17)
-    assert [len(heads) for heads in passes] == [2, 2, 2, 1]
-    for a, b in zip(whole, split, strict=True):
-        assert_allclose(b[0], a[0], rtol=1e-12, atol=1e-13 * np.abs(a[0]).max())
-        assert_allclose(b[1], a[1], rtol=1e-14)
-    with config_context(working_memory=2**-12):
-        assert stacked_moment_sums(x, Vx, sigmas, 2, 1 << 17) == [None] * len(sigmas)
+    with _fgt_grid.POINT_ELEMENTS.set(600):
+        with traced() as trace:
+            split = stacked_moment_sums(x, Vx, sigmas, 2, 1 << 17)
+        passes = trace.values("stack_pass", "heads")
+        assert [len(heads) for heads in passes] == [2, 2, 2, 1]
+        for a, b in zip(whole, split, strict=True):
+            assert_allclose(b[0], a[0], rtol=1e-12, atol=1e-13 * np.abs(a[0]).max())
+            assert_allclose(b[1], a[1], rtol=1e-14)
+        with config_context(working_memory=2**-12):
+            none = [None] * len(sigmas)
+            assert stacked_moment_sums(x, Vx, sigmas, 2, 1 << 17) == none
     # Powers beyond the budget (its arrays within it): taken again, the same.
-    monkeypatch.setattr(_fgt_grid, "POINT_ELEMENTS", 8)
-    monkeypatch.setattr(_fgt_grid, "STACK_TILES", 1)
-    again = stacked_moment_sums(x, Vx, sigmas[:1], 2, 1 << 17)[0]
+    with _fgt_grid.POINT_ELEMENTS.set(8), _fgt_grid.STACK_TILES.set(1):
+        with traced() as trace:
+            again = stacked_moment_sums(x, Vx, sigmas[:1], 2, 100_000)[0]
+    assert trace.values("stack_pass", "kept_powers") == [False]
     assert_allclose(
         again[0], whole[0][0], rtol=1e-12, atol=1e-13 * np.abs(again[0]).max()
     )
-    monkeypatch.setattr(_fgt_grid, "STACK_TILES", 64)
     # A head beyond the budget alone: its own pass.
-    monkeypatch.setattr(_fgt_grid, "POINT_ELEMENTS", 2000)
-    assert stacked_moment_sums(x, Vx, sigmas, 2, 1 << 17) == [None] * len(sigmas)
+    with _fgt_grid.POINT_ELEMENTS.set(2000):
+        assert stacked_moment_sums(x, Vx, sigmas, 2, 1 << 17) == [None] * len(sigmas)
 
 
 def test_extra_memory_within_the_budget():
-    import tracemalloc
-
     x, v, w = _data(20_000, 4)
     Vx = _weighted_values(v[:, None], w, slice(None))
     sigmas = [0.002, 0.01, 0.1]
@@ -231,7 +229,7 @@ def test_extra_memory_within_the_budget():
         tracemalloc.stop()
     assert all(sums is not None for sums in got)
     outputs = sum(s.nbytes + b.nbytes for s, b in got)
-    budget = 8 * _fgt_grid.STACK_TILES * (1 << 16)
+    budget = 8 * _fgt_grid.STACK_TILES.value * (1 << 16)
     assert peak - outputs <= budget + 4 * 2**20
 
 
@@ -272,16 +270,18 @@ def test_grid_local_moments_serves_only_its_requests():
     assert served("auto", n_jobs=2) == [False, False]  # batches of queries
 
 
-def test_search_scores_equal_those_of_each_heads_own_pass(monkeypatch):
-    from sknw import LocalLinearRegressorCV
-
+def test_search_scores_equal_those_of_each_heads_own_pass():
     rng = np.random.default_rng(6)
     X = rng.uniform(0, 1, (1500, 1))
     y = np.sin(6 * X[:, 0]) + 0.3 * rng.normal(size=1500)
     w = rng.uniform(0.5, 2.0, 1500)
-    stacked = LocalLinearRegressorCV().fit(X, y, sample_weight=w)
-    monkeypatch.setattr(type(BACKENDS["fgt"]), "grid_moments", False)
-    own = LocalLinearRegressorCV().fit(X, y, sample_weight=w)
+    with traced() as trace:
+        stacked = LocalLinearRegressorCV().fit(X, y, sample_weight=w)
+    assert trace.count("grid_moments", backend="fgt", served=True)
+    with STACKED_PASSES.set(False), traced() as trace:
+        own = LocalLinearRegressorCV().fit(X, y, sample_weight=w)
+    assert not trace.count("grid_moments", served=True)
+    assert trace.count("local_moments", backend="fgt")
     assert_allclose(
         stacked.cv_results_["mean_test_score"],
         own.cv_results_["mean_test_score"],

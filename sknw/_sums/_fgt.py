@@ -69,6 +69,7 @@ import math
 import numpy as np
 from scipy.special import eval_hermitenorm
 
+from .._trace import Tunable, record
 from ._base import (
     _EPS64,
     TILE_ELEMENTS,
@@ -345,6 +346,7 @@ class GaussIndex:
                 rows = inside[a:e]
                 local = (cells[a:e] - base).astype(np.intp)
                 width = int(local[-1]) + 1
+                record("local_run", n_boxes=width, n_queries=rows.size)
                 self._local_boxes(
                     base,
                     width,
@@ -476,7 +478,7 @@ def _windows(a, size, axis):
 #: offsets by scipy's ``eval_hermitenorm`` and of more by one recurrence over
 #: all of them: measured, 0.04 ms against 0.12 ms at 27 offsets (the windows
 #: of one grid), 1 ms against 0.2 ms at 810 (those of 30 grids).
-MANY_OFFSETS = 100
+MANY_OFFSETS = Tunable(100)
 
 
 def translation_terms(x, powers):
@@ -493,14 +495,16 @@ def translation_terms(x, powers):
     # precision: 9 units). scipy's takes each order's recurrence on its own,
     # which costs less for the offsets of one grid; one recurrence over
     # every offset costs less for many (the grids of a stacked pass).
-    if x.size <= MANY_OFFSETS:
-        H = eval_hermitenorm(np.arange(n_h)[:, None], x[None, :])
-    else:
+    recurrence = x.size > MANY_OFFSETS.value
+    record("translation_terms", n_offsets=x.size, recurrence=recurrence)
+    if recurrence:
         H = np.empty((n_h, x.size))
         H[0], H[1] = 1.0, x
         for k in range(1, n_h - 1):
             np.multiply(x, H[k], out=H[k + 1])
             H[k + 1] -= k * H[k - 1]
+    else:
+        H = eval_hermitenorm(np.arange(n_h)[:, None], x[None, :])
     H *= np.exp(-0.5 * x * x)
     quarter = np.exp(-0.25 * x * x)
     near = np.exp(-0.25 * np.maximum(np.abs(x) - RADIUS, 0.0) ** 2)
@@ -593,6 +597,12 @@ def evaluate(L, box_bound, box, delta, rows, *, out, bound, tile_elements):
         step = max(1, tile_elements // (N_LOCAL + (powers + 1) * c))
     else:
         step = max(1, tile_elements // ((powers + 1) * N_LOCAL * c))
+    record(
+        "local_evaluation",
+        method="horner" if by_box is None else "box_products",
+        n_queries=box.size,
+        n_boxes=width,
+    )
     for a in range(0, box.size, step):
         e = min(a + step, box.size)
         first, last = int(box[a]), int(box[e - 1]) + 1

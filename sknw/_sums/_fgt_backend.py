@@ -5,6 +5,7 @@ leave-one-out moments."""
 
 import numpy as np
 
+from .._trace import Tunable
 from ._base import (
     Backend,
     MomentSums,
@@ -28,6 +29,12 @@ from ._fgt import (
 )
 from ._fgt_grid import grid_moments
 from ._parallel import parallel_kernel_sums
+
+#: Whether the backend sums a grid's leave-one-out moments by the stacked
+#: passes of :mod:`sknw._sums._fgt_grid` (:meth:`FGTBackend.grid_moment_sums`);
+#: where not, it declines them and each head takes its own pass of the
+#: transform.
+STACKED_PASSES = Tunable(True)
 
 
 class FGTBackend(Backend):
@@ -119,6 +126,9 @@ class FGTBackend(Backend):
     def grid_moment_sums(self, request, heads, powers, **params):
         """The moments of each of ``heads`` at every training point, each
         left out of its own sums, by the stacked passes of
-        :mod:`sknw._sums._fgt_grid` (:func:`~sknw._sums._fgt_grid.grid_moments`)."""
+        :mod:`sknw._sums._fgt_grid` (:func:`~sknw._sums._fgt_grid.grid_moments`);
+        None (each head its own pass) where :data:`STACKED_PASSES` is off."""
         self.check_params(params)
+        if not STACKED_PASSES.value:
+            return None
         return grid_moments(request, heads, powers, **params)

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.sparse import csr_matrix
 
+from .._trace import Tunable, record
 from ._base import (
     MomentSums,
     _weighted_values,
@@ -77,7 +78,7 @@ _ORDERS = np.arange(1.0, N_POWERS)
 #: beyond them alone its own pass of :mod:`sknw._sums._fgt`. The powers of
 #: its segments' offsets serve both its products: they are kept from the
 #: first to the second where they fit in the other half, else taken again.
-STACK_TILES = 64
+STACK_TILES = Tunable(64)
 #: A stacked pass takes its segments' powers, values and sums in chunks of
 #: this many tiles: each chunk costs about 30 array operations, and larger
 #: ones leave the caches (measured at 2000 points: 20 % slower in one chunk).
@@ -85,7 +86,7 @@ SEGMENT_TILES = 4
 #: Elements per point of a stacked pass's arrays, beyond its values: its box
 #: and offset, its padded offset and place, and its box's bounds (and per
 #: box, a segment's padding).
-POINT_ELEMENTS = 8
+POINT_ELEMENTS = Tunable(8)
 #: Points per segment of a box, by the boxes' mean number of points (up
 #: to each bound): a stacked pass cuts each box into segments of this many
 #: points (the last one padded) whose moments and sums are products of
@@ -103,7 +104,7 @@ FEW_BOXES = 256
 #: their weight at most (``a**j e**(-a**2 / 2)``, ``a`` about 9 standard
 #: deviations): the translations by windows 10 to 13 boxes away, about a
 #: third of the products, are not taken.
-INNER_REACH = 8.5
+INNER_REACH = Tunable(8.5)
 
 
 @dataclass(kw_only=True)
@@ -205,7 +206,8 @@ def stacked_moment_sums(x, Vx, sigmas, powers, tile_elements):
     """
     n, c = Vx.shape
     # Half for the arrays, half for the powers kept (and the chunks).
-    budget = min(STACK_TILES * tile_elements, working_elements()) // 2
+    budget = min(STACK_TILES.value * tile_elements, working_elements()) // 2
+    point_elements = POINT_ELEMENTS.value
     sizes = (budget, SEGMENT_TILES * tile_elements, tile_elements)
     out = [None] * len(sigmas)
     stack, grids, used = [], [], 0  # the heads of the next pass
@@ -215,7 +217,7 @@ def stacked_moment_sums(x, Vx, sigmas, powers, tile_elements):
             continue
         boxes = grid.starts.size
         per_box = _box_elements(powers, c) + grid.segment
-        need = (POINT_ELEMENTS + c) * n + per_box * boxes
+        need = (point_elements + c) * n + per_box * boxes
         if need > budget:
             continue  # its own pass, in runs of boxes
         if stack and (used + need > budget or grids[0].segment != grid.segment):
@@ -277,6 +279,7 @@ def _stack_pass(grids, heads, Vx, powers, sizes, out):
     values[:, place] = np.tile(Vx.T, len(grids))
     # The powers serve both products: kept from the first where they fit.
     keep = N_POWERS * u.size <= sizes[0]
+    record("stack_pass", heads=list(heads), segment=size, kept_powers=keep)
     step = max(1, sizes[1] // (size * (N_POWERS + (powers + 1) * c)))
     chunks = [(s0, min(s0 + step, seg_box.size)) for s0 in range(0, seg_box.size, step)]
     # Each chunk's points: those of the places before its last segment's end.
@@ -440,7 +443,7 @@ def _inner_reach(grid):
     """The windows (in boxes either side) a head's translations take: those
     within :data:`INNER_REACH` standard deviations (and a box's radius) of
     the target box, at most the head's reach."""
-    inner = math.floor((INNER_REACH + RADIUS) * grid.sigma / grid.width)
+    inner = math.floor((INNER_REACH.value + RADIUS) * grid.sigma / grid.width)
     return min(grid.reach, int(inner))
 
 
