@@ -44,7 +44,7 @@ from ._sums import (
 from ._sums._base import _scaled_rows
 from ._sums._cells import DiscreteHead, cell_nearest_sums, cell_nearest_weights
 from ._sums._traits import is_compact, is_continuous
-from ._trace import Tunable
+from ._trace import Tunable, record
 from ._uncertainty import SquaredKernel, SquaredWeights
 from ._validation import (
     CDIST_METRICS,
@@ -509,7 +509,8 @@ class NadarayaWatsonBase(BaseEstimator):
         output plus one batch's temporaries, whatever the number of queries.
         ``compute`` returns an array or a tuple of arrays, a row per query;
         the warnings of the batches are merged into one per kind, with their
-        counts summed."""
+        counts summed. Each batch is recorded (``prediction_batch``: its first
+        query, its number of queries, whether they reach ``compute`` sparse)."""
         if self._discrete is not None:
             # Discrete features are encoded (and validated) one batch at a
             # time: the encoded copy of the queries is a batch's.
@@ -519,13 +520,18 @@ class NadarayaWatsonBase(BaseEstimator):
             validate = _dense
         m, rows = Q.shape[0], self._batch_rows()
         if m <= rows:
-            return compute(validate(Q))
+            Q = validate(Q)
+            record("prediction_batch", first=0, n_queries=m, sparse=sp.issparse(Q))
+            return compute(Q)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             out = None
             for a in range(0, m, rows):
                 batch = Q.iloc[a : a + rows] if hasattr(Q, "iloc") else Q[a : a + rows]
-                part = compute(validate(batch))
+                batch = validate(batch)
+                n, sparse = batch.shape[0], sp.issparse(batch)
+                record("prediction_batch", first=a, n_queries=n, sparse=sparse)
+                part = compute(batch)
                 single = not isinstance(part, tuple)
                 part = (part,) if single else part
                 if out is None:  # the outputs, filled batch by batch
@@ -904,12 +910,12 @@ def _merge_warnings(caught, m):
     (:class:`~sknw.exceptions.QueryWarning`), with the counts of every batch
     summed over the ``m`` queries of the call (the others as they came)."""
     merged = {}
-    for record in caught:
-        message = record.message
+    for caught_warning in caught:
+        message, category = caught_warning.message, caught_warning.category
         if isinstance(message, QueryWarning) and message.n_affected is not None:
-            key = (record.category, str(message))
+            key = (category, str(message))
             merged[key] = merged.get(key, 0) + message.n_affected
         else:
-            warnings.warn(message, record.category, stacklevel=3)
+            warnings.warn(message, category, stacklevel=3)
     for (category, text), count in merged.items():
         warn(text, category, n_affected=count, n_queries=m)

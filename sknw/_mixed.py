@@ -22,6 +22,7 @@ from ._discrete import CATEGORICAL_KERNELS, ORDERED_KERNELS, default_lambda
 from ._features import ORDERED, FeatureEncoder, feature_types, n_levels
 from ._refine import parabolic_steps
 from ._sums._cells import DiscreteFactors, DiscreteHead
+from ._trace import Tunable, record
 from ._validation import _temporal_types, as_rows, check_bandwidth
 
 #: The parameters of the estimators that take discrete features.
@@ -252,11 +253,11 @@ POLISH_LOG_TOLERANCE = 1e-4
 #: polish reaches their joint optimum in more, finer rounds.
 MIXED_LOG_TOLERANCE = 1e-5
 
-#: Rounds of :func:`polish` ...
-POLISH_ROUNDS = 3
+#: Rounds of :func:`polish` (0: no polish) ...
+POLISH_ROUNDS = Tunable(3)
 
 #: ... and where smoothing parameters are searched.
-MIXED_ROUNDS = 5
+MIXED_ROUNDS = Tunable(5)
 
 
 @dataclass
@@ -382,9 +383,10 @@ def polish(evaluate, cand, state, discrete):
     need no second round); returns whether anything changed."""
     changed = False
     lambdas = discrete is not None and state.lambdas is not None
-    rounds = MIXED_ROUNDS if lambdas else POLISH_ROUNDS
+    rounds = MIXED_ROUNDS.value if lambdas else POLISH_ROUNDS.value
     if state.polish is not None:
         rounds = state.polish[0]
+    record("polish", rounds=rounds, subsample=state.polish, mixed=lambdas)
     for _ in range(rounds):
         moved_bandwidths = polish_bandwidths(evaluate, cand, state, discrete)
         moved_lambdas = polish_lambdas(evaluate, cand, state, discrete)

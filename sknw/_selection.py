@@ -58,7 +58,7 @@ from ._sums import (
     power_of_two_scale,
 )
 from ._sums._parallel import core_blas_threads
-from ._trace import record
+from ._trace import Tunable, record
 from ._validation import (
     NotBoolInterval,
     check_bandwidth,
@@ -529,6 +529,13 @@ class CVSelectionMixin:
                 classes=classes,
                 owner=owner,
             )
+        record(
+            "search_start",
+            kind=kind,
+            n_samples=X.shape[0],
+            n_folds=None if folds is None else len(folds),
+            criterion=criterion,
+        )
         # A search on a subsample polishes less (SUBSAMPLE_POLISH).
         state = SearchState(lambdas=lambdas, polish=getattr(self, "_polish", None))
 
@@ -561,7 +568,7 @@ class CVSelectionMixin:
             # on every point, then the grid about the size.
             state.shape, state.around = searched
             state.steps, state.shape_factors = 0, SUBSAMPLE_FACTORS
-            rounds = SUBSAMPLE_ROUNDS
+            rounds = SUBSAMPLE_ROUNDS.value
         found = self._grid_pass(evaluate, X, w, kernels, resolved, grid, state)
         if lambdas is not None or state.shape is not None:
             i = select(found[1])
@@ -651,6 +658,7 @@ class CVSelectionMixin:
         def point_losses(rows):
             cands = [found[0][i] for i in rows]
             preds, _ = self._cv_estimates(X, V, w_n, unit, cands, None, finish)
+            record("point_losses", candidates=cands, estimates=preds)
             return per_point_losses(preds, y_score, kind)
 
         mults = np.array([c["multiplier"] for c in found[0]])
@@ -686,9 +694,10 @@ class CVSelectionMixin:
         if state.shape is None or self._discrete is not None or folds is not None:
             return None
         positive = np.arange(X.shape[0]) if w is None else np.flatnonzero(w > 0)
-        if positive.size <= SEARCH_SUBSAMPLE:
+        size = SEARCH_SUBSAMPLE.value
+        if positive.size <= size:
             return None
-        rows = subsample_rows(positive, SEARCH_SUBSAMPLE)
+        rows = subsample_rows(positive, size)
         sub = clone(self).set_params(refine=False)
         sub.metric_, sub.metric_params_ = self.metric_, self.metric_params_
         sub.n_features_in_, sub._discrete = self.n_features_in_, None
@@ -936,11 +945,11 @@ MAX_SHAPE_FEATURES = 3
 #: functions of two or three features at 8000 points, subsamples of 2000
 #: gave an error against the true function 2 % lower than the search on
 #: every point on average (4000: 1 %), in 0.28 times its time (4000: 0.55).
-SEARCH_SUBSAMPLE = 2000
+SEARCH_SUBSAMPLE = Tunable(2000)
 
 #: Rounds of the coordinate search on every point after the search on a
 #: subsample.
-SUBSAMPLE_ROUNDS = 1
+SUBSAMPLE_ROUNDS = Tunable(1)
 
 #: ... with these factors of each feature's bandwidth.
 SUBSAMPLE_FACTORS = (2**-0.5, 2**0.5)

@@ -23,6 +23,7 @@ from ._scaling import scaling_of
 from ._sums import Head, pairwise_distances
 from ._sums._base import _scaled_rows, _tile_shape, scale_of
 from ._sums._traits import HOMOGENEOUS_DEGREE
+from ._trace import Tunable, record
 from ._validation import check_bandwidth
 
 #: Metrics whose distance in one feature is exactly ``|x - q|`` as float64
@@ -42,8 +43,9 @@ _TINY = np.finfo(np.float64).tiny
 _EPS = float(np.finfo(np.float64).eps)
 
 #: Queries of :func:`_line_distances` share a target weight (one binary
-#: search each) where they ask at most this many distinct ones.
-SHARED_TARGETS = 8
+#: search each) where they ask at most this many distinct ones (a negative
+#: number: none share one).
+SHARED_TARGETS = Tunable(8)
 
 
 def neighbour_count(span, total):
@@ -172,7 +174,9 @@ def _line_distances(Q, X, w, need, removed, scale, tol):
     q = _scaled_rows(Q, 0, Q.shape[0], scale)[:, 0]
     target = need - tol if removed is None else need + removed - tol
     values = np.unique(target)
-    if values.size > SHARED_TARGETS:
+    shared = values.size <= SHARED_TARGETS.value
+    record("line_distances", n_queries=q.size, n_targets=values.size, shared=shared)
+    if not shared:
         best, at = _run_radii(q, xs, cum, target)
         return best, order[at]
     best, at = np.empty(q.size), np.empty(q.size, dtype=np.intp)

@@ -15,8 +15,10 @@ from sknw import (
     NadarayaWatsonRegressor,
     NadarayaWatsonRegressorCV,
 )
-from sknw._grid import DEFAULT_GRID_RANGE, EXTENSION_LIMIT, EXTENSION_STEPS
+from sknw._grid import DEFAULT_GRID_RANGE, EXTENSION_LIMIT, EXTENSION_STEPS, ScoreMemo
+from sknw._trace import traced
 from sknw.exceptions import GridEdgeWarning
+from sknw.kernels import get_kernel
 
 
 def line(n=200, seed=0, noise=0.1):
@@ -143,9 +145,6 @@ def _memo_scores(calls):
 
 
 def test_the_memo_scores_each_candidate_once_and_keeps_the_order():
-    from sknw._grid import ScoreMemo
-    from sknw.kernels import get_kernel
-
     calls = []
     memo = ScoreMemo(_memo_scores(calls))
     gauss, epan = get_kernel("gaussian"), get_kernel("epanechnikov")
@@ -167,9 +166,6 @@ def test_the_memo_scores_each_candidate_once_and_keeps_the_order():
 
 
 def test_the_memo_keeps_no_splits_where_the_scorer_gives_none():
-    from sknw._grid import ScoreMemo
-    from sknw.kernels import get_kernel
-
     def score(cands):
         return (np.full(len(cands), -1.0), None), np.zeros(len(cands), int)
 
@@ -180,21 +176,20 @@ def test_the_memo_keeps_no_splits_where_the_scorer_gives_none():
     assert splits is None and mean.tolist() == [-1.0, -1.0]
 
 
-def test_a_shape_search_scores_no_candidate_twice(monkeypatch):
+def test_a_shape_search_scores_no_candidate_twice():
     """The coordinate search's best is the centre of the window after it: its
     score is taken again, not computed again, and equals a fresh one."""
     rng = np.random.default_rng(3)
     X = rng.uniform(-2.0, 2.0, size=(400, 2))
     y = np.sin(2.0 * X[:, 0]) + 0.3 * rng.normal(size=400)
-    calls = []
-    scored = NadarayaWatsonRegressorCV._cv_estimates
-
-    def recording(self, X, V, w, unit, cands, *args, **kwargs):
-        calls.append([np.asarray(c["bandwidth"], float).tobytes() for c in cands])
-        return scored(self, X, V, w, unit, cands, *args, **kwargs)
-
-    monkeypatch.setattr(NadarayaWatsonRegressorCV, "_cv_estimates", recording)
-    search = NadarayaWatsonRegressorCV().fit(X, y)
+    with traced() as trace:
+        search = NadarayaWatsonRegressorCV().fit(X, y)
+    # The candidates of each pass of out-of-sample estimates, in order.
+    calls = [
+        [np.asarray(c["bandwidth"], float).tobytes() for c in e.details["candidates"]]
+        for e in trace.events
+        if e.name in ("estimates", "point_losses")
+    ]
     seen = [key for call in calls for key in call]
     assert len(seen) == len(set(seen))
     # The final grid (the window) was scored in its own call, but for the
@@ -206,7 +201,6 @@ def test_a_shape_search_scores_no_candidate_twice(monkeypatch):
     earlier = [i for i, c in enumerate(at) if c < window_call]
     assert len(earlier) == 1
     (centre,) = earlier
-    monkeypatch.undo()
     fresh = NadarayaWatsonRegressorCV(bandwidths=[grid[centre]]).fit(X, y)
     assert_allclose(
         search.cv_results_["mean_test_score"][centre], fresh.best_score_, rtol=1e-12
@@ -214,9 +208,6 @@ def test_a_shape_search_scores_no_candidate_twice(monkeypatch):
 
 
 def test_the_memo_gives_candidates_its_defaults_before_looking_them_up():
-    from sknw._grid import ScoreMemo
-    from sknw.kernels import get_kernel
-
     calls = []
     current = {"lambdas": (0.5,)}
     memo = ScoreMemo(_memo_scores(calls), {"lambdas": lambda: current["lambdas"]})
@@ -232,9 +223,6 @@ def test_the_memo_gives_candidates_its_defaults_before_looking_them_up():
 
 @pytest.mark.parametrize("n_splits", [None, 2])
 def test_the_memo_scores_refused_candidates_nan_without_computing_them(n_splits):
-    from sknw._grid import ScoreMemo
-    from sknw.kernels import get_kernel
-
     calls = []
     scorer = _memo_scores(calls)
 

@@ -14,8 +14,11 @@ import pytest
 import scipy.sparse as sp
 from _expected_warnings import warns_about
 from numpy.testing import assert_allclose, assert_array_equal
+from sklearn.compose import make_column_transformer
 from sklearn.exceptions import NotFittedError
 from sklearn.model_selection import KFold
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import OneHotEncoder
 from sklearn.utils._param_validation import InvalidParameterError
 
 from sknw import (
@@ -26,6 +29,8 @@ from sknw import (
     NadarayaWatsonRegressor,
     NadarayaWatsonRegressorCV,
 )
+from sknw._base import BATCH_ROWS
+from sknw._trace import traced
 from sknw.exceptions import EmptyWindowWarning
 from sknw.kernels import KERNELS, Gaussian, Kernel
 
@@ -613,30 +618,20 @@ def test_sparse_X_is_densified(kind, fmt):
                 assert_allclose(got, expected, rtol=1e-12)
 
 
-def test_sparse_queries_are_densified_one_batch_at_a_time(monkeypatch):
+def test_sparse_queries_are_densified_one_batch_at_a_time():
     X, y, Q = data("regressor", n=40)
     est = NadarayaWatsonRegressor(bandwidth=0.7).fit(X, y)
-    monkeypatch.setattr(NadarayaWatsonRegressor, "_batch_rows", lambda self: 2)
-    seen = []
-    original = est._weighted_average
-
-    def spy(Qb, *args, **kwargs):
-        seen.append(Qb.shape[0])
-        assert not sp.issparse(Qb)
-        return original(Qb, *args, **kwargs)
-
-    monkeypatch.setattr(est, "_weighted_average", spy)
-    got = est.predict(sp.csr_matrix(Q))
-    monkeypatch.undo()
-    assert max(seen) <= 2
+    with BATCH_ROWS.set(2), traced() as trace:
+        got = est.predict(sp.csr_matrix(Q))
+    # The queries of each batch reach the sums dense.
+    assert not any(trace.values("prediction_batch", "sparse"))
+    assert max(trace.values("prediction_batch", "n_queries")) <= 2
+    assert max(trace.values("sums", "n_queries")) <= 2
     assert_allclose(got, est.predict(Q), rtol=1e-12)
 
 
 def test_default_column_transformer_with_one_hot_works():
     pd = pytest.importorskip("pandas")
-    from sklearn.compose import make_column_transformer
-    from sklearn.pipeline import make_pipeline
-    from sklearn.preprocessing import OneHotEncoder
 
     rng = np.random.default_rng(0)
     levels = [f"level {i}" for i in range(20)]  # sparse enough to stay sparse

@@ -1,18 +1,35 @@
 """Discrete features in the estimators, against independent formulas, brute
 leave-one-out and statsmodels' KernelReg."""
 
+import pickle
 import warnings
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from numpy.testing import assert_allclose
+from sklearn.model_selection import GridSearchCV, KFold, cross_val_score
 
 from sknw import (
+    LocalLinearRegressor,
+    LocalLinearRegressorCV,
     NadarayaWatsonClassifier,
     NadarayaWatsonClassifierCV,
     NadarayaWatsonRegressor,
     NadarayaWatsonRegressorCV,
 )
+from sknw._mixed import (
+    MIXED_LOG_TOLERANCE,
+    MIXED_ROUNDS,
+    POLISH_FACTOR,
+    POLISH_ROUNDS,
+    POLISH_TOLERANCE,
+    SearchState,
+    polish,
+    polish_bandwidths,
+    polish_lambdas,
+)
+from sknw._trace import traced
 
 pd = pytest.importorskip("pandas")
 
@@ -422,8 +439,6 @@ def test_smoothing_search_holds_out_of_sample():
 
 
 def test_kfold_with_discrete_features():
-    from sklearn.model_selection import KFold
-
     X, y = make_data(120)
     cv = NadarayaWatsonRegressorCV(
         bandwidths=[0.05, 0.1],
@@ -452,8 +467,6 @@ def test_classifier():
 
 
 def test_pipeline_and_grid_search_over_kernels():
-    from sklearn.model_selection import GridSearchCV
-
     X, y = make_data(120)
     search = GridSearchCV(
         NadarayaWatsonRegressor(
@@ -583,8 +596,6 @@ def test_property_largest_lambda_makes_the_feature_irrelevant(data, kernel):
 
 
 def test_pickle_keeps_levels():
-    import pickle
-
     df = pd.DataFrame({"x": np.linspace(0, 1, 30), "g": list("abc") * 10})
     y = np.arange(30.0)
     reg = NadarayaWatsonRegressor(bandwidth=[0.2, 0.3]).fit(df, y)
@@ -629,8 +640,6 @@ def brute_local_linear(Q, X, y, h, cont, unordered, ordered, loo=False):
 
 @pytest.mark.parametrize("okernel", ["wang_ryzin", "li_racine"])
 def test_local_linear_equals_weighted_least_squares(okernel):
-    from sknw import LocalLinearRegressor
-
     rng = np.random.default_rng(0)
     n = 200
     X = np.column_stack(
@@ -669,8 +678,6 @@ def test_local_linear_equals_weighted_least_squares(okernel):
 
 
 def test_local_linear_cv_and_default_with_discrete_features():
-    from sknw import LocalLinearRegressor, LocalLinearRegressorCV
-
     X, y = make_data(150)
     kw = {"categorical_features": [1], "ordered_features": [2]}
     cv = LocalLinearRegressorCV(bandwidths=8, max_leverage=None, **kw).fit(X, y)
@@ -690,8 +697,6 @@ def test_local_linear_cv_and_default_with_discrete_features():
 
 
 def test_local_linear_needs_a_continuous_feature():
-    from sknw import LocalLinearRegressor
-
     rng = np.random.default_rng(2)
     X = rng.integers(0, 4, (80, 2)).astype(float)
     y = X[:, 0] + rng.normal(size=80)
@@ -701,8 +706,6 @@ def test_local_linear_needs_a_continuous_feature():
 
 
 def test_local_linear_zero_lambda_and_compact_kernel():
-    from sknw import LocalLinearRegressor
-
     X, y = make_data(200)
     # Wide enough that the query's window in its group holds a line (at 0.3,
     # its point alone: a singular design).
@@ -758,8 +761,6 @@ def test_no_positive_factor_uses_the_mean_everywhere():
 
 
 def test_kfold_counts_levels_in_each_training_fold():
-    from sklearn.model_selection import KFold, cross_val_score
-
     rng = np.random.default_rng(0)
     n = 100
     x = rng.uniform(0, 1, n)
@@ -804,8 +805,6 @@ def test_dataframe_column_checks_come_first():
 
 
 def test_sparse_queries_refused_after_discrete_fit():
-    import scipy.sparse as sp
-
     X, y = make_data(60)
     reg = NadarayaWatsonRegressor(
         bandwidth=[0.2, 0.1, 0.3], categorical_features=[1], ordered_features=[2]
@@ -821,8 +820,6 @@ def test_sparse_queries_refused_after_discrete_fit():
 
 @pytest.mark.parametrize("kernel", ["gaussian", "epanechnikov"])
 def test_local_linear_loo_with_a_level_of_one_point(kernel):
-    from sknw import LocalLinearRegressor, LocalLinearRegressorCV
-
     rng = np.random.default_rng(0)
     X = np.column_stack([rng.uniform(0, 1, 30), rng.integers(0, 3, 30)]).astype(float)
     X[0, 1] = 9.0  # alone in its level: with lambda 0 its window is empty
@@ -894,8 +891,6 @@ class _Levels:
 
 
 def test_polish_finds_an_optimum_between_the_grid_values():
-    from sknw._mixed import POLISH_TOLERANCE, SearchState, polish_lambdas
-
     optimum = np.array([0.1234, 0.61])
 
     def evaluate(cands):
@@ -919,13 +914,6 @@ def test_polish_finds_an_optimum_between_the_grid_values():
 
 
 def test_polish_of_the_bandwidths_finds_an_optimum_within_a_step():
-    from sknw._mixed import (
-        MIXED_LOG_TOLERANCE,
-        POLISH_FACTOR,
-        SearchState,
-        polish_bandwidths,
-    )
-
     optimum = np.array([0.3, 1.7])
 
     def score(bw):
@@ -973,9 +961,7 @@ def test_polish_of_the_bandwidths_finds_an_optimum_within_a_step():
         assert cand["bandwidth"] == start
 
 
-def test_polish_alternates_bandwidths_and_lambdas_until_nothing_moves(monkeypatch):
-    from sknw import _mixed
-
+def test_polish_alternates_bandwidths_and_lambdas_until_nothing_moves():
     # A score whose bandwidth and smoothing parameter interact: each
     # coordinate's optimum depends on the other.
     def score(bw, lam):
@@ -989,7 +975,6 @@ def test_polish_alternates_bandwidths_and_lambdas_until_nothing_moves(monkeypatc
         return (np.array([score(c["bandwidth"], c["lambdas"]) for c in cands]), None), 0
 
     def run(rounds):
-        monkeypatch.setattr(_mixed, "MIXED_ROUNDS", rounds)
         start = (0.36, (0.25, 0.5))
         cand = {
             "kernel": None,
@@ -997,8 +982,9 @@ def test_polish_alternates_bandwidths_and_lambdas_until_nothing_moves(monkeypatc
             "multiplier": 1.0,
             "score": score(*start),
         }
-        state = _mixed.SearchState(lambdas=start[1], step=2**0.25)
-        changed = _mixed.polish(evaluate, cand, state, _Levels())
+        state = SearchState(lambdas=start[1], step=2**0.25)
+        with MIXED_ROUNDS.set(rounds):
+            changed = polish(evaluate, cand, state, _Levels())
         return changed, cand["score"]
 
     changed1, one = run(1)
@@ -1007,25 +993,25 @@ def test_polish_alternates_bandwidths_and_lambdas_until_nothing_moves(monkeypatc
     # At the joint optimum nothing moves: one round, no change.
     calls.clear()
     cand = {"kernel": None, "bandwidth": 0.3, "multiplier": 1.0, "score": 0.0}
-    state = _mixed.SearchState(lambdas=(0.2, 0.5), step=2**0.25)
-    assert not _mixed.polish(evaluate, cand, state, _Levels())
-    monkeypatch.setattr(_mixed, "MIXED_ROUNDS", 2)
+    state = SearchState(lambdas=(0.2, 0.5), step=2**0.25)
+    with MIXED_ROUNDS.set(1):
+        assert not polish(evaluate, cand, state, _Levels())
     n_one_round = len(calls)
     calls.clear()
-    assert not _mixed.polish(evaluate, cand, state, _Levels())
+    with MIXED_ROUNDS.set(2):
+        assert not polish(evaluate, cand, state, _Levels())
     assert len(calls) == n_one_round
 
 
-def test_polish_never_worsens_the_search(monkeypatch):
-    from sknw import _selection
-
+def test_polish_never_worsens_the_search():
     X, y = make_data(300, seed=3)
     params = {"categorical_features": [1], "ordered_features": [2]}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         polished = NadarayaWatsonRegressorCV(**params).fit(X, y)
-        monkeypatch.setattr(_selection, "polish", lambda *a: False)
-        plain = NadarayaWatsonRegressorCV(**params).fit(X, y)
+        with MIXED_ROUNDS.set(0), POLISH_ROUNDS.set(0), traced() as trace:
+            plain = NadarayaWatsonRegressorCV(**params).fit(X, y)
+    assert trace.values("polish", "rounds") == [0]  # no round of the polish
     assert polished.best_score_ >= plain.best_score_
     # The reported score is the exact leave-one-out score of the choice.
     at = NadarayaWatsonRegressorCV(bandwidths=[polished.bandwidth_], **params)

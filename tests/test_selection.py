@@ -2,9 +2,12 @@
 
 import re
 import warnings
+from contextlib import nullcontext
 
 import numpy as np
 import pytest
+import sklearn
+from scipy.spatial.distance import cdist
 from sklearn.metrics import (
     accuracy_score,
     brier_score_loss,
@@ -14,27 +17,44 @@ from sklearn.metrics import (
     make_scorer,
     max_error,
     mean_absolute_error,
+    mean_squared_error,
     r2_score,
     roc_auc_score,
     top_k_accuracy_score,
 )
-from sklearn.model_selection import GridSearchCV, KFold, LeaveOneOut
+from sklearn.model_selection import (
+    GridSearchCV,
+    GroupKFold,
+    KFold,
+    LeaveOneOut,
+    cross_validate,
+)
 from sklearn.utils._param_validation import InvalidParameterError
 
+import sknw._selection as selection
 from sknw import (
     LocalLinearRegressorCV,
     NadarayaWatsonClassifier,
     NadarayaWatsonClassifierCV,
     NadarayaWatsonRegressor,
     NadarayaWatsonRegressorCV,
+    _scoring,
 )
 from sknw._bandwidth import grid_reference
+from sknw._default import subsample_rows
+from sknw._mixed import POLISH_FACTOR, POLISH_ROUNDS
+from sknw._selection import (
+    DEFAULT_GRID_RANGE,
+    candidate_grid,
+    grid_multipliers,
+    group_candidates,
+)
 from sknw._sums._parallel import MIN_BATCH
 from sknw._trace import traced
 from sknw._weights import distinct_rows
 from sknw.datasets import make_d2l_sine
 from sknw.exceptions import EmptyWindowWarning, GridEdgeWarning
-from sknw.kernels import KERNELS, Gaussian, Triangular
+from sknw.kernels import KERNELS, Epanechnikov, Gaussian, Triangular
 
 KERNEL_NAMES = sorted({cls.__name__.lower(): name for name, cls in KERNELS.items()})
 CLASSIFIER_KERNEL_NAMES = [k for k in KERNEL_NAMES if KERNELS[k].nonnegative]
@@ -316,9 +336,6 @@ def test_invalid_parameters():
 
 def test_grid_shares_distances_across_scales():
     """Per-feature grids that are multiples of one shape form one group."""
-    from sknw._selection import candidate_grid, group_candidates
-    from sknw.kernels import Epanechnikov, Gaussian
-
     X, y, _ = _data(n=20, d=3)
     X[:, 2] *= 100
     cands = candidate_grid(X, None, [Gaussian(), Epanechnikov()], 6, "euclidean", {})
@@ -341,8 +358,9 @@ def test_grid_shares_distances_across_scales():
 @pytest.mark.filterwarnings("ignore::FutureWarning")  # raised inside statsmodels
 def test_refine_reaches_the_per_feature_optimum_of_statsmodels():
     """Per-feature refinement: at least as good as statsmodels' cv_ls optimum."""
-    pytest.importorskip("statsmodels")
-    from statsmodels.nonparametric.kernel_regression import KernelReg
+    kernel_regression = pytest.importorskip(
+        "statsmodels.nonparametric.kernel_regression"
+    )
 
     rng = np.random.default_rng(7)
     X = rng.uniform(-2.0, 2.0, size=(80, 2))
@@ -355,7 +373,7 @@ def test_refine_reaches_the_per_feature_optimum_of_statsmodels():
     assert refined.bandwidth_[1] > 5 * refined.bandwidth_[0]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        sm = KernelReg(y, X, var_type="cc", reg_type="lc", bw="cv_ls")
+        sm = kernel_regression.KernelReg(y, X, var_type="cc", reg_type="lc", bw="cv_ls")
     sm_score = NadarayaWatsonRegressorCV(bandwidths=[np.abs(sm.bw)]).fit(X, y)
     assert refined.best_score_ >= sm_score.best_score_ - 1e-9 * abs(
         sm_score.best_score_
@@ -405,8 +423,6 @@ def test_training_fold_of_zero_weights(d):
 
 @pytest.mark.parametrize("n", [1, 2, 3, 5, 7, 10, 20, 30, 61])
 def test_default_grid_is_powers_of_a_root_of_two(n):
-    from sknw._selection import DEFAULT_GRID_RANGE, grid_multipliers
-
     m = grid_multipliers(n)
     assert m.shape == (n,)
     lo, hi = DEFAULT_GRID_RANGE
@@ -558,28 +574,18 @@ def test_folds_lacking_a_class_are_scored_against_every_class(
             assert got == pytest.approx(expected, rel=1e-10, abs=1e-12)
 
 
-def _no_search(monkeypatch):
-    """Make any out-of-sample pass fail: errors must come before the search."""
-    from sknw import _selection
-
-    def fail(*args, **kwargs):
-        raise AssertionError("the search started")
-
-    monkeypatch.setattr(_selection, "cv_predictions", fail)
-
-
 @pytest.mark.parametrize("scoring, n_classes", [("roc_auc_ovr", 3), ("roc_auc", 2)])
 def test_score_undefined_on_a_fold_lacking_a_class_is_refused_up_front(
-    monkeypatch, scoring, n_classes
+    scoring, n_classes
 ):
     X, _, _ = _data(n=36, seed=9)
     labels = _labels(n_classes, 36)
     folds = _folds_lacking_a_class(labels)
-    _no_search(monkeypatch)
     last = re.escape(repr([np.unique(labels)[-1].item()]))
     match = rf"scoring='{scoring}' is undefined \(NaN\) on test fold 0 .*{last}"
-    with pytest.raises(ValueError, match=match):
+    with traced() as trace, pytest.raises(ValueError, match=match):
         NadarayaWatsonClassifierCV(cv=folds, scoring=scoring).fit(X, labels)
+    assert trace.count("search_start") == 0  # refused before the search
 
 
 def _unweighted_scorer(estimator, X, y):
@@ -603,17 +609,17 @@ def _unweighted_accuracy(estimator, X, y):
     ids=["neg_max_error", "local linear", "make_scorer", "callable", "classifier"],
 )
 def test_scorer_that_takes_no_sample_weight_is_refused_up_front(
-    monkeypatch, make, scoring, name, cv
+    make, scoring, name, cv
 ):
     X, y, w = _data(n=30, seed=6)
     if make is NadarayaWatsonClassifierCV:
         y = np.where(y > 0, "up", "down")
     unweighted = make(bandwidths=[0.5, 1.0], cv=cv, scoring=scoring).fit(X, y)
     assert np.all(np.isfinite(unweighted.cv_results_["mean_test_score"]))
-    _no_search(monkeypatch)
     match = rf"scoring={name}.* does not take sample_weight, which fit was given"
-    with pytest.raises(ValueError, match=match):
+    with traced() as trace, pytest.raises(ValueError, match=match):
         make(bandwidths=[0.5, 1.0], cv=cv, scoring=scoring).fit(X, y, sample_weight=w)
+    assert trace.count("search_start") == 0  # refused before the search
 
 
 CLASSIFICATION_SCORERS = [
@@ -639,16 +645,16 @@ REGRESSION_SCORERS = ["r2", "neg_mean_squared_error", make_scorer(mean_absolute_
     + [(NadarayaWatsonClassifierCV, s) for s in REGRESSION_SCORERS],
     ids=repr,
 )
-def test_scorer_of_the_other_task_is_refused_up_front(monkeypatch, make, scoring):
+def test_scorer_of_the_other_task_is_refused_up_front(make, scoring):
     X, y, _ = _data(n=30, seed=7)
     if make is NadarayaWatsonClassifierCV:
         y = (y > 0).astype(int)  # integer labels: a regression metric would run
-    _no_search(monkeypatch)
     task = "regression" if make is NadarayaWatsonClassifierCV else "classification"
     name = re.escape(repr(scoring))  # a name, or the repr of a scorer object
     match = rf"scoring={name} is a {task} scorer, but {make.__name__} is"
-    with pytest.raises(ValueError, match=match):
+    with traced() as trace, pytest.raises(ValueError, match=match):
         make(bandwidths=[0.5, 1.0], scoring=scoring).fit(X, y)
+    assert trace.count("search_start") == 0  # refused before the search
 
 
 @pytest.mark.filterwarnings("ignore")  # what some metrics warn on these data
@@ -769,8 +775,6 @@ def _nw_reference(kernel, h, Xq, Xt, yt, wt, own=None):
     """Nadaraya--Watson estimates from the definition; ``own`` (the training
     index of each query) leaves its row out; empty windows
     take the weighted average of the nearest points that keep a weight."""
-    from scipy.spatial.distance import cdist
-
     D = cdist(Xq, Xt)
     W = np.broadcast_to(wt, D.shape).copy()
     if own is not None:
@@ -791,44 +795,24 @@ def _nw_reference(kernel, h, Xq, Xt, yt, wt, own=None):
     return est
 
 
-def _spied_sums(kernel_name):
-    """``(backend class, spy, used)``: the fast backend of ``kernel_name``
-    and a ``sums`` that records each call's number of queries in ``used``."""
-    from sknw._sums import BACKENDS
-
-    used = []
-    backend = type(BACKENDS[FAST_KERNELS[kernel_name]])
-    original = backend.sums
-
-    def spy(self, index, Q, *args, **kwargs):
-        used.append(Q.shape[0])
-        return original(self, index, Q, *args, **kwargs)
-
-    return backend, spy, used
-
-
 # From tiny windows to wide ones (the tree serves all but the widest, so the
 # grid ends there): the widest scores best.
 @pytest.mark.filterwarnings("ignore::sknw.exceptions.GridEdgeWarning")
 @pytest.mark.parametrize("cv", [None, 3])
 @pytest.mark.parametrize("kernel_name", sorted(FAST_KERNELS))
-def test_cv_scores_on_the_fast_backends_equal_the_definitions(
-    monkeypatch, kernel_name, cv
-):
-
+def test_cv_scores_on_the_fast_backends_equal_the_definitions(kernel_name, cv):
     X, y, w = _fast_data()
     # From windows so small that each point's own term dominates its sums
     # (or is all of them) to wide ones.
     bandwidths = [0.0004, 0.0015, 0.01, 0.08]
-    backend, spy, used = _spied_sums(kernel_name)
-    monkeypatch.setattr(backend, "sums", spy)
-    est = NadarayaWatsonRegressorCV(
-        kernels=[kernel_name], bandwidths=bandwidths, cv=cv
-    ).fit(X, y, sample_weight=w)
+    with traced() as trace:
+        est = NadarayaWatsonRegressorCV(
+            kernels=[kernel_name], bandwidths=bandwidths, cv=cv
+        ).fit(X, y, sample_weight=w)
     n_splits = 1 if cv is None else cv
     # Every candidate by the fast backend (the tree: those of small windows).
     fast = len(bandwidths) - (FAST_KERNELS[kernel_name] == "tree")
-    assert len(used) == n_splits * fast
+    assert trace.count("sums", backend=FAST_KERNELS[kernel_name]) == n_splits * fast
     kernel = est.kernel_
     splits = [(None, None)] if cv is None else KFold(cv).split(X)
     scores = np.zeros((len(bandwidths), n_splits))
@@ -852,33 +836,29 @@ def test_cv_scores_on_the_fast_backends_equal_the_definitions(
 @pytest.mark.filterwarnings("ignore::sknw.exceptions.GridEdgeWarning")
 @pytest.mark.parametrize("cv", [None, 3])
 @pytest.mark.parametrize("kernel_name", sorted(FAST_KERNELS))
-def test_classifier_cv_on_the_fast_backends_equals_the_dense_one(
-    monkeypatch, kernel_name, cv
-):
-
+def test_classifier_cv_on_the_fast_backends_equals_the_dense_one(kernel_name, cv):
     X, y, w = _fast_data(seed=4)
     labels = (np.sin(9 * X[:, 0]) + 0.3 * (y - 1e4) > 0).astype(int)
     grid = [0.0004, 0.002, 0.01, 0.08]
-    backend, spy, used = _spied_sums(kernel_name)
     scores = []
     for algorithm in ("auto", "brute"):
-        with monkeypatch.context() as patch:
-            patch.setattr(backend, "sums", spy)
-            # The Brier score: the fast paths bound each probability's error,
-            # which does not bound the log-loss of a probability near 0 (a
-            # point whose leave-one-out window holds only the other class).
-            search = NadarayaWatsonClassifierCV(
-                kernels=[kernel_name],
-                bandwidths=grid,
-                cv=cv,
-                algorithm=algorithm,
-                scoring="neg_brier_score",
-            )
+        # The Brier score: the fast paths bound each probability's error,
+        # which does not bound the log-loss of a probability near 0 (a
+        # point whose leave-one-out window holds only the other class).
+        search = NadarayaWatsonClassifierCV(
+            kernels=[kernel_name],
+            bandwidths=grid,
+            cv=cv,
+            algorithm=algorithm,
+            scoring="neg_brier_score",
+        )
+        with traced() as trace:
             scores.append(search.fit(X, labels, sample_weight=w).cv_results_)
         if algorithm == "auto":
             # Every candidate by the fast backend (the tree: small windows).
             fast = len(grid) - (FAST_KERNELS[kernel_name] == "tree")
-            assert len(used) == (1 if cv is None else cv) * fast
+            used = trace.count("sums", backend=FAST_KERNELS[kernel_name])
+            assert used == (1 if cv is None else cv) * fast
     np.testing.assert_allclose(
         scores[0]["mean_test_score"], scores[1]["mean_test_score"], rtol=1e-10
     )
@@ -906,8 +886,6 @@ def test_local_linear_cv_on_the_tree_equals_the_dense_one(cv):
     "search", [NadarayaWatsonRegressorCV, LocalLinearRegressorCV, "classifier"]
 )
 def test_groups_reach_the_splitter(search):
-    from sklearn.model_selection import GroupKFold
-
     rng = np.random.default_rng(0)
     X = rng.uniform(size=(120, 1))
     y = np.sin(6 * X[:, 0]) + 0.1 * rng.normal(size=120)
@@ -930,9 +908,6 @@ def test_groups_reach_the_splitter(search):
 
 
 def test_groups_through_metadata_routing():
-    import sklearn
-    from sklearn.model_selection import GroupKFold, cross_validate
-
     rng = np.random.default_rng(1)
     X = rng.uniform(size=(90, 1))
     y = np.sin(6 * X[:, 0]) + 0.1 * rng.normal(size=90)
@@ -956,14 +931,10 @@ def test_groups_through_metadata_routing():
 
 
 def test_default_regression_score_is_sklearns_mean_squared_error():
-    from sklearn.metrics import mean_squared_error
-
-    from sknw._scoring import make_scorer
-
     rng = np.random.default_rng(0)
     pred, y = rng.normal(size=(20, 3)), rng.normal(size=(20, 3))
     w = rng.uniform(0, 2, 20)
-    score = make_scorer(None, "regression")
+    score = _scoring.make_scorer(None, "regression")
     assert np.isclose(score(pred, y, w), -mean_squared_error(y, pred, sample_weight=w))
     assert np.isclose(
         score(pred[:, :1], y[:, 0], None), -mean_squared_error(y[:, 0], pred[:, 0])
@@ -983,57 +954,52 @@ def _anisotropic(n, seed=0):
     [NadarayaWatsonRegressorCV, LocalLinearRegressorCV, NadarayaWatsonClassifierCV],
     ids=lambda c: c.__name__,
 )
-def test_large_training_sets_search_the_shape_on_a_subsample(monkeypatch, search):
+def test_large_training_sets_search_the_shape_on_a_subsample(search):
     """Beyond SEARCH_SUBSAMPLE points, the search on the deterministic
     subsample gives the shape and the size; the grid SUBSAMPLE_WINDOW_STEPS
     about that size is scored on every point (equal to the same grid given
     explicitly), and SUBSAMPLE_ROUNDS of the search follow there."""
-    import sknw._selection as selection
-    from sknw._default import subsample_rows
-
     X, y = _anisotropic(360)
     if search is NadarayaWatsonClassifierCV:
         y = (y > np.median(y)).astype(int)
     w = np.ones(X.shape[0])
     w[::7] = 0.0  # the subsample is drawn from the points of positive weight
     w[1::7] = 2.0
-    monkeypatch.setattr(selection, "SEARCH_SUBSAMPLE", 120)
-    polished = []  # the polish of each search: the subsample's is lighter
-    real_polish = selection.polish
-
-    def recording(evaluate, cand, state, discrete):
-        polished.append(state.polish)
-        return real_polish(evaluate, cand, state, discrete)
-
-    monkeypatch.setattr(selection, "polish", recording)
-    one_round = search().fit(X, y, sample_weight=w)
-    assert polished == [selection.SUBSAMPLE_POLISH]  # none on every point
-    monkeypatch.setattr(selection, "SUBSAMPLE_ROUNDS", 0)
-    est = search().fit(X, y, sample_weight=w)
-    # Leave-one-out searches the distinct rows (sorted, see sknw._weights).
-    Xd, yd, wd = distinct_rows(X, y, w)
-    rows = subsample_rows(np.arange(yd.size), 120)
-    sub = search()
-    sub._polish = selection.SUBSAMPLE_POLISH
-    sub.fit(Xd[rows], yd[rows], sample_weight=wd[rows])
-    assert np.array_equal(est._searched[0], sub._searched[0])
-    search().fit(Xd[rows], yd[rows], sample_weight=wd[rows])
-    assert polished[-1] is None  # a search on every point: the full polish
-    assert not np.all(sub._searched[0] == 1.0)  # the search moved the shape
-    mults = est.cv_results_["bandwidth_multiplier"]
-    step = mults[1] / mults[0]
-    steps = selection.SUBSAMPLE_WINDOW_STEPS
-    around = sub._searched[1] * step ** np.arange(-steps, steps + 1)
-    assert mults.size >= 2 * steps + 1
-    # The window about the subsample's size (extended where its best is at
-    # an edge).
-    close = np.isclose(around[:, None], mults[None], rtol=1e-12)
-    assert np.all(np.any(close, axis=1))
-    # Every point scored: the exact leave-one-out of the same grid.
-    grid = list(est.cv_results_["param_bandwidth"])
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        ref = search(bandwidths=grid).fit(X, y, sample_weight=w)
+    with selection.SEARCH_SUBSAMPLE.set(120):
+        with traced() as trace:
+            one_round = search().fit(X, y, sample_weight=w)
+        # The polish of each search: the subsample's is lighter, and there is
+        # none on every point.
+        assert trace.values("polish", "subsample") == [selection.SUBSAMPLE_POLISH]
+        with selection.SUBSAMPLE_ROUNDS.set(0):
+            est = search().fit(X, y, sample_weight=w)
+            # Leave-one-out searches the distinct rows (sorted, see
+            # sknw._weights).
+            Xd, yd, wd = distinct_rows(X, y, w)
+            rows = subsample_rows(np.arange(yd.size), 120)
+            sub = search()
+            sub._polish = selection.SUBSAMPLE_POLISH
+            sub.fit(Xd[rows], yd[rows], sample_weight=wd[rows])
+            assert np.array_equal(est._searched[0], sub._searched[0])
+            with traced() as trace:
+                search().fit(Xd[rows], yd[rows], sample_weight=wd[rows])
+            # A search on every point: the full polish.
+            assert trace.values("polish", "subsample")[-1] is None
+            assert not np.all(sub._searched[0] == 1.0)  # the search moved the shape
+            mults = est.cv_results_["bandwidth_multiplier"]
+            step = mults[1] / mults[0]
+            steps = selection.SUBSAMPLE_WINDOW_STEPS
+            around = sub._searched[1] * step ** np.arange(-steps, steps + 1)
+            assert mults.size >= 2 * steps + 1
+            # The window about the subsample's size (extended where its best
+            # is at an edge).
+            close = np.isclose(around[:, None], mults[None], rtol=1e-12)
+            assert np.all(np.any(close, axis=1))
+            # Every point scored: the exact leave-one-out of the same grid.
+            grid = list(est.cv_results_["param_bandwidth"])
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                ref = search(bandwidths=grid).fit(X, y, sample_weight=w)
     np.testing.assert_allclose(
         est.cv_results_["mean_test_score"],
         ref.cv_results_["mean_test_score"],
@@ -1047,35 +1013,31 @@ def test_large_training_sets_search_the_shape_on_a_subsample(monkeypatch, search
 
 
 @pytest.mark.parametrize("cv", [None, 3])
-def test_kfold_and_small_sets_search_every_point(monkeypatch, cv):
+def test_kfold_and_small_sets_search_every_point(cv):
     """K-fold and sets within SEARCH_SUBSAMPLE take the search on every
     point: the same choice whatever the subsample size."""
-    import sknw._selection as selection
-
     X, y = _anisotropic(150, seed=1)
     fits = []
     for size in (10**9, 100 if cv is not None else 150):
-        monkeypatch.setattr(selection, "SEARCH_SUBSAMPLE", size)
-        fits.append(NadarayaWatsonRegressorCV(cv=cv).fit(X, y))
+        with selection.SEARCH_SUBSAMPLE.set(size):
+            fits.append(NadarayaWatsonRegressorCV(cv=cv).fit(X, y))
     assert np.array_equal(fits[0].bandwidth_, fits[1].bandwidth_)
     np.testing.assert_array_equal(
         fits[0].cv_results_["mean_test_score"], fits[1].cv_results_["mean_test_score"]
     )
 
 
-def test_subsample_shape_holds_out_of_sample(monkeypatch):
+def test_subsample_shape_holds_out_of_sample():
     """The shape searched on a subsample predicts new data about as well as
     the shape searched on every point, and far better than the rule's."""
-    import sknw._selection as selection
-
     Q = np.random.default_rng(3).uniform(-1.0, 1.0, size=(2000, 3))
     truth = np.sin(3.0 * Q[:, 0]) + 0.3 * Q[:, 1] ** 2
     errors = {300: [], 10**9: [], "rule": []}
     for seed in (2, 3, 4):
         X, y = _anisotropic(1200, seed=seed)
         for size in (300, 10**9):
-            monkeypatch.setattr(selection, "SEARCH_SUBSAMPLE", size)
-            est = NadarayaWatsonRegressorCV().fit(X, y)
+            with selection.SEARCH_SUBSAMPLE.set(size):
+                est = NadarayaWatsonRegressorCV().fit(X, y)
             errors[size].append(np.mean((est.predict(Q) - truth) ** 2))
         rule = NadarayaWatsonRegressor(bandwidth="scott").fit(X, y)
         errors["rule"].append(np.mean((rule.predict(Q) - truth) ** 2))
@@ -1084,27 +1046,28 @@ def test_subsample_shape_holds_out_of_sample(monkeypatch):
     assert mean[300] < 0.8 * mean["rule"]
 
 
-def test_continuous_polish_holds_out_of_sample(monkeypatch):
+def test_continuous_polish_holds_out_of_sample():
     """The polish of the continuous bandwidths after the shape search does
     not overfit the leave-one-out score: out of sample it predicts at least
     about as well as the coordinate search's shape (mean over draws), and it
     never scores worse in sample."""
-    import sknw._selection as selection
-
     Q = np.random.default_rng(3).uniform(-1.0, 1.0, size=(2000, 3))
     truth = np.sin(3.0 * Q[:, 0]) + 0.3 * Q[:, 1] ** 2
     errors = {"polished": [], "coarse": []}
     for seed in (2, 3, 4):
         X, y = _anisotropic(400, seed=seed)
         for label in ("polished", "coarse"):
-            if label == "coarse":
-                monkeypatch.setattr(selection, "polish", lambda *a: False)
-            est = LocalLinearRegressorCV().fit(X, y)
+            coarse = label == "coarse"
+            off = POLISH_ROUNDS.set(0) if coarse else nullcontext()
+            with off, traced() as trace:
+                est = LocalLinearRegressorCV().fit(X, y)
+            # The coarse search: no round of the polish.
+            rounds = [0] if coarse else [POLISH_ROUNDS.default]
+            assert trace.values("polish", "rounds") == rounds
             errors[label].append(np.mean((est.predict(Q) - truth) ** 2))
             best = np.nanmax(est.cv_results_["mean_test_score"])
             if label == "polished":
                 polished_best = best
-            monkeypatch.undo()
         assert polished_best >= best
     assert np.mean(errors["polished"]) <= 1.02 * np.mean(errors["coarse"])
 
@@ -1113,8 +1076,6 @@ def test_continuous_polish_moves_the_shape_off_the_coarse_factors():
     """With two or three continuous features the polish moves each feature's
     bandwidth within a factor sqrt(2) of the coordinate search's, and the
     score reported is the exact leave-one-out score of the choice."""
-    from sknw._mixed import POLISH_FACTOR
-
     X, y = _anisotropic(300, seed=5)
     est = NadarayaWatsonRegressorCV().fit(X, y)
     shape = est._searched[0]

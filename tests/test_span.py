@@ -24,7 +24,9 @@ from sknw import (
     NadarayaWatsonRegressorCV,
 )
 from sknw._local_frame import QUERY_CENTRED_TOLERANCE
-from sknw._span import neighbour_count, neighbour_distances
+from sknw._span import SHARED_TARGETS, neighbour_count, neighbour_distances
+from sknw._sums import Head, kernel_sums
+from sknw._sums._sorted import SortedIndex, SortedLadder, ladder_sums
 from sknw._trace import traced
 from sknw.exceptions import SingularDesignWarning
 from sknw.kernels import get_kernel
@@ -446,9 +448,6 @@ def test_sorted_ladder_equals_dense(kernel, weighted):
 
 
 def test_sorted_ladder_leaves_points_out():
-    from sknw._sums import Head, kernel_sums
-    from sknw._sums._sorted import SortedLadder, ladder_sums
-
     rng = np.random.default_rng(15)
     X = rng.gamma(2.0, 1.0, size=(800, 1))
     V = rng.normal(size=(800, 2))
@@ -510,8 +509,6 @@ def test_span_backend_choice():
 
 @pytest.mark.parametrize("per_query_ratio", [False, True])
 def test_exact_windowed_moments_equal_the_definition(per_query_ratio):
-    from sknw._sums._sorted import SortedIndex
-
     rng = np.random.default_rng(17)
     X = rng.gamma(2.0, 1.0, size=(700, 1))
     V = rng.normal(size=(700, 2))
@@ -579,9 +576,7 @@ def test_sorted_ladder_with_k_points_at_the_query():
 
 
 @pytest.mark.parametrize("weights", [None, "integer", "float"])
-def test_shared_target_search_equals_the_bisection(monkeypatch, weights):
-    import sknw._span as span_module
-
+def test_shared_target_search_equals_the_bisection(weights):
     rng = np.random.default_rng(19)
     n = 1500
     X = np.round(rng.gamma(2.0, 1.5, size=(n, 1)), 1)  # many ties
@@ -602,10 +597,10 @@ def test_shared_target_search_equals_the_bisection(monkeypatch, weights):
     for span in (0.002, 0.05, 0.3, 1.0):
         fast = neighbour_distances(Q, X, span, **kw)
         fast_own = neighbour_distances(X[:100], X, span, own=own, **kw)
-        monkeypatch.setattr(span_module, "SHARED_TARGETS", -1)  # bisection only
-        slow = neighbour_distances(Q, X, span, **kw)
-        slow_own = neighbour_distances(X[:100], X, span, own=own, **kw)
-        monkeypatch.undo()
+        with SHARED_TARGETS.set(-1), traced() as trace:  # bisection only
+            slow = neighbour_distances(Q, X, span, **kw)
+            slow_own = neighbour_distances(X[:100], X, span, own=own, **kw)
+        assert trace.values("line_distances", "shared") == [False, False]
         assert_allclose(fast, slow, rtol=0, atol=0)
         assert_allclose(fast_own, slow_own, rtol=0, atol=0)
         tiny = np.finfo(np.float64).tiny  # a distance of 0 comes out as tiny
@@ -642,8 +637,6 @@ def test_neighbour_index_is_at_the_span_distance(d, weighted):
 def test_a_span_over_copies_of_one_point_predicts_its_value(d):
     # Every window holds only copies of the point (k-th distance 0): the
     # estimate is that point's value everywhere, never NaN.
-    from sknw import NadarayaWatsonClassifier, NadarayaWatsonRegressor
-
     rng = np.random.default_rng(0)
     Q = np.vstack([np.full(d, 0.3), rng.uniform(-5, 5, (4, d))])
     for n in (1, 3):
