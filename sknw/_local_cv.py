@@ -42,6 +42,7 @@ from ._sums import (
     power_of_two_scale,
 )
 from ._sums._base import line_scale, removed_entirely
+from ._trace import Tunable, record
 
 #: Left-out points of the exact passes (one frame for all the data) whose
 #: local design rounds, in that frame, by more than this fraction of its
@@ -62,13 +63,28 @@ FRAME_ROUNDING = 1e-8
 #: the 60000 rows of a search at 2000 points: 2.95 ms in chunks of 16384
 #: rows, 3.37 ms of 8192, 4.36 ms of 4096, 3.09 ms of 65536 (arrays beyond
 #: the caches).
-FIT_ROWS = 1 << 14
+FIT_ROWS = Tunable(1 << 14)
+
+#: The most candidates one local fit solves together (:func:`_joint_fits`;
+#: None: every candidate it is given). Each row's fit depends on its own
+#: moments only: fewer at once give the same estimates, bit for bit.
+JOINT_CANDIDATES = Tunable(None)
 
 #: The moments of a search's candidates are summed for as many candidates at
 #: once as make this many rows (one at a time from this many points on):
 #: where the core sums a grid's moments in one pass, its fixed cost is then
 #: shared by the candidates.
 MOMENT_ROWS = 1 << 16
+
+#: Whether the passes of one search over the same data share what
+#: :func:`_prepared` prepares (kept on the estimator); each pass prepares
+#: its own otherwise, to the same scores.
+KEEP_PREPARED = Tunable(True)
+
+#: Whether :func:`exact_estimates` fits the training points of the points'
+#: windows only (:func:`_windowed`); all of them otherwise, to the same
+#: estimates to rounding.
+WINDOWED_FITS = Tunable(True)
 
 
 def moment_targets(Y, w):
@@ -96,7 +112,9 @@ def query_centred_cv(est, X, Y, w, unit, cands, folds):
     :func:`exact_estimates`), ``means`` their windows' means as the moments
     give them (NaN where they hold no weight): where its frames start. The
     candidates are taken in batches of :data:`FIT_ROWS` rows, whose local
-    fits are solved together.
+    fits are solved together. Each chunk of the points the fast path left
+    is recorded (``line_fits``: the split's ``train``, and per candidate the
+    ``points`` taken and those still ``left``, as rows of the data).
     """
     if X.shape[1] != 1 or est._discrete is not None:
         return {}
@@ -141,7 +159,7 @@ def query_centred_cv(est, X, Y, w, unit, cands, folds):
     out = {i: [] for i in preds_all}
     for s, ((train, test), share) in enumerate(zip(splits, shared, strict=True)):
         items = [item for item in pending[s] if item[0] in preds_all]
-        for chunk in _chunks(items, FIT_ROWS):
+        for chunk in _chunks(items, FIT_ROWS.value):
             left = _line_fits(
                 est,
                 X,
@@ -153,6 +171,12 @@ def query_centred_cv(est, X, Y, w, unit, cands, folds):
                 spread=spread,
                 preds=preds_all,
                 level=(mid, y_scale),
+            )
+            record(
+                "line_fits",
+                train=train,
+                points={i: _in_order(prep, p) for i, p, *_ in chunk},
+                left={i: _in_order(prep, p) for i, (p, _) in left.items()},
             )
             for i, (points, centres) in left.items():
                 if points.size:
@@ -167,6 +191,12 @@ def query_centred_cv(est, X, Y, w, unit, cands, folds):
     return out
 
 
+def _in_order(prep, rows):
+    """The rows of the points of a search's passes (:func:`_prepared`,
+    sorted for leave-one-out) as rows of the data."""
+    return rows if prep.orders is None else prep.orders[0][rows]
+
+
 def _fast_passes(
     est, accepted, X, V, w, *, shape, cands, scaled, splits, params, level, spread
 ):
@@ -177,7 +207,7 @@ def _fast_passes(
     of :data:`MOMENT_ROWS` rows, their fits solved together in batches of
     :data:`FIT_ROWS`."""
     n = max(1, X.shape[0])
-    per_batch, per_fit = max(1, MOMENT_ROWS // n), max(1, FIT_ROWS // n)
+    per_batch, per_fit = max(1, MOMENT_ROWS // n), max(1, FIT_ROWS.value // n)
     preds_all, pending = {}, [[] for _ in splits]
     for b0 in range(0, len(cands), per_batch):
         batch = range(b0, min(b0 + per_batch, len(cands)))
@@ -258,12 +288,16 @@ def _prepared(est, X, Y, w, unit, folds):
     what its indexes share across candidates: a :class:`_Prepared`.
 
     Kept in ``est._local_passes`` for the passes that follow on the same
-    arrays (the estimator drops it at the end of its search)."""
+    arrays (the estimator drops it at the end of its search), where
+    :data:`KEEP_PREPARED`. Each call is recorded (``prepared_data``: the
+    ``estimator``, and whether it ``reused`` the kept data)."""
     key = (X, Y, w, folds)
-    kept = getattr(est, "_local_passes", None)
+    kept = getattr(est, "_local_passes", None) if KEEP_PREPARED.value else None
     if kept is not None and kept.unit == unit:
         if all(a is b for a, b in zip(kept.key, key, strict=True)):
+            record("prepared_data", estimator=est, reused=True)
             return kept.prepared
+    record("prepared_data", estimator=est, reused=False)
     V, mid, y_scale, spread = moment_targets(Y, w)
     splits = [(None, None)] if folds is None else folds
     orders = None
@@ -294,8 +328,11 @@ def _batch_moments(est, accepted, X, V, w, *, batch, scaled, split, params):
     ``batch`` on one split (as :func:`_split_moments`): for leave-one-out,
     the heads of one scale and kernel together where the core sums a grid's
     moments in one pass (:func:`~sknw._sums.grid_local_moments`), the others
-    each by its own pass."""
+    each by its own pass. Recorded (``batch_moments``: ``n_candidates``, how
+    many of them the grid's passes served, ``from_grid``, and
+    ``leave_one_out``)."""
     got = {}
+    from_grid = 0
     if split[0] is None:
         groups = {}
         for i in batch:
@@ -311,6 +348,13 @@ def _batch_moments(est, accepted, X, V, w, *, batch, scaled, split, params):
             for i, moments in zip(members, sums, strict=True):
                 if moments is not None:
                     got[i] = (moments, rows, _positive(request, rows, query))
+                    from_grid += 1
+    record(
+        "batch_moments",
+        n_candidates=len(batch),
+        from_grid=from_grid,
+        leave_one_out=split[0] is None,
+    )
     for i in batch:
         if i not in got:
             scale, head = scaled[i]
@@ -406,9 +450,24 @@ def _joint_fits(got, est, spread, offsets=None, tolerance=None):
     positive weight. ``offsets``: one array per candidate, its queries'
     offsets from the moments' centres (None: about the queries);
     ``tolerance`` that of the fits (None: exact moments, see
-    :func:`_fit_tolerance`)."""
+    :func:`_fit_tolerance`). At most :data:`JOINT_CANDIDATES` candidates
+    at once; each fit is recorded (``joint_fit``: ``n_candidates``,
+    ``n_rows``, ``n_served`` and ``tolerance``)."""
     if not got:
         return []
+    most = JOINT_CANDIDATES.value
+    if most is not None and len(got) > most:
+        return [
+            fit
+            for a in range(0, len(got), most)
+            for fit in _joint_fits(
+                got[a : a + most],
+                est,
+                spread,
+                None if offsets is None else offsets[a : a + most],
+                tolerance,
+            )
+        ]
     sizes = [moments.sums.shape[0] for moments, _, _ in got]
     positive = np.concatenate(
         [
@@ -430,6 +489,13 @@ def _joint_fits(got, est, spread, offsets=None, tolerance=None):
         positive,
         max_leverage=est.max_leverage,
         offsets=None if offsets is None else np.concatenate(offsets),
+        tolerance=tolerance,
+    )
+    record(
+        "joint_fit",
+        n_candidates=len(got),
+        n_rows=fit.served.size,
+        n_served=int(np.count_nonzero(fit.served)),
         tolerance=tolerance,
     )
     cuts = np.cumsum(sizes)[:-1]
@@ -660,8 +726,18 @@ def exact_estimates(est, cand, X, w, unit, train, rows, centres=None, known=None
     With one feature, the fit holds only the training points whose terms
     can weigh in these points' sums (:func:`~sknw._sums.line_support`):
     the same estimates to rounding, in time of the windows rather than of
-    all the training points.
+    all the training points (where :data:`WINDOWED_FITS`).
+
+    Each call is recorded (``exact_estimates``: the candidate's ``kernel``
+    and ``bandwidth``, ``train`` and ``rows``).
     """
+    record(
+        "exact_estimates",
+        kernel=cand["kernel"],
+        bandwidth=cand["bandwidth"],
+        train=train,
+        rows=rows,
+    )
     policy = est.empty_window if est.empty_window in ("nearest", "mean") else "nan"
     plain = est._plain(cand, policy)
     Y = est._cv_targets
@@ -703,7 +779,10 @@ def _windowed(est, cand, X, w, keep, rows, *, own, policy):
     whose ``empty_window`` estimate holds points outside the windows, or
     fewer points of positive weight than the local polynomial has
     coefficients (the fit would lower its degree, see
-    :func:`~sknw._local_polynomial.supported_degree`)."""
+    :func:`~sknw._local_polynomial.supported_degree`), or where not
+    :data:`WINDOWED_FITS`."""
+    if not WINDOWED_FITS.value:
+        return keep, own
     if cand.get("span") is not None or est._discrete is not None:
         return keep, own
     Xk = X[keep]

@@ -114,7 +114,7 @@ def row_groups(keys):
 #: moment columns side by side (each query keeps its own frame's): a pass's
 #: fixed cost, about 0.5 ms, is worth a product of this many elements (the
 #: queries' columns of every frame of the batch times the training points).
-FRAME_BATCH_WORK = 1 << 22
+FRAME_BATCH_WORK = Tunable(1 << 22)
 
 
 def frame_batches(sizes, n_columns, n_train, limit=None):
@@ -127,7 +127,7 @@ def frame_batches(sizes, n_columns, n_train, limit=None):
     batches, batch, queries = [], [], 0
     for f, size in enumerate(sizes):
         grown = (queries + size) * n_columns * (len(batch) + 1)
-        fits = grown * n_train <= FRAME_BATCH_WORK
+        fits = grown * n_train <= FRAME_BATCH_WORK.value
         if limit is not None:
             fits = fits and n_columns * (len(batch) + 1) * n_train <= limit
         if batch and not fits:

@@ -34,6 +34,7 @@ from ._sums import (
     power_of_two_scale,
 )
 from ._sums._base import head_rows, nan_rows, working_elements
+from ._trace import record
 from ._uncertainty import LocalFit, SquaredWeights
 from .exceptions import (
     RidgedDesignWarning,
@@ -276,7 +277,10 @@ class LocalPolynomialFit(NadarayaWatsonRegressor):
     def _query_centred(self, Q):
         """:class:`~sknw._local_frame.QueryCentredFit` from the moments about
         each query by the fitted backend (one feature: sorted, fgt), or None
-        where it does not sum them."""
+        where it does not sum them. Each fit is recorded
+        (``query_centred_fit``: ``degree``, ``n_queries``, ``n_served``, and
+        ``exact`` for the moments term by term of the queries beyond the
+        bound)."""
         if self._targets is None:
             return None
         V, w, (mid, y_scale, spread) = self._targets
@@ -326,6 +330,13 @@ class LocalPolynomialFit(NadarayaWatsonRegressor):
             )
 
         fit = fit_of(moments)
+        record(
+            "query_centred_fit",
+            degree=p,
+            n_queries=Q.shape[0],
+            n_served=int(np.count_nonzero(fit.served)),
+            exact=False,
+        )
         counts = moments.counts
         # Queries beyond the expansion's bound (but for it served): their
         # moments term by term over their windows, where the backend sums them.
@@ -348,6 +359,13 @@ class LocalPolynomialFit(NadarayaWatsonRegressor):
             if exact is not None:
                 exact.counts = None if counts is None else counts[rows]
                 again = fit_of(exact)
+                record(
+                    "query_centred_fit",
+                    degree=p,
+                    n_queries=rows.size,
+                    n_served=int(np.count_nonzero(again.served)),
+                    exact=True,
+                )
                 for name in ("estimate", "served", "singular", "error", "ridged"):
                     if getattr(fit, name) is not None:
                         getattr(fit, name)[rows] = getattr(again, name)
@@ -458,7 +476,8 @@ class LocalPolynomialFit(NadarayaWatsonRegressor):
         cancellation. Every frame depends on the query alone (and the fitted
         state, and its given centre): a query's answer does not depend on
         the other queries of its batch. Empty windows take the
-        ``empty_window`` policy, as in :meth:`_weighted_average`.
+        ``empty_window`` policy, as in :meth:`_weighted_average`. The first
+        frames' centres are recorded (``first_frames``: ``centres``).
         """
         Q64 = np.asarray(self._continuous(Q), dtype=np.float64)
         frame, d, k, p = self._frame, Q64.shape[1], yn.shape[1], self._degree()
@@ -470,6 +489,7 @@ class LocalPolynomialFit(NadarayaWatsonRegressor):
         start = frame.cell_centres(Q64)
         if centres is not None:  # placed in the box; NaN: the cell's centre
             start = frame.place(np.reshape(centres, start.shape), start)
+        record("first_frames", centres=start.copy())
         mom = Moments.allocate(start, cols[-1], k, with_std)
         empty = counts == 0
         if empty.any():
@@ -517,7 +537,8 @@ class LocalPolynomialFit(NadarayaWatsonRegressor):
     def _moments(self, Q, rows, yn, with_std, mom, own=None):
         """Set the moments of the queries ``rows`` in their frames (``mom.C``
         and ``mom.R``), one pass over the training points per distinct frame
-        or per batch of frames of few queries (:func:`frame_batches`).
+        or per batch of frames of few queries (:func:`frame_batches`), each
+        pass recorded (``frame_pass``: ``n_frames``, ``n_queries``).
         Queries with an undefined distance are named among all of ``Q``."""
         if not rows.size:
             return
@@ -543,6 +564,7 @@ class LocalPolynomialFit(NadarayaWatsonRegressor):
                     with_std,
                 )
                 group = np.concatenate([groups[f] for f in batch])
+                record("frame_pass", n_frames=len(batch), n_queries=group.size)
                 got = self._weighted_average(
                     Q[group],
                     V,

@@ -4,6 +4,7 @@ import warnings
 
 import numpy as np
 import pytest
+import sklearn
 
 from sknw import (
     LocalLinearRegressor,
@@ -18,6 +19,7 @@ from sknw import (
 from sknw._sums import Head
 from sknw._sums._binned import binned_grid, binned_moment_sums
 from sknw._sums._traits import gaussian_eligible as binned_eligible
+from sknw._trace import traced
 from sknw._weights import distinct_rows
 from sknw.kernels import KERNELS, Gaussian, get_kernel
 
@@ -170,23 +172,6 @@ def assert_scores_within(binned, exact, tol, y):
     return np.max(np.abs(got - ref))
 
 
-def _spied_fits(monkeypatch):
-    """The tolerance and the share of rows served of each fit from the
-    moments of the local searches' fast passes, recorded."""
-    from sknw import _local_cv
-
-    calls = []
-    real = _local_cv.query_centred_fit
-
-    def spy(*args, **kwargs):
-        fit = real(*args, **kwargs)
-        calls.append((kwargs.get("tolerance"), fit.served.mean()))
-        return fit
-
-    monkeypatch.setattr(_local_cv, "query_centred_fit", spy)
-    return calls
-
-
 def loo_local_linear(x, y, w, h, rows):
     """Leave-one-out local linear estimates at ``x[rows]`` by weighted least
     squares on the other points (each point's row left out), and the
@@ -205,21 +190,24 @@ def loo_local_linear(x, y, w, h, rows):
 
 
 @pytest.mark.parametrize("cv", [None, 4])
-def test_local_linear_search_on_binned_within_its_tolerance(cv, monkeypatch):
+def test_local_linear_search_on_binned_within_its_tolerance(cv):
     # Each out-of-sample estimate within tol times the targets' range of the
     # exact one (assert_scores_within), the fits served at binned_tol.
     X, y = clustered(1500, seed=3)
     w = np.random.default_rng(4).uniform(0.5, 2.0, X.shape[0])
     grid = [0.05, 0.1, 0.2, 0.4, 0.8]
     tol = 1e-5
-    moments = _spied_moments(monkeypatch)
-    fits = _spied_fits(monkeypatch)
-    binned = LocalLinearRegressorCV(
-        bandwidths=grid, cv=cv, algorithm="binned", binned_tol=tol
-    ).fit(X, y, sample_weight=w)
-    assert len(moments) >= len(grid) * (1 if cv is None else cv)
-    # Most rows of the binned moments served at the tolerance.
-    served = [share for t, share in fits if t == tol]
+    with traced() as trace:
+        binned = LocalLinearRegressorCV(
+            bandwidths=grid, cv=cv, algorithm="binned", binned_tol=tol
+        ).fit(X, y, sample_weight=w)
+    assert trace.count("binned_moments") >= len(grid) * (1 if cv is None else cv)
+    # Most rows of the binned moments served at the tolerance (the share of
+    # each of the fits from the fast passes' moments).
+    served = [
+        fit["n_served"] / fit["n_rows"]
+        for fit in trace.details("joint_fit", tolerance=tol)
+    ]
     assert served and np.mean(served) > 0.6
     exact = LocalLinearRegressorCV(bandwidths=grid, cv=cv, algorithm="brute")
     exact.fit(X, y, sample_weight=w)
@@ -227,33 +215,23 @@ def test_local_linear_search_on_binned_within_its_tolerance(cv, monkeypatch):
 
 
 @pytest.mark.parametrize("h", [0.15, 0.03])
-def test_local_linear_binned_loo_estimates_within_tolerance(h, monkeypatch):
+def test_local_linear_binned_loo_estimates_within_tolerance(h):
     # Point by point, against weighted least squares on the other points
     # (each point's row left out), in the clusters and in the sparse bridge,
     # where at h = 0.03 each point's own term, subtracted from its sums,
     # outweighs the others' by about e**20. Windows of a variance far above
     # min_eigenvalue only: nearer singular, whether the design is singular
     # (and its estimate local constant) depends on rounding, in any frame.
-    from sknw._local_linear_cv import LocalPolynomialCVFit
-
     X, y = clustered(1200, seed=5)
     w = np.random.default_rng(6).choice([0.5, 1.0, 2.0, 3.0], X.shape[0])
     tol = 1e-4
     est = LocalLinearRegressorCV(
         bandwidths=[h], algorithm="binned", binned_tol=tol, max_leverage=None
     )
-    seen = []
-    real = LocalPolynomialCVFit._cv_estimates
-
-    def spy(self, *args, **kwargs):
-        out = real(self, *args, **kwargs)
-        seen.append(out[0])
-        return out
-
-    monkeypatch.setattr(LocalPolynomialCVFit, "_cv_estimates", spy)
-    moments = _spied_moments(monkeypatch)
-    est.fit(X, y, sample_weight=w)
-    assert moments  # binned passes
+    with traced() as trace:
+        est.fit(X, y, sample_weight=w)
+    assert trace.count("binned_moments")  # binned passes
+    seen = trace.values("estimates", "estimates")
     pred = seen[0][0, :, 0]
     # The search's rows: the distinct ones, sorted (see sknw._weights).
     X, y, w = distinct_rows(X, y, w)
@@ -320,8 +298,6 @@ def test_refined_binned_search_stays_where_the_grid_fits(search):
     # (a fast-varying target), below those whose grid fits in a small
     # working_memory: it stops where the grid no longer fits, rather than
     # selecting a bandwidth the final fit would refuse.
-    import sklearn
-
     rng = np.random.default_rng(0)
     x = np.sort(rng.uniform(0.0, 1.0, 3000))
     y = np.sin(80 * x) + rng.normal(0.0, 0.01, x.size)
@@ -342,8 +318,6 @@ def test_refined_binned_search_stays_where_the_grid_fits(search):
 def test_binned_predict_under_a_smaller_working_memory_takes_exact_sums():
     # Fitted with room for its grid; predicting where working_memory holds
     # less than one column's transforms: every query summed exactly.
-    import sklearn
-
     X, y = clustered(1000, seed=10)
     Q = np.linspace(-2.0, 9.0, 50)[:, None]
     for make in (NadarayaWatsonRegressor, LocalLinearRegressor):
@@ -372,51 +346,21 @@ def test_binned_search_with_a_training_fold_of_no_weight(search):
     assert messages[1] == messages[0]
 
 
-def test_binned_moments_bin_once_whatever_n_jobs(monkeypatch):
+def test_binned_moments_bin_once_whatever_n_jobs():
     # Every call bins every training point: one call for all the queries
     # (batches for n_jobs would each bin them again).
-    moments = _spied_moments(monkeypatch)
     X, y = clustered(2000, seed=12)
     est = LocalLinearRegressor(bandwidth=0.1, algorithm="binned", n_jobs=4)
-    est.fit(X, y).predict(X)
-    assert len(moments) == 1
-    moments.clear()
-    LocalLinearRegressorCV(bandwidths=[0.1], algorithm="binned", n_jobs=4).fit(X, y)
-    assert len(moments) == 1
-
-
-def _spied_moments(monkeypatch):
-    """The queries of each pass of binned moments, recorded."""
-    from sknw._sums import _binned
-
-    calls = []
-    real = _binned.binned_moment_sums
-
-    def spy(Q, *args, **params):
-        calls.append(Q.shape[0])
-        return real(Q, *args, **params)
-
-    monkeypatch.setattr(_binned, "binned_moment_sums", spy)
-    return calls
-
-
-def _spied_binned(monkeypatch):
-    """The queries of each binned pass, recorded."""
-    from sknw._sums import _binned
-
-    calls = []
-    real = _binned.binned_kernel_sums
-
-    def spy(Q, X, V, heads, **params):
-        calls.append(Q.shape[0])
-        return real(Q, X, V, heads, **params)
-
-    monkeypatch.setattr(_binned, "binned_kernel_sums", spy)
-    return calls
+    with traced() as trace:
+        est.fit(X, y).predict(X)
+    assert trace.count("binned_moments") == 1
+    with traced() as trace:
+        LocalLinearRegressorCV(bandwidths=[0.1], algorithm="binned", n_jobs=4).fit(X, y)
+    assert trace.count("binned_moments") == 1
 
 
 @pytest.mark.parametrize("cv", [None, 4])
-def test_regression_search_on_binned_within_its_tolerance(cv, monkeypatch):
+def test_regression_search_on_binned_within_its_tolerance(cv):
     # Each out-of-sample estimate within tol times the targets' range of the
     # exact one: each score within 2 d sqrt(MSE) + d**2 of the exact score
     # (d = tol * range; weighted means, by Cauchy-Schwarz).
@@ -424,17 +368,17 @@ def test_regression_search_on_binned_within_its_tolerance(cv, monkeypatch):
     w = np.random.default_rng(4).uniform(0.5, 2.0, X.shape[0])
     grid = [0.05, 0.1, 0.2, 0.4]
     tol = 1e-5
-    calls = _spied_binned(monkeypatch)
-    binned = NadarayaWatsonRegressorCV(
-        bandwidths=grid, cv=cv, algorithm="binned", binned_tol=tol
-    ).fit(X, y, sample_weight=w)
-    assert len(calls) >= len(grid) * (1 if cv is None else cv)
+    with traced() as trace:
+        binned = NadarayaWatsonRegressorCV(
+            bandwidths=grid, cv=cv, algorithm="binned", binned_tol=tol
+        ).fit(X, y, sample_weight=w)
+    assert trace.count("binned_sums") >= len(grid) * (1 if cv is None else cv)
     exact = NadarayaWatsonRegressorCV(bandwidths=grid, cv=cv, algorithm="brute")
     exact.fit(X, y, sample_weight=w)
     assert_scores_within(binned, exact, tol, y)
 
 
-def test_classifier_search_on_binned_within_its_tolerance(monkeypatch):
+def test_classifier_search_on_binned_within_its_tolerance():
     # Each out-of-sample probability within tol of the exact one: each
     # point's log-loss within tol / (p - tol) of the exact, p its class's
     # probability (from the definition).
@@ -442,11 +386,11 @@ def test_classifier_search_on_binned_within_its_tolerance(monkeypatch):
     labels = (y > 10).astype(int)
     grid = [0.2, 0.4, 0.8]
     tol = 1e-6
-    calls = _spied_binned(monkeypatch)
-    binned = NadarayaWatsonClassifierCV(
-        bandwidths=grid, algorithm="binned", binned_tol=tol
-    ).fit(X, labels)
-    assert len(calls) >= len(grid)
+    with traced() as trace:
+        binned = NadarayaWatsonClassifierCV(
+            bandwidths=grid, algorithm="binned", binned_tol=tol
+        ).fit(X, labels)
+    assert trace.count("binned_sums") >= len(grid)
     exact = NadarayaWatsonClassifierCV(bandwidths=grid, algorithm="brute")
     exact.fit(X, labels)
     got = binned.cv_results_["mean_test_score"]
@@ -614,12 +558,13 @@ def test_binned_local_fits_predict_with_the_fitted_tolerance():
         np.testing.assert_array_equal(est.predict(Q), before)
 
 
-def test_the_search_of_bandwidth_cv_stays_exact(monkeypatch):
+def test_the_search_of_bandwidth_cv_stays_exact():
     # A plain estimator on binned searches its bandwidth exactly: no binned
     # pass at fit; its predictions are binned.
     X, y = clustered(600, seed=8)
-    calls = _spied_binned(monkeypatch)
-    est = NadarayaWatsonRegressor(algorithm="binned").fit(X, y)
-    assert est.algorithm_ == "binned" and calls == []
-    est.predict(X[:10])
-    assert calls
+    with traced() as trace:
+        est = NadarayaWatsonRegressor(algorithm="binned").fit(X, y)
+    assert est.algorithm_ == "binned" and trace.count("binned_sums") == 0
+    with traced() as trace:
+        est.predict(X[:10])
+    assert trace.count("binned_sums")

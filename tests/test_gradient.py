@@ -19,6 +19,7 @@ from sknw import (
     NadarayaWatsonRegressor,
     NadarayaWatsonRegressorCV,
 )
+from sknw._base import BATCH_ROWS
 from sknw._gradient import SlopeKernel, quadratic_form
 from sknw.exceptions import EmptyWindowWarning, SingularDesignWarning
 from sknw.kernels import KERNELS, Gaussian, Kernel
@@ -319,13 +320,13 @@ def test_cv_estimators_give_the_gradient_of_their_choice(make):
     assert_allclose(cv.gradient(Q), plain.gradient(Q), rtol=1e-9, atol=1e-12)
 
 
-def test_gradients_are_memory_bounded_by_batches(monkeypatch):
+def test_gradients_are_memory_bounded_by_batches():
     X, y, _, _ = _data(14, 100, 1)
     est = NadarayaWatsonRegressor(bandwidth=0.2).fit(X, y)
     Q = np.linspace(0, 1, 50).reshape(-1, 1)
     whole = est.gradient(Q)
-    monkeypatch.setattr(NadarayaWatsonRegressor, "_batch_rows", lambda self: 7)
-    assert_allclose(est.gradient(Q), whole, rtol=1e-13, atol=1e-15)
+    with BATCH_ROWS.set(7):
+        assert_allclose(est.gradient(Q), whole, rtol=1e-13, atol=1e-15)
 
 
 @pytest.mark.parametrize("name", sorted(KERNELS))

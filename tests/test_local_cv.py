@@ -8,7 +8,10 @@ from numpy.testing import assert_allclose
 from sklearn.model_selection import KFold
 
 from sknw import LocalLinearRegressorCV, _local_cv
+from sknw._local_cv import FIT_ROWS, WINDOWED_FITS
+from sknw._scaling import group_candidates
 from sknw._selection import normalised_weights
+from sknw._trace import traced
 
 
 def _tailed(seed=0, n=1500):
@@ -20,12 +23,7 @@ def _tailed(seed=0, n=1500):
 
 
 def _estimates(est, cand, X, w, unit, train, rows, windowed):
-    if windowed:
-        return _local_cv.exact_estimates(est, cand, X, w, unit, train, rows)
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(
-            _local_cv, "_windowed", lambda e, c, X, w, keep, r, own, policy: (keep, own)
-        )
+    with WINDOWED_FITS.set(windowed):
         return _local_cv.exact_estimates(est, cand, X, w, unit, train, rows)
 
 
@@ -90,31 +88,35 @@ def test_points_the_fast_path_leaves_are_served_from_their_windows(
     # at large bandwidths, where one-sided windows hold many points.)
     hs = (0.002, 0.01, 0.05) if kernel == "gaussian" else (2.0, 3.0, 5.0)
     cands = [{"kernel": est.kernel_, "bandwidth": np.array([h])} for h in hs]
-    counted = []
-    original = _local_cv._line_fits
+    with traced() as trace:
+        got = _local_cv.query_centred_cv(est, X, y[:, None], wn, unit, cands, folds)
+    scaled = {
+        i: (scale, head)
+        for scale, members in group_candidates(cands, est.metric, X)
+        for i, head in members
+    }
 
-    def spy(est, Xs, V, w, scaled, split, items, **rest):
-        out = original(est, Xs, V, w, scaled, split, items, **rest)
+    def filled(points, positive, reach):
+        """How many of ``points`` have a window that holds another point
+        of ``positive`` (within ``reach``)."""
+        d = np.abs(X[positive, 0][None, :] - X[points, 0][:, None])
+        inside = (d < reach) & (positive[None, :] != points[:, None])
+        return int(np.sum(inside.sum(axis=1) >= 2))
+
+    counted = []
+    for fits in trace.details("line_fits"):
         # The points left, and still left, whose window holds another point
         # of positive weight (the others' estimates are the empty window's).
-        train = np.arange(Xs.shape[0]) if split[0] is None else split[0]
-        positive = train if w is None else train[w[train] > 0]
-        for i, points, *_ in items:
+        train = np.arange(X.shape[0]) if fits["train"] is None else fits["train"]
+        positive = train if wn is None else train[wn[train] > 0]
+        for i, points in fits["points"].items():
             scale, head = scaled[i]
             reach = float(head.divisor) * float(np.ravel(scale)[0])
             reach *= float(head.kernel.support)  # inf for the Gaussian
-
-            def filled(points, reach=reach):
-                d = np.abs(Xs[positive, 0][None, :] - Xs[points, 0][:, None])
-                inside = (d < reach) & (positive[None, :] != points[:, None])
-                return int(np.sum(inside.sum(axis=1) >= 2))
-
-            counted.append((filled(points), filled(out[i][0])))
-        return out
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(_local_cv, "_line_fits", spy)
-        got = _local_cv.query_centred_cv(est, X, y[:, None], wn, unit, cands, folds)
+            left = fits["left"][i]
+            counted.append(
+                (filled(points, positive, reach), filled(left, positive, reach))
+            )
     before, after = np.sum(counted, axis=0)
     assert before >= 5 and after <= before // 5
     splits = [(None, np.arange(X.shape[0]))] if folds is None else folds
@@ -132,7 +134,7 @@ def test_points_the_fast_path_leaves_are_served_from_their_windows(
             )
 
 
-def test_the_points_left_are_taken_in_chunks_of_fit_rows(monkeypatch):
+def test_the_points_left_are_taken_in_chunks_of_fit_rows():
     # Chunks of 3 points (candidates cut across chunks): the same estimates
     # and the same points left to the exact path as all at once.
     X, y, w = _tailed(seed=6)
@@ -143,8 +145,8 @@ def test_the_points_left_are_taken_in_chunks_of_fit_rows(monkeypatch):
         for h in (0.002, 0.004, 0.01)
     ]
     whole = _local_cv.query_centred_cv(est, X, y[:, None], None, 1.0, cands, None)
-    monkeypatch.setattr(_local_cv, "FIT_ROWS", 3)
-    chunked = _local_cv.query_centred_cv(est, X, y[:, None], None, 1.0, cands, None)
+    with FIT_ROWS.set(3):
+        chunked = _local_cv.query_centred_cv(est, X, y[:, None], None, 1.0, cands, None)
     for i in range(3):
         assert_allclose(chunked[i][0], whole[i][0], rtol=1e-15, equal_nan=True)
         left = [

@@ -7,8 +7,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sknw._local_frame import (
+    FRAME_BATCH_WORK,
     _line_solution,
     _solution,
+    frame_batches,
     local_solution,
     moment_columns,
     query_centred_fit,
@@ -135,8 +137,6 @@ def test_several_coordinates_take_the_general_path(d):
 def test_frame_batches_cover_the_frames_in_order_within_the_work(
     sizes, n_columns, n_train, limit
 ):
-    from sknw._local_frame import FRAME_BATCH_WORK, frame_batches
-
     batches = frame_batches(sizes, n_columns, n_train, limit)
     assert [f for b in batches for f in b] == list(range(len(sizes)))
     for batch in batches:
@@ -144,7 +144,7 @@ def test_frame_batches_cover_the_frames_in_order_within_the_work(
         if len(batch) == 1:
             continue  # a frame alone, whatever its work
         queries = sum(sizes[f] for f in batch)
-        assert queries * n_columns * len(batch) * n_train <= FRAME_BATCH_WORK
+        assert queries * n_columns * len(batch) * n_train <= FRAME_BATCH_WORK.value
         if limit is not None:
             assert n_columns * len(batch) * n_train <= limit
 

@@ -10,6 +10,7 @@ from _leave_out import weights_without
 from numpy.testing import assert_allclose, assert_array_equal
 from scipy.spatial.distance import cdist
 from sklearn.model_selection import GridSearchCV, KFold, LeaveOneOut
+from sklearn.preprocessing import OneHotEncoder
 
 from sknw import (
     LocalLinearRegressor,
@@ -17,8 +18,11 @@ from sknw import (
     NadarayaWatsonRegressor,
     NadarayaWatsonRegressorCV,
 )
-from sknw._local_frame import Moments
-from sknw._local_linear_cv import LocalPolynomialCVFit
+from sknw._local_cv import JOINT_CANDIDATES, KEEP_PREPARED
+from sknw._local_frame import FRAME_BATCH_WORK, local_solution, moment_columns
+from sknw._local_linear import collinear_with_intercept
+from sknw._sums import FitRequest, Head, choose
+from sknw._trace import traced
 from sknw.exceptions import (
     EmptyWindowWarning,
     GridEdgeWarning,
@@ -26,7 +30,7 @@ from sknw.exceptions import (
     RidgedDesignWarning,
     SingularDesignWarning,
 )
-from sknw.kernels import KERNELS
+from sknw.kernels import KERNELS, get_kernel
 
 KERNEL_NAMES = sorted({cls.__name__.lower(): name for name, cls in KERNELS.items()})
 NONNEGATIVE = [k for k in KERNEL_NAMES if KERNELS[k].nonnegative and k != "constant"]
@@ -84,15 +88,17 @@ def test_reproduces_linear_functions_where_local_constant_does_not(kernel, h):
 @pytest.mark.filterwarnings("ignore::FutureWarning")  # raised inside statsmodels
 @pytest.mark.parametrize("d", [1, 2])
 def test_agrees_with_statsmodels_local_linear(d):
-    pytest.importorskip("statsmodels")
-    from statsmodels.nonparametric.kernel_regression import KernelReg
-
+    kernel_regression = pytest.importorskip(
+        "statsmodels.nonparametric.kernel_regression"
+    )
     rng = np.random.default_rng(9)
     X = rng.normal(size=(80, d))
     y = np.sin(X[:, 0]) + 0.1 * rng.normal(size=80)
     Q = rng.normal(size=(25, d))
     bw = np.linspace(0.5, 0.8, d)
-    sm = KernelReg(y, X, var_type="c" * d, reg_type="ll", bw=bw).fit(Q)[0]
+    sm = kernel_regression.KernelReg(y, X, var_type="c" * d, reg_type="ll", bw=bw).fit(
+        Q
+    )[0]
     ours = LocalLinearRegressor(bandwidth=bw).fit(X, y).predict(Q)
     assert_allclose(ours, sm, rtol=1e-8)
 
@@ -628,18 +634,11 @@ def test_exact_path_from_given_centres_gives_the_same_fits():
     Q = np.r_[np.linspace(-0.05, 1.05, 50), X[:20, 0]][:, None]
     centres = Q[:, 0] + np.random.default_rng(1).normal(0.0, 0.02, Q.shape[0])
     centres[::7] = np.nan
-    starts = []
-    allocate = Moments.allocate
-
-    def spy(C, *args):
-        starts.append(C.copy())
-        return allocate(C, *args)
-
-    with warnings.catch_warnings(), pytest.MonkeyPatch.context() as mp:
+    with warnings.catch_warnings(), traced() as trace:
         warnings.simplefilter("ignore")
-        mp.setattr(Moments, "allocate", spy)
         plain = est._exact_local_fit(Q, False).estimate
         moved = est._exact_local_fit(Q, False, centres=centres).estimate
+    starts = trace.values("first_frames", "centres")
     assert_allclose(moved, plain, rtol=0, atol=1e-11 * np.ptp(y))
     given = np.isfinite(centres)
     lo, hi = X.min(), X.max()
@@ -688,8 +687,6 @@ def test_fast_paths_leave_extrapolating_queries_to_the_exact_path(kernel):
 
 
 def test_auto_picks_the_fast_paths_for_local_linear():
-    from sknw._sums import FitRequest, Head, choose
-
     X, y, w = _fast_data()
     for kernel, expected in FAST_PATHS.items():
         est = LocalLinearRegressor(kernel=kernel, bandwidth=0.05).fit(X, y)
@@ -716,36 +713,20 @@ def test_auto_picks_the_fast_paths_for_local_linear():
 @pytest.mark.parametrize("cv", [None, 4])
 @pytest.mark.parametrize("kernel", sorted(FAST_PATHS))
 def test_cv_on_the_fast_paths_equals_least_squares_refits(kernel, cv):
-    from sklearn.model_selection import KFold
-
-    from sknw._sums import BACKENDS
-
     X, y, w = _fast_data(n=700, seed=13)
     # Down to windows of a few points, where each point's own term is much
     # of its full sums (and, for compact kernels, windows left empty).
     grid = [0.006, 0.02, 0.1, 0.2]
-    calls = []
-    backend = type(BACKENDS[FAST_PATHS[kernel]])
-    original, original_grid = backend.moment_sums, backend.grid_moment_sums
-
-    def spy(self, *args, **kwargs):
-        calls.append(1)
-        return original(self, *args, **kwargs)
-
-    def spy_grid(self, request, heads, *args, **kwargs):
-        # The heads of a leave-one-out pass served at once, each a pass.
-        got = original_grid(self, request, heads, *args, **kwargs)
-        calls.extend(1 for moments in got or () if moments is not None)
-        return got
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(backend, "moment_sums", spy)
-        patch.setattr(backend, "grid_moment_sums", spy_grid)
+    with traced() as trace:
         est = LocalLinearRegressorCV(
             kernels=[kernel], bandwidths=grid, cv=cv, max_leverage=None
         )
         est.fit(X, y, sample_weight=w)
-    assert len(calls) == len(grid) * (1 if cv is None else cv)
+    # The fast path's passes of moments: each its own, or (leave-one-out)
+    # the heads a grid's pass serves at once, each a pass.
+    own = trace.count("local_moments", backend=FAST_PATHS[kernel])
+    from_grid = sum(trace.values("batch_moments", "from_grid"))
+    assert own + from_grid == len(grid) * (1 if cv is None else cv)
     kept = np.zeros_like(w)  # leaving a point out removes its row
     scores = []
     for h in grid:
@@ -766,8 +747,6 @@ def test_cv_on_the_fast_paths_equals_least_squares_refits(kernel, cv):
 def test_fast_paths_count_empty_windows_among_all_queries(policy):
     # The exact path answers some queries only; its warnings and errors still
     # count among all of them, as with algorithm="brute".
-    import warnings
-
     X, y, _ = _fast_data(seed=14)
     Q = np.linspace(-0.2, 1.2, 300)[:, None]
     messages = []
@@ -814,25 +793,14 @@ def test_cv_fast_path_with_two_points_of_positive_weight(weight):
 def test_cv_passes_take_exact_backends_whatever_the_algorithm():
     # An explicit one-feature algorithm serves the moments about each point;
     # the passes over the moments of one frame stay on exact backends.
-    from sknw._sums import BACKENDS
-
     X, y, w = _fast_data(seed=16)
-    used = []
     for name in ("fgt", "sorted"):
-        backend = type(BACKENDS[name])
-        original = backend.sums
-
-        def spy(self, *args, original=original, name=name, **kwargs):
-            used.append(name)
-            return original(self, *args, **kwargs)
-
-        with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(backend, "sums", spy)
-            kernel = "gaussian" if name == "fgt" else "epanechnikov"
+        kernel = "gaussian" if name == "fgt" else "epanechnikov"
+        with traced() as trace:
             LocalLinearRegressorCV(
                 kernels=[kernel], bandwidths=[0.001, 0.05], algorithm=name
             ).fit(X, y, sample_weight=w)
-    assert used == []
+        assert trace.count("sums", backend=name) == 0
 
 
 @pytest.mark.parametrize("kernel", ["gaussian", "epanechnikov"])
@@ -861,10 +829,6 @@ def test_exact_path_leaves_each_point_out_as_a_refit(kernel):
 def _window_mean_and_sd(X, y, h, Q, kernel="gaussian"):
     """The kernel-weighted mean and standard deviation of the targets in each
     query's window (from the definitions)."""
-    from scipy.spatial.distance import cdist
-
-    from sknw.kernels import get_kernel
-
     L = get_kernel(kernel).log_value(cdist(Q, X) / h)
     K = np.exp(L - L.max(axis=1, keepdims=True))  # shifted: no underflow
     W = K / K.sum(axis=1, keepdims=True)
@@ -905,8 +869,6 @@ def test_the_ridge_bounds_extrapolation_by_the_window_spread(max_leverage):
 
 
 def test_ridged_designs_have_the_target_leverage():
-    from sknw._local_frame import local_solution, moment_columns
-
     rng = np.random.default_rng(22)
     Z = rng.normal(size=(30, 2)) * [1.0, 0.01]  # a thin window
     yk = rng.normal(size=(30, 1))
@@ -967,47 +929,20 @@ def test_cv_passes_share_their_prepared_data_within_a_fit():
     # The grid and the polish are passes over the same data: the targets are
     # prepared and the points sorted once per fit, the kept state is dropped
     # at its end, and the search equals one that prepares them every pass.
-    from sknw import _local_cv
-
     X, y, _ = _fast_data(n=700, seed=3)
-    prepared, passes = [], []
-    original_targets = _local_cv.moment_targets
-    original_cv = _local_cv.query_centred_cv
-
-    def count_targets(*args):
-        prepared.append(1)
-        return original_targets(*args)
-
-    def count_passes(*args):
-        passes.append(1)
-        return original_cv(*args)
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(_local_cv, "moment_targets", count_targets)
-        patch.setattr("sknw._local_linear_cv.query_centred_cv", count_passes)
+    with traced() as trace:
         shared = LocalLinearRegressorCV().fit(X, y)
-    assert len(passes) >= 2 and len(prepared) == 1
+    passes = trace.count("prepared_data")
+    assert passes >= 2 and trace.count("prepared_data", reused=False) == 1
     assert not hasattr(shared, "_local_passes")
     # The search of a plain estimator's bandwidth="cv" drops them too.
-    searches = []
-    original_prepared = _local_cv._prepared
-
-    def record(est, *args):
-        searches.append(est)
-        return original_prepared(est, *args)
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(_local_cv, "_prepared", record)
+    with traced() as trace:
         LocalLinearRegressor(bandwidth="cv").fit(X, y)
+    searches = trace.values("prepared_data", "estimator")
     assert searches and not any(hasattr(e, "_local_passes") for e in searches)
-
-    def every_pass(est, *args):
-        est.__dict__.pop("_local_passes", None)
-        return original_prepared(est, *args)
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(_local_cv, "_prepared", every_pass)
+    with KEEP_PREPARED.set(False), traced() as trace:
         alone = LocalLinearRegressorCV().fit(X, y)
+    assert trace.count("prepared_data", reused=True) == 0
     assert_array_equal(shared.bandwidth_, alone.bandwidth_)
     assert_array_equal(
         shared.cv_results_["mean_test_score"], alone.cv_results_["mean_test_score"]
@@ -1021,60 +956,32 @@ def test_cv_fits_of_several_candidates_solved_together_equal_one_at_a_time(cv):
     # their rows) equal each candidate's own fit, bit for bit, with
     # weights, a kernel on each 1-D fast path (fgt, sorted: windows with
     # counts) and bandwidths small enough for windows of fewer than 2 points.
-    from sknw import _local_cv, _local_linear_cv
-
     X, y, w = _fast_data(n=800, seed=5)
     w[::7] = 0.0
-    fits, exact = [], []
-    original = _local_cv.query_centred_fit
-    original_exact = _local_linear_cv.exact_estimates
-
-    def count(*args, **kwargs):
-        fits.append(args[0].sums.shape[0])
-        return original(*args, **kwargs)
-
-    def one_at_a_time(got, est, spread, offsets=None, tolerance=None):  # each own
-        out = []
-        offsets = [None] * len(got) if offsets is None else offsets
-        for (moments, _, n_positive), off in zip(got, offsets, strict=True):
-            fit = _local_cv.query_centred_fit(
-                moments,
-                spread / 2,
-                spread,
-                est.min_eigenvalue,
-                n_positive,
-                max_leverage=est.max_leverage,
-                offsets=off,
-                tolerance=tolerance,
-            )
-            out.append((fit.estimate, fit.served))
-        return out
-
-    def record_exact(est, cand, X, w, unit, train, rows, centres=None):
-        exact.append((cand["kernel"], float(cand["bandwidth"]), tuple(rows)))
-        return original_exact(est, cand, X, w, unit, train, rows, centres)
 
     def search():
-        return LocalLinearRegressorCV(
-            kernels=["gaussian", "epanechnikov"],
-            bandwidths=list(np.geomspace(0.0005, 0.3, 12)),
-            cv=cv,
-        ).fit(X, y, sample_weight=w)
+        """The fitted search, the rows of each of its local fits and the
+        points it left to the exact path."""
+        with traced() as trace:
+            est = LocalLinearRegressorCV(
+                kernels=["gaussian", "epanechnikov"],
+                bandwidths=list(np.geomspace(0.0005, 0.3, 12)),
+                cv=cv,
+            ).fit(X, y, sample_weight=w)
+        exact = [
+            (d["kernel"], float(d["bandwidth"]), tuple(d["rows"]))
+            for d in trace.details("exact_estimates")
+        ]
+        return est, trace.values("joint_fit", "n_rows"), sorted(exact, key=repr)
 
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(_local_cv, "query_centred_fit", count)
-        patch.setattr(_local_linear_cv, "exact_estimates", record_exact)
-        together = search()
-        assert max(fits) > X.shape[0]  # several candidates in one fit
-        left_together = sorted(exact, key=repr)
-        fits.clear()
-        exact.clear()
-        patch.setattr(_local_cv, "_joint_fits", one_at_a_time)
-        alone = search()
-        assert max(fits) <= X.shape[0]
+    together, fits, left_together = search()
+    assert max(fits) > X.shape[0]  # several candidates in one fit
+    with JOINT_CANDIDATES.set(1):  # each candidate's own fit
+        alone, fits, left_alone = search()
+    assert max(fits) <= X.shape[0]
     # The same points left to the exact path (windows of fewer than 2
     # points among them: the sorted path counts them).
-    assert left_together and left_together == sorted(exact, key=repr)
+    assert left_together and left_together == left_alone
     for key in ("mean_test_score", "n_empty_windows"):
         if key in together.cv_results_:
             assert_array_equal(together.cv_results_[key], alone.cv_results_[key])
@@ -1083,34 +990,26 @@ def test_cv_fits_of_several_candidates_solved_together_equal_one_at_a_time(cv):
 
 
 @pytest.mark.parametrize("own", [False, True])
-def test_frames_sharing_passes_give_each_query_its_own_frame(monkeypatch, own):
+def test_frames_sharing_passes_give_each_query_its_own_frame(own):
     """Frames of few queries share a pass (their moment columns side by
     side): the estimates of one pass per frame, to rounding, in fewer
     passes; leave-one-out (``own``) too."""
-    from sknw import _local_frame
-
     rng = np.random.default_rng(12)
     X = rng.uniform(-2, 2, size=(600, 3))
     y = np.sin(2 * X[:, 0]) + X[:, 1] ** 2 + 0.1 * rng.normal(size=600)
     Q = X[:150] if own else rng.uniform(-2, 2, size=(150, 3))
     est = LocalLinearRegressor(bandwidth=0.08, algorithm="brute").fit(X, y)
-    passes = []
-    original = type(est)._weighted_average
-
-    def counted(self, *args, **kwargs):
-        passes.append(1)
-        return original(self, *args, **kwargs)
-
-    monkeypatch.setattr(type(est), "_weighted_average", counted)
     kw = {"own": np.arange(150)} if own else {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        batched = est._exact_local_fit(Q, False, **kw).estimate
-        n_batched = len(passes)
-        monkeypatch.setattr(_local_frame, "FRAME_BATCH_WORK", 0)
-        passes.clear()
-        alone = est._exact_local_fit(Q, False, **kw).estimate
-    assert n_batched < len(passes) / 4  # one pass per frame: many frames
+        with traced() as trace:
+            batched = est._exact_local_fit(Q, False, **kw).estimate
+        n_batched = trace.count("frame_pass")
+        with FRAME_BATCH_WORK.set(0), traced() as trace:
+            alone = est._exact_local_fit(Q, False, **kw).estimate
+    assert set(trace.values("frame_pass", "n_frames")) == {1}
+    # One pass per frame: many frames.
+    assert n_batched < trace.count("frame_pass") / 4
     assert_allclose(batched, alone, rtol=1e-12, atol=1e-12)
 
 
@@ -1125,17 +1024,9 @@ def test_leave_one_out_of_isolated_points_equals_refits(h, algorithm):
     x = np.concatenate([rng.uniform(0.0, 1.0, 600), [3.0, 3.16, 3.8, 4.0]])
     X = x[:, None]
     y = np.sin(3 * x) + rng.normal(0, 0.1, x.size)
-    seen = []
-    real = LocalPolynomialCVFit._cv_estimates
-
-    def spy(self, *args, **kwargs):
-        out = real(self, *args, **kwargs)
-        seen.append(out[0][0, :, 0])
-        return out
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(LocalPolynomialCVFit, "_cv_estimates", spy)
+    with traced() as trace:
         LocalLinearRegressorCV(bandwidths=[h], algorithm=algorithm).fit(X, y)
+    seen = [estimates[0, :, 0] for estimates in trace.values("estimates", "estimates")]
     rows = [*range(0, 600, 75), 600, 601, 602, 603]
     for i in rows:
         keep = np.arange(x.size) != i
@@ -1150,8 +1041,6 @@ def test_leave_one_out_of_isolated_points_equals_refits(h, algorithm):
 def test_one_hot_columns_are_named_in_the_singular_design_warning():
     # Dummy columns that sum to 1 are collinear with the intercept: every
     # local design is singular, and the warning says why and what to do.
-    from sklearn.preprocessing import OneHotEncoder
-
     rng = np.random.default_rng(0)
     levels = rng.choice(["a", "b", "c"], 200)[:, None]
     x = rng.uniform(size=(200, 1))
@@ -1168,8 +1057,6 @@ def test_one_hot_columns_are_named_in_the_singular_design_warning():
         texts = [str(w.message) for w in caught if w.category is SingularDesignWarning]
         assert bool(texts) == collinear
         assert all("collinear with the intercept" in t for t in texts)
-    from sknw._local_linear import collinear_with_intercept
-
     assert collinear_with_intercept(np.hstack([x, np.full((200, 1), 3.0)]))
     assert not collinear_with_intercept(rng.normal(size=(50, 3)))
 

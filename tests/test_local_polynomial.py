@@ -21,6 +21,7 @@ from sknw import (
     NadarayaWatsonRegressor,
 )
 from sknw._local_frame import QUERY_CENTRED_TOLERANCE
+from sknw._trace import traced
 from sknw.exceptions import QueryWarning, SingularDesignWarning
 from sknw.kernels import Epanechnikov, Gaussian, get_kernel
 
@@ -211,20 +212,7 @@ def test_moment_backends_serve_degrees_from_one():
 # below): empty windows and singular designs.
 @pytest.mark.filterwarnings("ignore::sknw.exceptions.EmptyWindowWarning")
 @pytest.mark.filterwarnings("ignore::sknw.exceptions.SingularDesignWarning")
-def test_fast_paths_equal_weighted_least_squares(
-    monkeypatch, degree, kernel, algorithm, span
-):
-    import sknw._local_linear as local_linear
-
-    served = []
-    fit_of = local_linear.query_centred_poly_fit
-
-    def spy(*args, **kwargs):
-        fit = fit_of(*args, **kwargs)
-        served.append(fit.served.mean())
-        return fit
-
-    monkeypatch.setattr(local_linear, "query_centred_poly_fit", spy)
+def test_fast_paths_equal_weighted_least_squares(degree, kernel, algorithm, span):
     rng = np.random.default_rng(21)
     n = 1500
     X = rng.gamma(2.0, 0.2, size=(n, 1))
@@ -234,9 +222,14 @@ def test_fast_paths_equal_weighted_least_squares(
     est = LocalPolynomialRegressor(
         degree=degree, kernel=kernel, bandwidth=0.15, span=span, max_leverage=None
     )
-    est.fit(X, y, sample_weight=w)
-    assert est.algorithm_ == algorithm
-    got = est.predict(Q)
+    with traced() as trace:
+        est.fit(X, y, sample_weight=w)
+        assert est.algorithm_ == algorithm
+        got = est.predict(Q)
+    served = [
+        fit["n_served"] / fit["n_queries"]
+        for fit in trace.details("query_centred_fit", degree=degree)
+    ]
     assert served and served[0] >= 0.8  # the moments about each query served
     bandwidths = np.full(Q.shape[0], 0.15)
     if span is not None:
@@ -269,8 +262,6 @@ def test_fast_path_reproduces_polynomials_of_its_degree():
 
 @pytest.mark.parametrize("cv", [None, 4])
 def test_cross_validation_equals_refits(cv):
-    from sklearn.model_selection import KFold, LeaveOneOut
-
     X, y, _, w = _data(9, 80, 1)
     if cv is None:  # leave-one-out removes whole rows, as LeaveOneOut
         w = np.ones_like(w)
@@ -381,8 +372,6 @@ def test_thin_windows_of_high_degrees_equal_refits(seed, degree, kernel, cv):
     # than coefficients (the refit's local constant, never a lower degree),
     # and of exactly as many (an interpolating polynomial, ill-conditioned in
     # the search's one frame).
-    from sklearn.model_selection import KFold, LeaveOneOut
-
     rng = np.random.default_rng(seed)
     X = rng.uniform(0, 1, (40, 1)) ** (1 + seed % 3)
     y = np.sin(5 * X[:, 0]) + 0.1 * rng.normal(size=40)

@@ -63,6 +63,7 @@ import math
 import numpy as np
 from scipy import fft as sp_fft
 
+from .._trace import record
 from ._base import (
     Backend,
     MomentSums,
@@ -276,8 +277,11 @@ def binned_moment_sums(
     times the weight it leaves out; the others vanish at ``u = 0``); the
     bound still covers the binning of every point. The grid is
     :data:`LOCAL_GRID_FACTOR` finer (in squared steps) than the sums' at the
-    same ``tol``; its powers are convolved one at a time."""
+    same ``tol``; its powers are convolved one at a time. Each call (a
+    binning of every training point) is recorded (``binned_moments``:
+    ``n_queries``)."""
     m, k = Q.shape[0], V.shape[1]
+    record("binned_moments", n_queries=m)
     q, x, Vp, w, sigma = _line_points(Q, X, V, head, scale, sample_weight)
     sums = np.zeros((m, powers + 1, k + 1))
     bound = np.full((m, powers + 1), np.inf)
@@ -367,6 +371,10 @@ def binned_kernel_sums(
     :func:`~sknw._sums.kernel_sums`), each query's own term (``K(0) = 1``
     times the weight it leaves out) is subtracted and the bound is taken
     relative to the weight that remains.
+
+    Each call (a binning of every training point) is recorded
+    (``binned_sums``: ``n_queries``, and ``n_exact`` of them summed
+    exactly).
     """
     (head,) = heads
     m, k = Q.shape[0], V.shape[1]
@@ -413,9 +421,11 @@ def binned_kernel_sums(
         S[inside] = at[:, :k] + den_in[:, None] * mid
         den[inside] = den_in
     M = np.zeros(m)
+    exact = ~(bound <= tol)
+    record("binned_sums", n_queries=m, n_exact=int(np.count_nonzero(exact)))
     exact_rows(
         (S, den, M),
-        ~(bound <= tol),
+        exact,
         Q,
         X,
         V,
