@@ -6,16 +6,18 @@ from numpy.testing import assert_allclose
 from scipy.spatial.distance import cdist
 from threadpoolctl import threadpool_info
 
-from sknw._sums import TILE_ELEMENTS, _base
+from sknw._sums import TILE_ELEMENTS
+from sknw._sums._base import TILE_TRAIN_ROWS
 from sknw.kernels import Kernel
 
 RTOL = 1e-12
 
 
 @pytest.fixture(autouse=True)
-def _training_tiles_of_4096(monkeypatch):
+def _training_tiles_of_4096():
     """Training tiles of 4096 rows, the boundary the core's tests straddle."""
-    monkeypatch.setattr(_base, "TILE_TRAIN_ROWS", 4096)
+    with TILE_TRAIN_ROWS.set(4096):
+        yield
 
 
 TILES = [1, 7, 64, TILE_ELEMENTS]

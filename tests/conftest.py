@@ -8,9 +8,12 @@ Hypothesis' pytest plugin, applied after this file is loaded) or with the
 """
 
 import os
+from collections.abc import Set
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+from sknw._trace import traced
 
 settings.register_profile(
     "default",
@@ -28,23 +31,29 @@ settings.register_profile(
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 
+class ExpDtypes(Set):
+    """The set of dtypes of the tiles whose ``exp`` the core took in
+    ``trace``: its events ``exp`` (see sknw._trace), read as they come."""
+
+    def __init__(self, trace):
+        self.trace = trace
+
+    def _dtypes(self):
+        return set(self.trace.values("exp", "dtype"))
+
+    def __contains__(self, dtype):
+        return dtype in self._dtypes()
+
+    def __iter__(self):
+        return iter(self._dtypes())
+
+    def __len__(self):
+        return len(self._dtypes())
+
+
 @pytest.fixture
-def exp_dtypes(monkeypatch):
-    """The set of dtypes of the tiles whose ``exp`` the core takes, recorded
-    while the test runs (float32 where the float32 path serves)."""
-    import sys
-
-    from sknw._sums import _base
-
-    seen = set()
-    original = _base._exp
-
-    def spy(T, floor):
-        seen.add(T.dtype)
-        return original(T, floor)
-
-    # Every module of the core that imported it.
-    for name, module in list(sys.modules.items()):
-        if name.startswith("sknw._sums") and getattr(module, "_exp", None) is original:
-            monkeypatch.setattr(module, "_exp", spy)
-    return seen
+def exp_dtypes():
+    """The set of dtypes of the tiles whose ``exp`` the core takes while the
+    test runs (float32 where the float32 path serves)."""
+    with traced() as trace:
+        yield ExpDtypes(trace)

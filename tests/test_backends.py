@@ -12,6 +12,7 @@ values.
 """
 
 from dataclasses import replace
+from math import gamma, pi
 
 import numpy as np
 import pytest
@@ -33,7 +34,9 @@ from sknw._sums import (
     backend_sums,
     check,
     choose,
+    local_moments,
 )
+from sknw._trace import traced
 from sknw.kernels import KERNELS, get_kernel
 
 
@@ -577,8 +580,6 @@ def cube(n, d=3, seed=0):
 
 def tree_radius(fraction, d=3):
     """Radius of a ball of volume ``fraction`` (of the unit cube)."""
-    from math import gamma, pi
-
     return (fraction * gamma(d / 2 + 1) / pi ** (d / 2)) ** (1 / d)
 
 
@@ -761,8 +762,6 @@ def test_some_backends_sum_local_moments():
 @pytest.mark.parametrize("factor", LOO_FACTORS)
 @pytest.mark.parametrize(("name", "kernel_name"), MOMENT_PAIRS)
 def test_local_moments_within_their_bound(name, kernel_name, factor, loo):
-    from sknw._sums import local_moments
-
     X, Q, V, w = make_data(1, "two_columns", seed=70, n=400)
     w = np.random.default_rng(1).integers(1, 4, X.shape[0]).astype(float)
     kernel = get_kernel(kernel_name)
@@ -798,8 +797,6 @@ def test_local_moments_within_their_bound(name, kernel_name, factor, loo):
 
 
 def test_local_moments_need_an_index_of_the_same_values():
-    from sknw._sums import local_moments
-
     X, Q, V, w = make_data(1, "weighted", seed=71, n=300)
     head = Head(get_kernel("gaussian"), 0.5)
     index = BACKENDS["fgt"].fit(replace(fit_request("fgt", X, V, w, head), powers=2))
@@ -811,15 +808,11 @@ def test_local_moments_need_an_index_of_the_same_values():
     ("name", "kernel_name"),
     [(n, k) for n, k in ONE_FEATURE if BACKENDS[n].fixed_values],
 )
-def test_a_search_index_knows_its_own_arrays_without_a_digest(
-    name, kernel_name, monkeypatch
-):
+def test_a_search_index_knows_its_own_arrays_without_a_digest(name, kernel_name):
     # Within a search (request.shared), an index serves the very arrays it
     # was built from without hashing them again, and still serves equal
     # copies and refuses other values by their digest; an estimator's index
     # keeps no reference to its values.
-    from sknw._sums import _base
-
     X, _, V, w = make_data(1, "weighted", seed=71)
     head = Head(get_kernel(kernel_name), BANDWIDTH[1])
     backend = BACKENDS[name]
@@ -828,17 +821,11 @@ def test_a_search_index_knows_its_own_arrays_without_a_digest(
     shared = {}
     index = backend.fit(replace(request, shared=shared))
     assert "values_key" in shared
-    digests = []
-    original = _base.values_key
-
-    def spy(*args):
-        digests.append(1)
-        return original(*args)
-
-    monkeypatch.setattr(_base, "values_key", spy)
-    assert backend.serves(index, V, [head], w)
-    assert not digests
-    assert backend.serves(index, V.copy(), [head], w.copy())
-    assert not backend.serves(index, V + 1.0, [head], w)
-    assert not backend.serves(index, V, [head], w * 2.0)
-    assert len(digests) == 3
+    with traced() as trace:
+        assert backend.serves(index, V, [head], w)
+    assert not trace.count("values_digest")
+    with traced() as trace:
+        assert backend.serves(index, V.copy(), [head], w.copy())
+        assert not backend.serves(index, V + 1.0, [head], w)
+        assert not backend.serves(index, V, [head], w * 2.0)
+    assert trace.count("values_digest") == 3

@@ -7,28 +7,30 @@ from numpy.testing import assert_allclose
 from sknw._discrete import CATEGORICAL_KERNELS, ORDERED_KERNELS
 from sknw._sums import FitRequest, Head, backend_sums, choose, grid_sums
 from sknw._sums._cells import (
+    CELL_ROWS,
+    DIRECT_PAIRS,
+    FEW_CELLS,
     CellIndex,
     CellPartition,
     DiscreteFactors,
     DiscreteHead,
     cell_nearest_sums,
     discrete_of,
+    many_cells,
 )
+from sknw._trace import traced
 from sknw.kernels import get_kernel
 
 
 @pytest.fixture(params=["cells", "direct"])
-def path(request, monkeypatch):
+def path(request):
     """Each cell a request of its own, or every pair directly."""
-    from sknw._sums import _cells
-
     if request.param == "cells":
-        monkeypatch.setattr(_cells, "FEW_CELLS", 10**9)
-        monkeypatch.setattr(_cells, "DIRECT_PAIRS", 0)
+        with FEW_CELLS.set(10**9), DIRECT_PAIRS.set(0):
+            yield request.param
     else:
-        monkeypatch.setattr(_cells, "FEW_CELLS", 0)
-        monkeypatch.setattr(_cells, "CELL_ROWS", 10**9)
-    return request.param
+        with FEW_CELLS.set(0), CELL_ROWS.set(10**9):
+            yield request.param
 
 
 def _data(n=300, seed=0):
@@ -219,43 +221,34 @@ def test_discrete_heads_are_all_or_none():
         discrete_of([head, DiscreteHead(head, _factors())])
 
 
-def test_pair_by_pair_shift_is_decided_per_query(monkeypatch):
-    from sknw._sums import _cells
-
-    monkeypatch.setattr(_cells, "FEW_CELLS", 0)
-    monkeypatch.setattr(_cells, "CELL_ROWS", 10**9)
+def test_pair_by_pair_shift_is_decided_per_query():
     X, V = _data(120)
     head = DiscreteHead(Head(get_kernel("gaussian"), 0.002), _factors((0.3, 0.4)))
     params = {"metric": "euclidean", "metric_params": None}
     # Far queries need each run's own shift; near ones do not.
     Q = np.vstack([X[:5], X[5:8] + np.array([3.0, 0, 0, 3.0])])
-    ((S, den, M),) = backend_sums("brute", None, Q, X, V, [head], **params)
-    for i in range(Q.shape[0]):
-        ((s, d, m),) = backend_sums("brute", None, Q[i : i + 1], X, V, [head], **params)
-        np.testing.assert_array_equal(S[i] / den[i], s[0] / d[0])
+    with FEW_CELLS.set(0), CELL_ROWS.set(10**9):
+        ((S, den, M),) = backend_sums("brute", None, Q, X, V, [head], **params)
+        for i in range(Q.shape[0]):
+            ((s, d, m),) = backend_sums(
+                "brute", None, Q[i : i + 1], X, V, [head], **params
+            )
+            np.testing.assert_array_equal(S[i] / den[i], s[0] / d[0])
 
 
-def test_few_queries_are_summed_pair_by_pair(monkeypatch):
+def test_few_queries_are_summed_pair_by_pair():
     """A few queries (points to recompute, say) take one direct pass rather
     than a request per cell, with the same sums."""
-    from sknw._sums import _cells
-
     X, V = _data(300)
     head = DiscreteHead(Head(get_kernel("gaussian"), 0.2), _factors())
     params = {"metric": "euclidean", "metric_params": None}
-    direct = []
-    original = _cells.direct_sums
-
-    def recorded(*args, **kwargs):
-        direct.append(args[0].shape[0])
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(_cells, "direct_sums", recorded)
-    assert not _cells.many_cells(_cells.CellPartition(X, _factors()))
-    few = backend_sums("brute", None, X[:5], X, V, [head], **params)[0]
-    assert direct == [5]
-    monkeypatch.setattr(_cells, "DIRECT_PAIRS", 0)
-    cells = backend_sums("brute", None, X[:5], X, V, [head], **params)[0]
-    assert direct == [5]  # cell by cell
+    assert not many_cells(CellPartition(X, _factors()))
+    with traced() as trace:
+        few = backend_sums("brute", None, X[:5], X, V, [head], **params)[0]
+    # The queries of each direct pass.
+    assert trace.values("direct_sums", "n_queries") == [5]
+    with DIRECT_PAIRS.set(0), traced() as trace:
+        cells = backend_sums("brute", None, X[:5], X, V, [head], **params)[0]
+    assert trace.values("direct_sums", "n_queries") == []  # cell by cell
     assert_allclose(few[1] * np.exp(few[2] - cells[2]), cells[1], rtol=1e-12)
     assert_allclose(few[0] / few[1][:, None], cells[0] / cells[1][:, None], rtol=1e-12)

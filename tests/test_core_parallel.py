@@ -11,6 +11,7 @@ from _core_reference import (
 from numpy.testing import assert_allclose
 from threadpoolctl import threadpool_info, threadpool_limits
 
+from sknw import NadarayaWatsonRegressor
 from sknw._sums import Head, _parallel, kernel_sums
 from sknw._trace import traced
 from sknw.kernels import Gaussian, Triangular
@@ -34,8 +35,6 @@ def test_parallel_leave_one_out_equals_serial():
 
 @pytest.mark.parametrize("n_jobs", [None, 2])
 def test_the_sums_run_blas_on_one_thread(n_jobs):
-    from sknw import NadarayaWatsonRegressor
-
     rng = np.random.default_rng(0)
     X, Q = rng.normal(size=(300, 3)), rng.normal(size=(600, 3))
     y = X[:, 0]
@@ -53,21 +52,11 @@ def test_the_sums_run_blas_on_one_thread(n_jobs):
     assert set(outside) <= {2} or not outside
 
 
-def test_nested_core_blas_threads_contexts_enter_the_limit_once(monkeypatch):
-    entered = []
-    real = _parallel._controller()
-
-    class Counting:
-        def limit(self, **kwargs):
-            entered.append(kwargs)
-            return real.limit(**kwargs)
-
-    monkeypatch.setattr(_parallel, "_controller", lambda: Counting())
-
+def test_nested_core_blas_threads_contexts_enter_the_limit_once():
     def blas_threads():
         return {i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"}
 
-    with threadpool_limits(limits=2, user_api="blas"):
+    with threadpool_limits(limits=2, user_api="blas"), traced() as trace:
         before = blas_threads()
         with _parallel.core_blas_threads():
             with pytest.raises(RuntimeError):
@@ -79,4 +68,5 @@ def test_nested_core_blas_threads_contexts_enter_the_limit_once(monkeypatch):
         assert blas_threads() == before
         with _parallel.core_blas_threads():  # a new outermost context
             assert blas_threads() <= {1}
-    assert entered == [{"limits": 1, "user_api": "blas"}] * 2
+    # The BLAS limit of each outermost context, entered once.
+    assert trace.values("blas_limit", "limit") == [1] * 2

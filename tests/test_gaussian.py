@@ -12,7 +12,9 @@ from _core_reference import (
 from numpy.testing import assert_allclose
 from scipy.spatial.distance import cdist
 
+from sknw import NadarayaWatsonRegressor
 from sknw._sums import Head, _gaussian, kernel_sums
+from sknw._sums._gaussian import LINE_GEMM_TOLERANCE
 from sknw.kernels import Boxcar, Gaussian
 
 
@@ -127,8 +129,6 @@ def test_probe_shift_respects_sample_weights():
     """A light nearest point and a heavy one 47 log units further: the GEMM
     path's shift keeps both terms (the same answer as in one dimension, and
     as the exact value)."""
-    from sknw import NadarayaWatsonRegressor
-
     d_a, d_b = np.sqrt(1310.0), np.sqrt(1404.0)  # log K = -655 and -702
     X = np.array([[0.0, 0.0], [d_a + d_b, 0.0]])
     y = np.array([0.0, 1.0])
@@ -213,12 +213,12 @@ def test_float32_rows_far_from_the_data_take_float64(exp_dtypes):
 
 
 @pytest.mark.parametrize("tolerance", [0.0, np.inf])
-def test_one_feature_gemm_and_subtraction_agree(monkeypatch, tolerance):
+def test_one_feature_gemm_and_subtraction_agree(tolerance):
     # LINE_GEMM_TOLERANCE 0: every tile by subtraction; inf: every tile by GEMM.
     Q, X, V, w = make_data(8, 300, N_LARGE, 1)
     head = Head(Gaussian(), 0.05)
-    monkeypatch.setattr(_gaussian, "LINE_GEMM_TOLERANCE", tolerance)
-    result = kernel_sums(Q, X, V, [head], sample_weight=w)[0]
+    with LINE_GEMM_TOLERANCE.set(tolerance):
+        result = kernel_sums(Q, X, V, [head], sample_weight=w)[0]
     assert_sums_close(result, brute_sums(Q, X, V, head, w=w))
 
 

@@ -6,10 +6,12 @@ from functools import partial
 
 import numpy as np
 import pytest
+from _core_reference import RecordingKernel
 from numpy.testing import assert_allclose
 from sklearn import config_context
 from sklearn.model_selection import KFold
 from test_cells import _brute, _data, _factors, leave_one_out_case
+from threadpoolctl import threadpool_limits
 
 from sknw import (
     LocalLinearRegressorCV,
@@ -19,6 +21,7 @@ from sknw import (
 from sknw._sums import Head, PairCache, grid_sums
 from sknw._sums._cells import DiscreteFactors, DiscreteHead
 from sknw._sums._pairs import GATHERED, UNSHIFTED, PairTables, table_bytes
+from sknw._trace import traced
 from sknw.kernels import get_kernel
 
 PARAMS = {"metric": "euclidean", "metric_params": None, "tile_elements": 1 << 17}
@@ -301,19 +304,11 @@ def _mixed(n=300, seed=0):
 
 
 @pytest.fixture
-def served(monkeypatch):
-    """The calls the pair tables serve, recorded."""
-    from sknw._sums import _pairs
-
-    calls = []
-    sums = _pairs.PairTables.sums
-
-    def counted(self, *args, **kwargs):
-        calls.append(1)
-        return sums(self, *args, **kwargs)
-
-    monkeypatch.setattr(_pairs.PairTables, "sums", counted)
-    return calls
+def served():
+    """The calls the pair tables serve: the events ``pair_tables`` of the
+    test (see sknw._trace)."""
+    with traced() as trace:
+        yield trace
 
 
 @pytest.mark.parametrize(
@@ -338,12 +333,12 @@ def test_search_equals_the_search_without_tables(make, served):
     X, y = _mixed()
     w = np.random.default_rng(3).uniform(0.5, 2.0, X.shape[0])
     fast = make().fit(X, y, sample_weight=w)
-    n_served = len(served)
+    n_served = served.count("pair_tables")
     assert n_served > 0
     with config_context(working_memory=0.5):  # not even one fold's tables
         assert table_bytes(75, 225, 2) > 0.5 * 2**20 / 2
         slow = make().fit(X, y, sample_weight=w)
-    assert len(served) == n_served  # none built
+    assert served.count("pair_tables") == n_served  # none built
     # The sums agree to rounding; the polish's parabolic steps move the
     # choice by as much as the square root of that (where the score is flat),
     # well within its tolerance, and the last grid (at the polished shape)
@@ -362,19 +357,16 @@ def test_classifier_search_equals_the_search_without_tables(served):
     X, y = _mixed(240, seed=1)
     labels = (y > np.median(y)).astype(int)
     fast = NadarayaWatsonClassifierCV(categorical_features=[1, 2]).fit(X, labels)
-    n_served = len(served)
+    n_served = served.count("pair_tables")
     assert n_served > 0
     with config_context(working_memory=1):
         slow = NadarayaWatsonClassifierCV(categorical_features=[1, 2]).fit(X, labels)
-    assert len(served) == n_served
+    assert served.count("pair_tables") == n_served
     assert_allclose(fast.bandwidth_, slow.bandwidth_, rtol=1e-6)
     assert_allclose(fast.best_score_, slow.best_score_, rtol=1e-10)
 
 
 def test_the_pair_sums_run_blas_on_one_thread(served):
-    from _core_reference import RecordingKernel
-    from threadpoolctl import threadpool_limits
-
     X, y = _mixed(120)
     RecordingKernel.seen = []
     search = NadarayaWatsonRegressorCV(
@@ -385,5 +377,5 @@ def test_the_pair_sums_run_blas_on_one_thread(served):
     )
     with threadpool_limits(limits=2, user_api="blas"):
         search.fit(X, y)
-    assert served and RecordingKernel.seen
+    assert served.count("pair_tables") and RecordingKernel.seen
     assert set(RecordingKernel.seen) == {1}

@@ -8,6 +8,7 @@ from _core_reference import (
 from numpy.testing import assert_allclose
 
 from sknw._sums import Head, _sorted
+from sknw._trace import traced
 from sknw.kernels import get_kernel
 
 
@@ -163,9 +164,7 @@ def test_narrow_blocks_tighten_the_bound_of_large_ratios():
     "name",
     ["boxcar", "epanechnikov", "triangular", "biweight", "triweight", "tricube"],
 )
-def test_leave_one_out_where_the_own_term_dominates_is_summed_term_by_term(
-    name, monkeypatch
-):
+def test_leave_one_out_where_the_own_term_dominates_is_summed_term_by_term(name):
     # Points of weight 1e9 among points of weight 1: leaving one out of its
     # own sums cancels all but about 1e-9 of them, beyond the expansion's
     # rounding, so that its sums are taken term by term without it.
@@ -178,24 +177,19 @@ def test_leave_one_out_where_the_own_term_dominates_is_summed_term_by_term(
     kernel = get_kernel(name)
     h = 0.05
     index = _sorted.SortedIndex(x[:, None], V, w, kernel, h, None)
-    redone = []
-    real = _sorted.SortedIndex.exact_sums
-
-    def spy(self, q, *args, own=None, **kwargs):
-        redone.extend(np.asarray(own).tolist())
-        return real(self, q, *args, own=own, **kwargs)
-
-    monkeypatch.setattr(_sorted.SortedIndex, "exact_sums", spy)
-    ((S, den, _),) = _sorted.sorted_kernel_sums(
-        x[:, None],
-        x[:, None],
-        V,
-        [Head(kernel, h)],
-        index=index,
-        sample_weight=w,
-        exclude_self=True,
-        self_offset=0,
-    )
+    with traced() as trace:
+        ((S, den, _),) = _sorted.sorted_kernel_sums(
+            x[:, None],
+            x[:, None],
+            V,
+            [Head(kernel, h)],
+            index=index,
+            sample_weight=w,
+            exclude_self=True,
+            self_offset=0,
+        )
+    # The training rows of the queries summed term by term.
+    redone = [i for own in trace.values("sorted_term_by_term", "own") for i in own]
     assert set(heavy) <= set(redone)
     # The definition, each point left out of its own sums.
     u = np.abs(x[None, :] - x[:, None]) / h

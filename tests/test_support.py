@@ -10,6 +10,7 @@ from numpy.testing import assert_allclose, assert_array_equal
 
 from sknw._sums import Head, kernel_sums, line_moments, line_support
 from sknw._sums._cells import DiscreteFactors, DiscreteHead
+from sknw._sums._support import TRUNCATION
 from sknw.kernels import (
     Boxcar,
     Cauchy,
@@ -368,16 +369,14 @@ def test_an_isolated_point_left_out_reaches_its_nearest_other_point():
 
 
 @pytest.mark.parametrize("kernel", [Gaussian(), Laplacian()])
-def test_the_terms_beyond_the_truncation_are_within_the_bound(kernel, monkeypatch):
+def test_the_terms_beyond_the_truncation_are_within_the_bound(kernel):
     # A margin of 2 leaves out terms that weigh: the bound holds them.
-    from sknw._sums import _support
-
-    monkeypatch.setattr(_support, "TRUNCATION", 2.0)
     X, V, w = _data(11, n=1500)
     Q = np.array([[-4.0], [0.0], [0.3], [7.0]])
     C = Q[:, 0] + np.array([0.05, -0.02, 0.0, -1.0])
     head = Head(kernel, 0.05)
-    moments, _ = line_moments(Q, C, X, V, head, 2, sample_weight=w)
+    with TRUNCATION.set(2.0):
+        moments, _ = line_moments(Q, C, X, V, head, 2, sample_weight=w)
     want = _reference_moments(Q, C, X, V, head, 2, w)
     err = np.abs(moments.sums - want).astype(float)
     rounding = 1e-12 * np.abs(want).astype(float).max(axis=2)

@@ -7,6 +7,7 @@ import warnings
 
 import numpy as np
 import pytest
+import sklearn
 from scipy.spatial.distance import cdist
 from test_memory import extra_memory
 
@@ -17,17 +18,26 @@ from sknw import (
     NadarayaWatsonRegressor,
     NadarayaWatsonRegressorCV,
 )
-from sknw._sums import FitRequest, Head, kernel_sums
-from sknw._sums import _tiles as tiles_module
+from sknw._sums import ALGORITHMS, FitRequest, Head, grid_sums, kernel_sums
+from sknw._sums._dispatcher import every_point
+from sknw._sums._parallel import MIN_BATCH
 from sknw._sums._tiles import (
+    AUTO_GRID_SHARE,
+    AUTO_MAX_SHARE,
     AUTO_MIN_POINTS,
+    AUTO_PAIR_GRID_SHARE,
+    AUTO_PAIR_MIN_POINTS,
+    EXP_FLOOR,
     TILE_ROWS,
     TOLERANCE,
+    UNSHIFTED_MARGIN,
     TileIndex,
     TilesBackend,
+    _lowest_shift,
     kd_order,
     tiles_kernel_sums,
 )
+from sknw._trace import traced
 from sknw._uncertainty import SquaredKernel
 from sknw.kernels import Epanechnikov, Gaussian
 
@@ -217,21 +227,14 @@ def test_index_serves_the_points_of_positive_weight_it_was_built_with():
     assert not backend.serves(index, V, [head, Head(Epanechnikov(), 0.1)], w)
 
 
-def test_estimator_weights_of_any_scale_take_the_tiles(monkeypatch):
+def test_estimator_weights_of_any_scale_take_the_tiles():
     # The estimators pass their weights divided by a power of two.
-    calls = []
-    original = tiles_module.tiles_kernel_sums
-
-    def counted(*args, **kwargs):
-        calls.append(1)
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(tiles_module, "tiles_kernel_sums", counted)
     X, V, Q = make_data(n=2500, seed=14)
     w = np.random.default_rng(3).uniform(1.0, 5.0, X.shape[0])
     est = NadarayaWatsonRegressor(bandwidth=0.02, algorithm="tiles")
-    est.fit(X, V[:, 0], sample_weight=w).predict(Q)
-    assert calls
+    with traced() as trace:
+        est.fit(X, V[:, 0], sample_weight=w).predict(Q)
+    assert trace.count("tiles_sums")
 
 
 def test_a_kept_own_term_far_from_the_other_points_stays_finite():
@@ -303,27 +306,19 @@ def test_estimators_on_the_tiles_equal_the_dense_ones(make, method):
 
 @pytest.mark.parametrize("make", [NadarayaWatsonRegressor, LocalLinearRegressor])
 @pytest.mark.parametrize("noise_variance", ["local", "global"])
-def test_standard_errors_take_the_tiles(make, noise_variance, monkeypatch):
+def test_standard_errors_take_the_tiles(make, noise_variance):
     # Both heads of the standard errors (the kernel and its square) over the
     # tiles, equal to the dense ones within the tiles' bound.
-    heads = []
-    real = tiles_module.tiles_kernel_sums
-
-    def spy(Q, X, V, hs, **params):
-        heads.append(len(hs))
-        return real(Q, X, V, hs, **params)
-
-    monkeypatch.setattr(tiles_module, "tiles_kernel_sums", spy)
     X, V, Q = make_data(n=2500, d=3, seed=11)
     y = V[:, 0] + 0.1 * np.random.default_rng(0).normal(size=X.shape[0])
     w = np.random.default_rng(1).uniform(0.5, 2.0, X.shape[0])
     params = {"bandwidth": 0.04, "noise_variance": noise_variance}
     tiles = make(algorithm="tiles", **params).fit(X, y, sample_weight=w)
     dense = make(algorithm="brute", **params).fit(X, y, sample_weight=w)
-    heads.clear()
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), traced() as trace:
         warnings.simplefilter("ignore")
         got, ref = tiles.standard_error(Q), dense.standard_error(Q)
+    heads = trace.values("tiles_sums", "n_heads")
     assert heads and set(heads) == {2}
     assert np.array_equal(np.isnan(got), np.isnan(ref))
     ok = ~np.isnan(ref)
@@ -331,30 +326,24 @@ def test_standard_errors_take_the_tiles(make, noise_variance, monkeypatch):
 
 
 @pytest.mark.parametrize("cv", [None, 3])
-def test_local_linear_selection_on_the_tiles_equals_the_dense_one(cv, monkeypatch):
+def test_local_linear_selection_on_the_tiles_equals_the_dense_one(cv):
     # Leave-one-out and K-fold of local linear fits, with weights: each
-    # candidate's moments over the tiles (spied), the scores those of the
+    # candidate's moments over the tiles (traced), the scores those of the
     # dense sums.
-    calls = []
-    real = tiles_module.tiles_kernel_sums
-
-    def spy(Q, X, V, hs, **params):
-        calls.append(params.get("exclude_self", False))
-        return real(Q, X, V, hs, **params)
-
-    monkeypatch.setattr(tiles_module, "tiles_kernel_sums", spy)
     X, V, _ = make_data(n=2500, d=3, seed=12)
     y = V[:, 0] + 0.1 * np.random.default_rng(0).normal(size=X.shape[0])
     w = np.random.default_rng(2).uniform(0.5, 2.0, X.shape[0])
     bandwidths = [0.03, 0.05, 0.08]
     scores = []
-    for algorithm in ("tiles", "brute"):
-        search = LocalLinearRegressorCV(
-            bandwidths=bandwidths, algorithm=algorithm, cv=cv
-        )
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # the best at the grid's edge
-            scores.append(search.fit(X, y, sample_weight=w).cv_results_)
+    with traced() as trace:
+        for algorithm in ("tiles", "brute"):
+            search = LocalLinearRegressorCV(
+                bandwidths=bandwidths, algorithm=algorithm, cv=cv
+            )
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # the best at the grid's edge
+                scores.append(search.fit(X, y, sample_weight=w).cv_results_)
+    calls = trace.values("tiles_sums", "leave_one_out")
     assert calls == [cv is None] * (len(bandwidths) * (1 if cv is None else cv))
     np.testing.assert_allclose(
         scores[0]["mean_test_score"], scores[1]["mean_test_score"], rtol=1e-10
@@ -391,13 +380,10 @@ def test_extra_memory_does_not_grow_with_the_queries():
     assert extra_large <= extra_small + 4 * 2**20
 
 
-def test_a_lone_head_of_a_grid_takes_the_single_heads_threshold(monkeypatch):
+def test_a_lone_head_of_a_grid_takes_the_single_heads_threshold():
     """grid_sums sends a head whose share lies between the grid's threshold
     and the single head's to the tiles when it is alone (its dense
     alternative is the single head's path), to the dense pass with others."""
-    from sknw._sums import ALGORITHMS, grid_sums
-    from sknw._sums._tiles import AUTO_GRID_SHARE, AUTO_MAX_SHARE
-
     X, V, Q = make_data(n=AUTO_MIN_POINTS + 500, d=2, seed=13)
     index = TileIndex(X, None, None)
     # A bandwidth whose share lies between the two thresholds.
@@ -408,64 +394,47 @@ def test_a_lone_head_of_a_grid_takes_the_single_heads_threshold(monkeypatch):
     ]
     assert between
     h = float(between[len(between) // 2])
-    served = []
-    original = TilesBackend.sums
-
-    def spy(self, index, Q, X, V, heads, **params):
-        served.append(len(heads))
-        return original(self, index, Q, X, V, heads, **params)
-
-    monkeypatch.setattr(TilesBackend, "sums", spy)
     params = {"metric": "euclidean", "metric_params": None}
     head = Head(Gaussian(), h)
-    alone = grid_sums("auto", ALGORITHMS, Q, X, V, [head], **params)
-    assert served == [1]
-    pair = grid_sums(
-        "auto", ALGORITHMS, Q, X, V, [head, Head(Gaussian(), 2 * h)], **params
-    )
-    assert served == [1]  # both by the dense pass
+    with traced() as trace:
+        alone = grid_sums("auto", ALGORITHMS, Q, X, V, [head], **params)
+    # The heads each call of the tiles backend summed.
+    assert trace.values("sums", "n_heads", backend="tiles") == [1]
+    with traced() as trace:
+        pair = grid_sums(
+            "auto", ALGORITHMS, Q, X, V, [head, Head(Gaussian(), 2 * h)], **params
+        )
+    assert trace.values("sums", "n_heads", backend="tiles") == []  # the dense pass
     ref = reference(Q, X, V, None, h)
     assert_within_tolerance(alone[0], ref, V)
     assert_within_tolerance(pair[0], ref, V)
 
 
-def test_queries_inside_the_data_are_served_whatever_the_signs_of_the_values(
-    monkeypatch,
-):
+def test_queries_inside_the_data_are_served_whatever_the_signs_of_the_values():
     # Columns that change sign and one that does not, at queries where the
     # sums of the first cancel (points mirrored about x0 = 1/2, queries on
     # that line): the bound of each query holds against its weight sum times
     # the spread of the values, so that none takes the exact sums.
-    from sknw._sums import _tiles
-
-    exact = []
-    original = _tiles.exact_rows
-
-    def spy(sums, rows, *args, **kwargs):
-        exact.append(int(np.sum(rows)))
-        return original(sums, rows, *args, **kwargs)
-
-    monkeypatch.setattr(_tiles, "exact_rows", spy)
     half = np.random.default_rng(6).uniform(0.0, 1.0, size=(1500, 2))
     X = np.vstack([half, np.column_stack([1.0 - half[:, 0], half[:, 1]])])
     V = np.column_stack([X[:, 0] - 0.5, 0.5 - X[:, 0], 2.0 + X[:, 0]])
     Q = np.column_stack([np.full(200, 0.5), np.linspace(0.1, 0.9, 200)])
     h = 0.02
     index = TileIndex(X, None, None)
-    got = tiles_kernel_sums(Q, X, V, [Head(Gaussian(), h)], index=index)[0]
-    assert exact == [0]
+    with traced() as trace:
+        got = tiles_kernel_sums(Q, X, V, [Head(Gaussian(), h)], index=index)[0]
+    # The queries each head left to the exact sums.
+    assert trace.values("exact_rows", "n_queries") == [0]
     ref = reference(Q, X, V, None, h)
     assert np.all(np.abs(ref[0][:, :2]) < 1e-6 * ref[1][:, None])  # cancelled
     assert_within_tolerance(got, ref, V)
 
 
 @pytest.mark.parametrize("weighted", [False, True])
-def test_values_beyond_the_working_memory_are_gathered_per_block(monkeypatch, weighted):
+def test_values_beyond_the_working_memory_are_gathered_per_block(weighted):
     """The products' weighted values are kept in leaf order where they fit
     in the working memory, else gathered block by block by the query tiles
     (leave-one-out of every point then takes them too, not the pairs)."""
-    import sklearn
-
     X, V, Q = make_data(d=3, seed=11)
     w = None
     if weighted:
@@ -486,11 +455,11 @@ def test_values_beyond_the_working_memory_are_gathered_per_block(monkeypatch, we
         gathered = tiles_kernel_sums(
             X[rows], X, V, [head], index=index, sample_weight=w, **loo
         )[0]
-        pairs = spy_on(monkeypatch, "_add_pairs")
-        every = tiles_kernel_sums(
-            X, X, V, [head], index=index, sample_weight=w, exclude_self=True
-        )[0]
-        assert not pairs
+        with traced() as trace:
+            every = tiles_kernel_sums(
+                X, X, V, [head], index=index, sample_weight=w, exclude_self=True
+            )[0]
+        assert not pairs_of(trace)
     for a, b in zip(kept, gathered, strict=True):
         np.testing.assert_array_equal(a, b)
     ref = reference(X[rows], X, V, w, 0.05, exclude=rows)
@@ -501,24 +470,21 @@ def test_values_beyond_the_working_memory_are_gathered_per_block(monkeypatch, we
     assert_within_tolerance(every, every_ref, V)
 
 
-def spy_on(monkeypatch, name):
-    """Count the calls of the tiles module's function ``name``."""
-    from sknw._sums import _tiles
+def pairs_of(trace):
+    """The pairs of tiles computed in ``trace`` by leave-one-out of every
+    point (each pair once)."""
+    return sum(trace.values("tile_pairs", "n_pairs"))
 
-    calls = []
-    original = getattr(_tiles, name)
 
-    def spy(*args, **kwargs):
-        calls.append(1)
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(_tiles, name, spy)
-    return calls
+def query_pairs_of(trace):
+    """The pairs of a query tile and a training tile computed in ``trace``
+    by the query tiles."""
+    return sum(trace.values("query_tiles", "n_pairs"))
 
 
 @pytest.mark.parametrize("d", [2, 3])
 @pytest.mark.parametrize("weights", ["none", "zeros", "kept"])
-def test_leave_one_out_of_every_point_by_pairs_of_tiles(monkeypatch, d, weights):
+def test_leave_one_out_of_every_point_by_pairs_of_tiles(d, weights):
     """Leave-one-out of every point sums each pair of tiles once, without
     shifts: within the bound of the definition, each point's shift its
     largest log term; points of weight 0 take the query tiles."""
@@ -534,20 +500,19 @@ def test_leave_one_out_of_every_point_by_pairs_of_tiles(monkeypatch, d, weights)
     h = 0.015
     index = TileIndex(X, w, None)
     assert index.share(-0.5 / h**2) < 0.5  # most pairs beyond reach
-    pairs = spy_on(monkeypatch, "_add_pairs")
-    queries = spy_on(monkeypatch, "_add_terms")
-    S, den, M = tiles_kernel_sums(
-        X,
-        X,
-        V,
-        [Head(Gaussian(), h)],
-        index=index,
-        sample_weight=w,
-        exclude_self=True,
-        self_weight=kept,
-    )[0]
-    assert pairs
-    assert bool(queries) == (weights == "zeros")
+    with traced() as trace:
+        S, den, M = tiles_kernel_sums(
+            X,
+            X,
+            V,
+            [Head(Gaussian(), h)],
+            index=index,
+            sample_weight=w,
+            exclude_self=True,
+            self_weight=kept,
+        )[0]
+    assert pairs_of(trace)
+    assert bool(query_pairs_of(trace)) == (weights == "zeros")
     own = np.arange(X.shape[0])
     refS, refden, absS = reference(X, X, V, w, h, exclude=own)
     if kept is not None:
@@ -585,12 +550,10 @@ def test_pairs_in_any_order_of_the_points_and_small_chunks():
         np.testing.assert_allclose(a, b[perm], rtol=1e-13, atol=1e-13)
 
 
-def test_an_isolated_point_takes_the_query_tiles(monkeypatch):
+def test_an_isolated_point_takes_the_query_tiles():
     """A point whose largest term is below _lowest_shift (far from every
     other) would lose its sums to the floor of ``exp`` without a shift: it
     takes the query tiles, its shift its own largest term."""
-    from sknw._sums._tiles import _lowest_shift
-
     rng = np.random.default_rng(8)
     X = np.vstack([rng.uniform(size=(3000, 2)), [[1.6, 1.6]]])
     V = np.column_stack([X[:, 0] + 1.0, X[:, 1] - 0.5])
@@ -598,11 +561,12 @@ def test_an_isolated_point_takes_the_query_tiles(monkeypatch):
     index = TileIndex(X, None, None)
     near = cdist(X[-1:], X[:-1], "sqeuclidean").min()
     assert -0.5 * near / h**2 < _lowest_shift(np.ones(X.shape[0]), None, None)
-    queries = spy_on(monkeypatch, "_query_sums")
-    S, den, M = tiles_kernel_sums(
-        X, X, V, [Head(Gaussian(), h)], index=index, exclude_self=True
-    )[0]
-    assert len(queries) == 1
+    with traced() as trace:
+        S, den, M = tiles_kernel_sums(
+            X, X, V, [Head(Gaussian(), h)], index=index, exclude_self=True
+        )[0]
+    # One pass of the query tiles, for that point alone.
+    assert trace.values("query_tiles", "n_queries") == [1]
     np.testing.assert_allclose(M[-1], -0.5 * near / h**2, rtol=1e-12)
     ref = reference(X[-1:], X, V, None, h, exclude=[X.shape[0] - 1])
     # The reference underflows: its sums relative to the largest term.
@@ -614,9 +578,6 @@ def test_an_isolated_point_takes_the_query_tiles(monkeypatch):
 
 
 def test_every_point_is_leave_one_out_of_each_point_once_in_one_batch():
-    from sknw._sums._dispatcher import every_point
-    from sknw._sums._parallel import MIN_BATCH
-
     n = 2 * MIN_BATCH.value
     perm = np.random.default_rng(0).permutation(n)
     assert every_point(n, n, exclude_self=True)
@@ -635,8 +596,6 @@ def test_auto_takes_the_pairs_of_tiles_for_leave_one_out_of_every_point():
     tiles for a lone head at any share, for a head of a grid up to
     AUTO_PAIR_GRID_SHARE; other sums keep the thresholds of the query
     tiles."""
-    from sknw._sums._tiles import AUTO_PAIR_GRID_SHARE, AUTO_PAIR_MIN_POINTS
-
     X, V, _ = make_data(n=AUTO_PAIR_MIN_POINTS, d=2, seed=17)
     assert AUTO_PAIR_MIN_POINTS < AUTO_MIN_POINTS
     backend = TilesBackend()
@@ -670,19 +629,15 @@ def test_auto_takes_the_pairs_of_tiles_for_leave_one_out_of_every_point():
     assert backend.fit(request(wide, False, True)) is None
 
 
-def test_selection_takes_the_pairs_of_tiles_and_scores_as_the_dense_passes(
-    monkeypatch,
-):
+def test_selection_takes_the_pairs_of_tiles_and_scores_as_the_dense_passes():
     """A leave-one-out search from AUTO_PAIR_MIN_POINTS points sums its
     passes by pairs of tiles (under "auto"), scoring its candidates as the
     dense passes do."""
-    from sknw._sums._tiles import AUTO_PAIR_MIN_POINTS
-
     X, V, _ = make_data(n=AUTO_PAIR_MIN_POINTS + 100, d=2, seed=19)
     y = V[:, 0] + 0.1 * np.random.default_rng(2).normal(size=X.shape[0])
-    pairs = spy_on(monkeypatch, "_add_pairs")
-    auto = NadarayaWatsonRegressorCV(bandwidths=[0.02, 0.04, 0.3]).fit(X, y)
-    assert pairs
+    with traced() as trace:
+        auto = NadarayaWatsonRegressorCV(bandwidths=[0.02, 0.04, 0.3]).fit(X, y)
+    assert pairs_of(trace)
     dense = NadarayaWatsonRegressorCV(bandwidths=[0.02, 0.04, 0.3], algorithm="brute")
     dense.fit(X, y)
     np.testing.assert_allclose(
@@ -694,13 +649,11 @@ def test_selection_takes_the_pairs_of_tiles_and_scores_as_the_dense_passes(
 
 
 @pytest.mark.parametrize("scale", [1e-200, 1e200])
-def test_pairs_of_tiles_with_weights_of_any_scale(monkeypatch, scale):
+def test_pairs_of_tiles_with_weights_of_any_scale(scale):
     """Weights far from one: the pairs of tiles (no shift) keep the sums of
     the points whose largest term is far enough above the floor of ``exp``
     and the range of floats, within the bound; tiny weights raise that
     limit (_lowest_shift) so that no sum underflows."""
-    from sknw._sums._tiles import EXP_FLOOR, UNSHIFTED_MARGIN, _lowest_shift
-
     X, V, _ = make_data(n=2000, seed=41)
     # A point about 0.4 from the others: its largest term near exp(-400).
     X = np.vstack([X, [[1.42, 0.5]]])
@@ -708,20 +661,19 @@ def test_pairs_of_tiles_with_weights_of_any_scale(monkeypatch, scale):
     n = X.shape[0]
     w = scale * np.random.default_rng(4).uniform(0.5, 2.0, n)
     h = 0.015
-    pairs = spy_on(monkeypatch, "_add_pairs")
-    queries = spy_on(monkeypatch, "_query_sums")
-    got = tiles_kernel_sums(
-        X,
-        X,
-        V,
-        [Head(Gaussian(), h)],
-        index=TileIndex(X, w, None),
-        sample_weight=w,
-        exclude_self=True,
-    )[0]
-    assert pairs
+    with traced() as trace:
+        got = tiles_kernel_sums(
+            X,
+            X,
+            V,
+            [Head(Gaussian(), h)],
+            index=TileIndex(X, w, None),
+            sample_weight=w,
+            exclude_self=True,
+        )[0]
+    assert pairs_of(trace)
     # Its sums would underflow without a shift under tiny weights only.
-    assert bool(queries) == (scale < 1)
+    assert bool(trace.count("query_tiles")) == (scale < 1)
     ref = reference(X, X, V, w, h, exclude=np.arange(n))
     assert_within_tolerance(got, ref, V)
     lowest = _lowest_shift(w, None, None)
@@ -735,7 +687,7 @@ def test_pairs_of_tiles_with_weights_of_any_scale(monkeypatch, scale):
 
 
 @pytest.mark.parametrize("scale", [1e-60, 1e-200, 1e200])
-def test_pairs_of_tiles_with_values_of_any_scale(monkeypatch, scale):
+def test_pairs_of_tiles_with_values_of_any_scale(scale):
     """Values far from one: a point whose unshifted sums would underflow
     (its largest term small, its values tiny) takes the query tiles; every
     sum stays within the bound of the definition."""
@@ -743,12 +695,12 @@ def test_pairs_of_tiles_with_values_of_any_scale(monkeypatch, scale):
     X = rng.uniform(size=(1200, 2))
     V = scale * np.column_stack([np.sin(6 * X[:, 0]), X[:, 1] - 0.5, 2.0 + X[:, 0]])
     h = 0.002  # isolated points: largest terms down to about exp(-300)
-    queries = spy_on(monkeypatch, "_query_sums")
     index = TileIndex(X, None, None)
-    got = tiles_kernel_sums(
-        X, X, V, [Head(Gaussian(), h)], index=index, exclude_self=True
-    )[0]
-    assert bool(queries) == (scale < 1e-100)
+    with traced() as trace:
+        got = tiles_kernel_sums(
+            X, X, V, [Head(Gaussian(), h)], index=index, exclude_self=True
+        )[0]
+    assert bool(trace.count("query_tiles")) == (scale < 1e-100)
     # The definition relative to each point's largest term (unshifted, the
     # reference itself would underflow): within the bound.
     n = X.shape[0]
@@ -763,7 +715,7 @@ def test_pairs_of_tiles_with_values_of_any_scale(monkeypatch, scale):
     assert_within_tolerance((S * shift[:, None] / scale, den * shift, 0.0 * M), ref, U)
 
 
-def test_pairs_of_tiles_extra_memory_is_about_the_outputs(monkeypatch):
+def test_pairs_of_tiles_extra_memory_is_about_the_outputs():
     """Leave-one-out of every point by pairs of tiles keeps the points' sums
     (the size of the outputs) and the values in leaf order (within the
     working memory), accepting them block by block: no copies of the
@@ -779,8 +731,8 @@ def test_pairs_of_tiles_extra_memory_is_about_the_outputs(monkeypatch):
     def run():
         return tiles_kernel_sums(X, X, V, [head], index=index, exclude_self=True)[0]
 
-    pairs = spy_on(monkeypatch, "_add_pairs")
-    extra = extra_memory(run)
-    assert pairs
+    with traced() as trace:
+        extra = extra_memory(run)
+    assert pairs_of(trace)
     outputs = n * (k + 2) * 8
     assert extra <= 3 * outputs + 8 * 2**20

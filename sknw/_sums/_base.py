@@ -8,6 +8,7 @@ import numpy as np
 from scipy.spatial.distance import cdist
 from sklearn import get_config
 
+from .._trace import Tunable, record
 from ..exceptions import UndefinedDistanceError as NaNDistanceError
 from ._traits import jumps_at_edge, nan_free
 
@@ -82,12 +83,12 @@ def heads_rows(heads, rows):
 
 
 #: Training rows per tile: long rows keep numpy's inner loops long.
-TILE_TRAIN_ROWS = 8192
+TILE_TRAIN_ROWS = Tunable(8192)
 
 
 def _tile_shape(m, n, tile_elements, train_rows=None, full_rows=False):
     """(query rows, training rows) of a tile of about ``tile_elements``."""
-    cap = TILE_TRAIN_ROWS if train_rows is None else train_rows
+    cap = TILE_TRAIN_ROWS.value if train_rows is None else train_rows
     if full_rows:  # every training row in each tile: query rows only
         bn = max(n, 1)
     else:
@@ -550,6 +551,8 @@ def _exp(T, floor):
     the others change by less than ``1e-304``, below their resolution in a sum
     whose largest term is 1. float32 tiles use :data:`F32_EXP_FLOOR`.
     """
+    # The tile's dtype decides its floor (float32 tiles: the float32 path).
+    record("exp", dtype=T.dtype)
     low, value = EXP_FLOOR, _FLOOR_VALUE
     if T.dtype == np.float32:
         low, value = F32_EXP_FLOOR, _F32_FLOOR_VALUE
@@ -603,6 +606,7 @@ def unit_blocks(t, order=None):
 def values_key(V, w):
     """A digest of the values and weights an index was built from, so that a
     backend whose index holds them serves only the same values."""
+    record("values_digest")  # the arrays hashed (not known by identity)
     digest = hashlib.blake2b(digest_size=16)
     for A in (V, w):
         if A is None:

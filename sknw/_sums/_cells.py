@@ -29,6 +29,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .._trace import Tunable, record
 from ._base import (
     NaNDistanceError,
     _as_float64,
@@ -284,14 +285,14 @@ def _cell_params(params, rows_c, own, in_c, position):
 #: where they hold on average at least :data:`CELL_ROWS` points; otherwise
 #: (many small cells, whose requests would cost more than their sums) every
 #: pair is summed directly with its factor (:func:`direct_sums`).
-FEW_CELLS = 16
-CELL_ROWS = 64
+FEW_CELLS = Tunable(16)
+CELL_ROWS = Tunable(64)
 
 
 #: A request per cell costs about as much as summing this many pairs
 #: directly: queries that make fewer pairs than this per cell with the
 #: training points (a few points to recompute, say) are summed directly.
-DIRECT_PAIRS = 10_000
+DIRECT_PAIRS = Tunable(10_000)
 
 
 def many_cells(partition, m=None):
@@ -299,8 +300,8 @@ def many_cells(partition, m=None):
     (with ``m`` queries) the queries too few."""
     C = len(partition.rows)
     n = partition.cell_of.size
-    few_queries = m is not None and m * n <= DIRECT_PAIRS * C
-    return few_queries or (C > FEW_CELLS and n < CELL_ROWS * C)
+    few_queries = m is not None and m * n <= DIRECT_PAIRS.value * C
+    return few_queries or (C > FEW_CELLS.value and n < CELL_ROWS.value * C)
 
 
 def direct_sums(
@@ -512,6 +513,7 @@ def cell_sums(compute, Q, X, V, heads, partition=None, **params):
         partition = CellPartition(X, discrete_of(heads))
     factors = discrete_of(heads)
     if many_cells(partition, Q.shape[0]):
+        record("direct_sums", n_queries=Q.shape[0], n_cells=len(partition.rows))
         return direct_sums(Q, X, V, heads, partition, **params)
     m, k = Q.shape[0], V.shape[1]
     Qc = np.asarray(Q[:, list(factors.continuous)])

@@ -4,6 +4,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._trace import record
 from ._base import (
     TILE_ELEMENTS,
     Backend,
@@ -351,7 +352,9 @@ def exact_rows(sums, rows, Q, X, V, heads, **params):
     """Overwrite the ``rows`` (a boolean mask) of one head's ``sums = (S, den,
     M)`` with :func:`kernel_sums` of those queries, in float64 (the fallback of
     the approximate and expansion paths, which compute in float64 too)."""
-    if not rows.any():
+    n_rows = int(np.count_nonzero(rows))
+    record("exact_rows", n_queries=n_rows)  # 0: the fast path served every query
+    if not n_rows:
         return
     own = own_rows(rows.size, **params)
     if own is not None:  # leave-one-out: the queries' own training rows

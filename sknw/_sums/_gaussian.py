@@ -4,6 +4,7 @@
 import numpy as np
 from scipy.spatial.distance import cdist
 
+from .._trace import Tunable
 from ._base import (
     _EPS32,
     _EPS64,
@@ -76,7 +77,7 @@ LINE_TILE_TRAIN_ROWS = 1024
 
 #: Largest bound on the rounding error of a log weight computed by the
 #: per-tile GEMM of :func:`_line_sums` (float64); beyond it, by subtraction.
-LINE_GEMM_TOLERANCE = 1e-11
+LINE_GEMM_TOLERANCE = Tunable(1e-11)
 
 
 def _line_sums(Q, X, V, w, coef, *, scale, tile_elements, f32=False):
@@ -138,7 +139,7 @@ def _line_sums(Q, X, V, w, coef, *, scale, tile_elements, f32=False):
         )
         floor = F32_EXP_FLOOR if use32 else EXP_FLOOR
         gemm = use32 or (
-            _line_error_bound(qt, nt, EXP_FLOOR, _EPS64) <= LINE_GEMM_TOLERANCE
+            _line_error_bound(qt, nt, EXP_FLOOR, _EPS64) <= LINE_GEMM_TOLERANCE.value
         )
         reach = np.sqrt(np.max(nt) - floor)
         with np.errstate(over="ignore", invalid="ignore"):

@@ -32,6 +32,7 @@ terms).
 import numpy as np
 from sklearn import get_config
 
+from .._trace import record
 from ._base import (
     _check_user_kernel,
     _log_weights,
@@ -115,6 +116,7 @@ class PairTables:
         core. None where the scaling cannot be applied to the squared
         differences (its inverse square overflows)."""
         m, n = self.Q.shape[0], self.X.shape[0]
+        record("pair_tables", n_queries=m, n_heads=len(heads))
         inverse = _inverse_squares(scale, len(self.squares))
         if inverse is None:
             return None

@@ -119,6 +119,8 @@ def core_blas_threads():
     if limit == "inherit":
         context = contextlib.nullcontext()
     else:
+        # The outermost context of the thread enters the controller's limit.
+        record("blas_limit", limit=limit)
         context = _controller().limit(limits=limit, user_api="blas")
     with context:
         _DEPTH.n = 1

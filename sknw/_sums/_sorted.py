@@ -6,6 +6,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .._trace import record
 from ._base import (
     _EPS64,
     TILE_ELEMENTS,
@@ -545,6 +546,9 @@ def sorted_kernel_sums(
     ]
     if redo.size:
         own = own_rows(m, **params)
+        own = None if own is None else own[redo]
+        # The queries summed term by term (``own``: their training rows).
+        record("sorted_term_by_term", n_queries=redo.size, own=own)
         keep = keep_ratios(
             params.get("self_weight"), params.get("sample_weight"), X.shape[0]
         )
@@ -552,7 +556,7 @@ def sorted_kernel_sums(
             tq[redo],
             tile_elements,
             xq[redo],
-            own=None if own is None else own[redo],
+            own=own,
             keep=keep,
             qd=qd[redo],
             ratio=None if ratio is None else ratio[redo],

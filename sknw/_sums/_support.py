@@ -53,6 +53,7 @@ import math
 
 import numpy as np
 
+from .._trace import Tunable
 from ._base import (
     _EPS64,
     Head,
@@ -90,7 +91,7 @@ EDGE_SHARE = 1e-12
 #: root bounds the slope of a design singular for rounding (see
 #: :func:`~sknw._local_frame.query_centred_fit`): ``exp(-40)`` left the
 #: thinnest windows to the exact path.
-TRUNCATION = 100.0
+TRUNCATION = Tunable(100.0)
 
 #: The reach of a compact kernel is its support times this: a little more,
 #: so that the window holds every point the sums decide is inside it.
@@ -398,7 +399,7 @@ self_weight
     xs = x[ids]
     own, kept = _own_weights(q.size, exclude_self, self_index, self_weight, w)
     near = _sorted_nearest(q, xs, ids, own, kept)
-    margin = _margin(TRUNCATION, x.size, w, positive)
+    margin = _margin(TRUNCATION.value, x.size, w, positive)
     support = head.kernel.support
     radius, _ = _radius(near, h, support, form, margin)
     offsets = (q - c) / h

@@ -60,6 +60,7 @@ import numpy as np
 from scipy.spatial import cKDTree
 from scipy.spatial.distance import cdist
 
+from .._trace import record
 from ._base import (
     _EPS64,
     EXP_FLOOR,
@@ -344,6 +345,7 @@ def _sorted_sums(index, stats, Qo, so, coef, *, V, w, own, keep, tile_elements):
     tile_of = np.arange(m) // QUERY_ROWS
     own_pos = None if own is None else index.leaf_of(own)
     block = max(1, tile_elements // max(index.starts.size * Qo.shape[1], 1))
+    n_pairs = 0
     for b0 in range(0, starts.size, block):
         blk = slice(b0, min(b0 + block, starts.size))
         gaps = coef * _block_gaps(qlo[blk], qhi[blk], index.lo, index.hi)
@@ -357,6 +359,8 @@ def _sorted_sums(index, stats, Qo, so, coef, *, V, w, own, keep, tile_elements):
             rows = slice(starts[t], min(starts[t] + QUERY_ROWS, m))
             mine = None if own is None else (own_pos[rows], own[rows])
             box = (qlo[t], qhi[t], bool(floor[t - b0]))
+            tiles = np.flatnonzero(near[t - b0])
+            n_pairs += tiles.size
             _tile_sums(
                 index,
                 Qo[rows],
@@ -365,11 +369,13 @@ def _sorted_sums(index, stats, Qo, so, coef, *, V, w, own, keep, tile_elements):
                 values=(V, w, Vx),
                 own=mine,
                 keep=keep,
-                near=np.flatnonzero(near[t - b0]),
+                near=tiles,
                 out=out.view(rows),
                 tile_elements=tile_elements,
                 box=box,
             )
+    # The pairs of a query tile and a tile within its reach, computed.
+    record("query_tiles", n_queries=m, n_pairs=n_pairs)
     return out
 
 
@@ -466,6 +472,7 @@ def _pair_blocks(index, stats, coef, s, keep, tile_elements, acc):
     tile_of = np.repeat(np.arange(nt), index.sizes)
     block = max(1, tile_elements // max(nt * index.X.shape[1], 1))
     per_chunk = max(1, tile_elements // (TILE_ROWS * TILE_ROWS))
+    n_pairs = 0
     for b0 in range(0, nt, block):
         blk = slice(b0, min(b0 + block, nt))
         gaps = coef * _block_gaps(index.lo[blk], index.hi[blk], index.lo, index.hi)
@@ -480,6 +487,7 @@ def _pair_blocks(index, stats, coef, s, keep, tile_elements, acc):
         floor = _needs_floor(index, index.lo[blk], index.hi[blk], pair, coef, 0.0)
         for a in range(blk.start, blk.stop):
             tiles = np.flatnonzero(pair[a - b0, a:]) + a
+            n_pairs += tiles.size
             for c0 in range(0, tiles.size, per_chunk):
                 _add_pairs(
                     index,
@@ -492,6 +500,8 @@ def _pair_blocks(index, stats, coef, s, keep, tile_elements, acc):
                     floor=bool(floor[a - b0]),
                 )
         yield rows, *bounds
+    # The pairs of tiles computed (each once, a tile with itself included).
+    record("tile_pairs", n_tiles=nt, n_pairs=n_pairs)
 
 
 def _add_pairs(index, acc, a, tiles, *, coef, Vx, keep, floor):
@@ -695,6 +705,7 @@ def tiles_kernel_sums(
     """
     m = Q.shape[0]
     own = own_rows(m, **params)
+    record("tiles_sums", n_queries=m, n_heads=len(heads), leave_one_out=own is not None)
     w = None if sample_weight is None else np.asarray(sample_weight, np.float64)
     keep = None
     if own is not None:
