@@ -1,6 +1,7 @@
 """Rules of thumb for the bandwidth and the estimators' resolved ``bandwidth_``."""
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -306,10 +307,6 @@ def test_rules_with_tiny_frequency_weights_follow_their_formula(rule, scale):
     # n is the sum of the weights, down to subnormal ones: the bandwidth is
     # that of unit weights times (sum w / n)**(-1/(d+4)), never a bandwidth
     # clipped at the float range.
-    import warnings
-
-    from sknw import NadarayaWatsonRegressor
-
     rng = np.random.default_rng(0)
     X, y = rng.uniform(0, 1, (100, 2)), rng.normal(size=100)
     unit = NadarayaWatsonRegressor(bandwidth=rule).fit(X, y).bandwidth_

@@ -5,6 +5,8 @@ sets, a deterministic rescaled subsample for large ones."""
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
+from sklearn.datasets import load_diabetes
+from sklearn.model_selection import KFold
 
 from sknw import (
     LocalLinearRegressor,
@@ -14,7 +16,9 @@ from sknw import (
     NadarayaWatsonRegressor,
     NadarayaWatsonRegressorCV,
 )
-from sknw._default import SUBSAMPLE, subsample_rows
+from sknw._default import LINE_SUBSAMPLE, SUBSAMPLE, subsample_rows, subsample_size
+from sknw.exceptions import GridEdgeWarning
+from sknw.kernels import Gaussian
 
 
 def sine(n, d=1, seed=0, noise=0.1):
@@ -157,9 +161,6 @@ def test_several_outputs_share_one_default():
 
 def test_an_explicit_dense_algorithm_scores_the_smaller_subsample():
     # One feature, but the dense sums: each candidate costs O(n**2).
-    from sknw._default import LINE_SUBSAMPLE, subsample_size
-    from sknw.kernels import Gaussian
-
     assert subsample_size(Gaussian(), "euclidean", None, 1) == LINE_SUBSAMPLE
     assert subsample_size(Gaussian(), "euclidean", None, 1, "fgt") == LINE_SUBSAMPLE
     assert subsample_size(Gaussian(), "euclidean", None, 1, "brute") == SUBSAMPLE
@@ -211,8 +212,6 @@ def test_one_far_point_default_scores_as_a_fixed_bulk_bandwidth():
 def test_an_optimum_beyond_the_grid_limit_warns():
     # A straight line: local linear's leave-one-out error falls with the
     # bandwidth up to the global line, beyond the extension's limit.
-    from sknw.exceptions import GridEdgeWarning
-
     rng = np.random.default_rng(1)
     X = rng.uniform(0, 1, (200, 1))
     y = 2 * X[:, 0] + 0.1 * rng.normal(size=200)
@@ -262,9 +261,6 @@ def test_importance_weights_do_not_collapse_the_default():
     # Weights 1 to 3 (and ten times them): the out-of-fold error stays that
     # of the unweighted default, where leaving out one unit of a weight made
     # each point predict itself and the bandwidth collapse.
-    from sklearn.datasets import load_diabetes
-    from sklearn.model_selection import KFold
-
     X, y = load_diabetes(return_X_y=True)
     w = np.random.default_rng(0).integers(1, 4, y.size).astype(float)
     folds = list(KFold(5, shuffle=True, random_state=0).split(X))

@@ -14,8 +14,11 @@ Skipped when numpydoc is not installed (it comes with the ``docs`` extra).
 
 import importlib
 import inspect
+import re
 
 import pytest
+
+import sknw
 
 validate = pytest.importorskip("numpydoc.validate").validate
 docscrape = pytest.importorskip("numpydoc.docscrape")
@@ -215,10 +218,6 @@ def test_parameter_types_are_plain_text(obj):
 def test_algorithm_lists_match_the_registry(name):
     """The documented ``algorithm`` and ``algorithm_`` values are those the
     estimator accepts (derived from the core's registry of backends)."""
-    import re
-
-    import sknw
-
     cls = getattr(sknw, name)
     doc = inspect.getdoc(cls)
     listed = re.search(r"^algorithm : \{([^}]*)\}", doc, re.M).group(1)

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 
+from sknw import NadarayaWatsonRegressor
 from sknw._features import FeatureEncoder, feature_types
 
 pd = pytest.importorskip("pandas")
@@ -94,8 +95,6 @@ def test_refusals():
 
 def test_errors_name_a_discrete_column_by_its_name():
     pd = pytest.importorskip("pandas")
-    from sknw import NadarayaWatsonRegressor
-
     X = pd.DataFrame(
         {"size": [1.0, 2, 3, 4], "colour": pd.Categorical(["a", "b", None, "a"])}
     )
@@ -110,8 +109,6 @@ def test_a_polars_enum_is_an_ordered_feature():
     # An Enum's categories are ordered, as a pandas ordered categorical's.
     pl = pytest.importorskip("polars")
     pd = pytest.importorskip("pandas")
-    from sknw import NadarayaWatsonRegressor
-
     grades = ["lo", "hi", "mid", "lo", "mid", "hi"]
     X = pl.DataFrame(
         {

@@ -16,6 +16,8 @@ from sknw._local_frame import (
     query_centred_fit,
     ridge_to_leverage,
 )
+from sknw._sums import Head, line_moments
+from sknw.kernels import Gaussian
 
 
 def _moments(seed, m, k):
@@ -179,9 +181,6 @@ def _window_moments(seed, n=1500, h=0.004, m=40):
     """Moments of tailed inputs, at points of the data (leave-one-out),
     about the points themselves and about centres near their windows'
     means, with the offsets."""
-    from sknw._sums import Head, line_moments
-    from sknw.kernels import Gaussian
-
     rng = np.random.default_rng(seed)
     X = rng.standard_t(2, (n, 1))
     V = np.sin(X) + rng.normal(0.0, 0.1, (n, 1))
@@ -260,9 +259,6 @@ def test_thin_designs_are_served_where_every_answer_is_near_the_local_constant()
     # target sqrt(var) vmax / |dz| of it) is within the bound. 1e-9 apart,
     # the variance about their mean is resolved: the ridged estimate, as
     # weighted least squares gives it.
-    from sknw._sums import Head, line_moments
-    from sknw.kernels import Gaussian
-
     head = Head(Gaussian(), 1.0)
     for gap, singular in [(0.0, True), (1e-9, False)]:
         x = np.array([0.0, 40.0, 80.0, 80.0 + gap, 300.0])

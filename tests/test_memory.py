@@ -6,6 +6,7 @@ import warnings
 
 import numpy as np
 import pytest
+import sklearn
 
 from sknw import (
     LocalLinearRegressor,
@@ -84,10 +85,6 @@ def test_binned_grid_within_working_memory(local):
     # Many columns (20 classes' indicators, or local moments of 20 outputs)
     # on a grid of about 10**5 nodes: convolved in groups of columns within
     # working_memory, whatever their number (about 70 MB at once before).
-    import sklearn
-
-    from sknw import LocalLinearRegressor, NadarayaWatsonClassifier
-
     rng = np.random.default_rng(1)
     n, k = 2000, 20
     X = rng.uniform(0.0, 1.0, (n, 1))

@@ -11,7 +11,12 @@ from _core_reference import (
 from numpy.testing import assert_allclose, assert_array_equal
 from scipy.spatial.distance import cdist
 
-from sknw._sums import TILE_ELEMENTS, nearest_mask, nearest_sums
+from sknw._sums import (
+    TILE_ELEMENTS,
+    empty_window_estimates,
+    nearest_mask,
+    nearest_sums,
+)
 
 
 def brute_nearest(Q, X, V, w=None, metric="euclidean", metric_params=None):
@@ -152,8 +157,6 @@ def test_nearest_mask_skips_zero_weights_and_keeps_distances():
 def test_empty_window_estimates_of_some_training_points_leave_them_out(policy, kept):
     # Queries that are training points in any order (self_index) equal the
     # same rows of the estimates of all of them (self-exclusion by position).
-    from sknw._sums import empty_window_estimates
-
     rng = np.random.default_rng(7)
     X = np.round(rng.uniform(0, 3, (60, 2)), 1)  # ties
     V = rng.normal(size=(60, 2))

@@ -946,8 +946,6 @@ def test_repeated_calls_show_a_warning_once_under_the_default_filter():
 
 
 def test_a_grid_search_shows_at_most_one_line_per_kind():
-    from sklearn.model_selection import GridSearchCV
-
     rng = np.random.default_rng(0)
     X = rng.uniform(0, 1, (200, 1))
     X[:20] += 3

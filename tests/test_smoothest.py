@@ -6,6 +6,7 @@ import warnings
 
 import numpy as np
 import pytest
+from sklearn.metrics import log_loss
 
 from sknw import (
     LocalLinearRegressor,
@@ -175,7 +176,6 @@ def test_per_point_losses_average_to_the_scores():
     losses = per_point_losses(preds, y, "regression")
     expected = [np.mean((p - y) ** 2) for p in preds]
     np.testing.assert_allclose(losses.mean(axis=1), expected, rtol=1e-12)
-    from sklearn.metrics import log_loss
 
     proba = rng.dirichlet(np.ones(3), size=(2, 40))
     labels = rng.integers(0, 3, size=40)

@@ -9,6 +9,7 @@ from _core_reference import (
 )
 from numpy.testing import assert_allclose, assert_array_equal
 
+from sknw import NadarayaWatsonRegressor
 from sknw._sums import TILE_ELEMENTS, Head, _traits, _tree
 from sknw.kernels import KERNELS, Boxcar, Epanechnikov, Triangular
 
@@ -69,8 +70,6 @@ def test_only_discrete_features_never_take_the_tree():
     # points than the tree's threshold: "auto" sums each cell without a
     # KD-tree (which has no continuous column to search), as brute does.
     pd = pytest.importorskip("pandas")
-    from sknw import NadarayaWatsonRegressor
-
     rng = np.random.default_rng(0)
     X = pd.DataFrame({"a": pd.Categorical(rng.choice(list("ab"), 1200))})
     y = rng.normal(size=1200)

@@ -2,6 +2,7 @@
 on integer data, where points lie at exactly one bandwidth."""
 
 import warnings
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -10,7 +11,12 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose, assert_array_equal
 
-from sknw import NadarayaWatsonRegressor, NadarayaWatsonRegressorCV
+from sknw import (
+    LocalLinearRegressor,
+    LocalLinearRegressorCV,
+    NadarayaWatsonRegressor,
+    NadarayaWatsonRegressorCV,
+)
 from sknw.kernels import get_kernel
 
 KERNELS = ["boxcar", "epanechnikov", "triangular", "biweight"]
@@ -147,8 +153,6 @@ def test_leave_one_out_scores_use_the_same_windows(problem):
 
 def exact_window_counts(Q, X, h):
     """Points with ``|q - x| < h`` in exact rational arithmetic."""
-    from fractions import Fraction
-
     hq = Fraction(h)
     return np.array(
         [sum(abs(Fraction(q) - Fraction(x)) < hq for x in X[:, 0]) for q in Q[:, 0]]
@@ -161,8 +165,6 @@ def test_sorted_boxcar_windows_on_a_decimal_grid_are_exact(h):
     # points lie within an ulp of a window's edge; the sorted path decides
     # them exactly, as the definition (rounded offsets from the median kept
     # some out), for predictions, leave-one-out and local linear fits.
-    from sknw import LocalLinearRegressor, LocalLinearRegressorCV
-
     n = 600
     X = (np.arange(n) * 0.1).reshape(-1, 1)
     y = np.sin(X[:, 0]) + 0.3 * np.random.default_rng(0).normal(size=n)
