@@ -664,25 +664,45 @@ def test_cv_on_tailed_inputs_equals_the_exact_passes():
     assert_allclose(fast.bandwidth_, exact.bandwidth_, rtol=1e-8)
 
 
-@pytest.mark.parametrize("kernel", ["gaussian", "epanechnikov"])
-def test_fast_paths_leave_extrapolating_queries_to_the_exact_path(kernel):
-    # Far beyond the data, the window is one-sided: the local variance about
-    # the query cancels, the bound fails, and the exact path (moments about
-    # the window's mean) answers, as with algorithm="brute".
+def test_fast_paths_leave_extrapolating_queries_to_the_exact_path():
+    # Far beyond the data, the Gaussian's window is one-sided: the local
+    # variance about the query cancels in the transform's moments, the bound
+    # fails, and the exact path (moments about the window's mean) answers, as
+    # with algorithm="brute" (the designs ridged).
     X, y, w = _fast_data(seed=12)
-    h = 0.02 if kernel == "gaussian" else 0.5
-    est = LocalLinearRegressor(kernel=kernel, bandwidth=h).fit(X, y, sample_weight=w)
-    brute = LocalLinearRegressor(kernel=kernel, bandwidth=h, algorithm="brute")
+    est = LocalLinearRegressor(bandwidth=0.02).fit(X, y, sample_weight=w)
+    brute = LocalLinearRegressor(bandwidth=0.02, algorithm="brute")
     brute.fit(X, y, sample_weight=w)
-    far = [1.2, 1.4, -0.25] if kernel == "gaussian" else [1.499, 1.4995, -0.4995]
-    Q = np.array(far + [0.5])[:, None]
+    Q = np.array([1.2, 1.4, -0.25, 0.5])[:, None]
     fast = est._query_centred(Q)
     assert not fast.served[:3].any() and fast.served[3]
-    # The far queries: ridged designs (gaussian); with these data, windows
-    # just beyond the support of every point (epanechnikov), left empty.
-    expected = RidgedDesignWarning if kernel == "gaussian" else EmptyWindowWarning
-    with warns_about(expected, 3, 4):
+    with warns_about(RidgedDesignWarning, 3, 4):
         got, ref = est.predict(Q), brute.predict(Q)
+    assert_allclose(got, ref, rtol=1e-12)
+
+
+def test_sorted_moments_serve_one_sided_windows_and_leave_empty_ones():
+    # The sorted sums of a compact kernel's moments are exact to rounding:
+    # their bound serves the thin one-sided windows beyond the data (ridged
+    # where thinnest), which equal the exact path's; the windows
+    # beyond every point's support are empty, left to the exact path's policy.
+    X, y, w = _fast_data(seed=12)
+    params = {"kernel": "epanechnikov", "bandwidth": 0.5}
+    est = LocalLinearRegressor(**params).fit(X, y, sample_weight=w)
+    brute = LocalLinearRegressor(**params, algorithm="brute")
+    brute.fit(X, y, sample_weight=w)
+    assert est.algorithm_ == "sorted"
+    one_sided = np.array([1.3, 1.45, -0.3, -0.45])[:, None]
+    fast = est._query_centred(one_sided)
+    assert fast.served.all() and not fast.empty.any()
+    with warns_about(RidgedDesignWarning, 2, 4):  # the thinnest two, ridged
+        got, ref = est.predict(one_sided), brute.predict(one_sided)
+    assert_allclose(got, ref, rtol=1e-12)
+    empty = np.array([1.499, 1.4995, -0.4995, 0.5])[:, None]
+    fast = est._query_centred(empty)
+    assert not fast.served[:3].any() and fast.served[3]
+    with warns_about(EmptyWindowWarning, 3, 4):
+        got, ref = est.predict(empty), brute.predict(empty)
     assert_allclose(got, ref, rtol=1e-12)
 
 
