@@ -3,6 +3,7 @@ multipliers of each kernel's rule-of-thumb bandwidth, its extension where the
 best candidate is at an edge, its window about a searched size, and the
 warning for a user grid's edge."""
 
+from dataclasses import dataclass
 from numbers import Integral
 
 import numpy as np
@@ -264,6 +265,20 @@ def refused_candidates(est, X, w, cands):
             except GridSizeError:
                 refused[i] = True
     return refused
+
+
+@dataclass
+class PassCache:
+    """What the passes of one search share, made with the search and dropped
+    with it (nothing of it stays on the estimator): ``targets``, those of the
+    local fits (None for Nadaraya--Watson); ``pairs``, the discrete
+    features' pair tables of its splits (a :class:`~sknw._sums.PairCache`,
+    None without discrete features); ``prepared``, the local passes' data
+    prepared once (see :func:`~sknw._local_cv.query_centred_cv`)."""
+
+    targets: object = None
+    pairs: object = None
+    prepared: object = None
 
 
 class ScoreMemo:

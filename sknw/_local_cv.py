@@ -99,7 +99,7 @@ def moment_targets(Y, w):
     return yn - mid, mid, y_scale, hi - lo
 
 
-def query_centred_cv(est, X, Y, w, unit, cands, folds):
+def query_centred_cv(est, X, Y, w, unit, cands, folds, cache=None):
     """Out-of-sample local linear estimates of the candidates that a backend
     summing local moments serves on every split.
 
@@ -112,7 +112,9 @@ def query_centred_cv(est, X, Y, w, unit, cands, folds):
     :func:`exact_estimates`), ``means`` their windows' means as the moments
     give them (NaN where they hold no weight): where its frames start. The
     candidates are taken in batches of :data:`FIT_ROWS` rows, whose local
-    fits are solved together. Each chunk of the points the fast path left
+    fits are solved together. ``cache``: the search's
+    :class:`~sknw._grid.PassCache`, whose passes share their prepared data
+    (None: none kept). Each chunk of the points the fast path left
     is recorded (``line_fits``: the split's ``train``, and per candidate the
     ``points`` taken and those still ``left``, as rows of the data).
     """
@@ -123,7 +125,7 @@ def query_centred_cv(est, X, Y, w, unit, cands, folds):
     )
     if est.algorithm not in ("auto", *accepted):
         return {}
-    prep = _prepared(est, X, Y, w, unit, folds)
+    prep = _prepared(est, X, Y, w, unit, folds, cache)
     X, V, w, spread = prep.X, prep.V, prep.w, prep.spread
     mid, y_scale, splits, shared = prep.mid, prep.y_scale, prep.splits, prep.shared
     params = {
@@ -279,7 +281,7 @@ class _KeptPasses(NamedTuple):
     prepared: _Prepared
 
 
-def _prepared(est, X, Y, w, unit, folds):
+def _prepared(est, X, Y, w, unit, folds, cache=None):
     """What every pass of a search over the same data shares: the targets
     of :func:`moment_targets`, for leave-one-out sorted once (each
     candidate's backend then finds its queries and training points in order,
@@ -287,17 +289,18 @@ def _prepared(est, X, Y, w, unit, folds):
     (``orders``, None for K-fold), the splits, and per split the dict of
     what its indexes share across candidates: a :class:`_Prepared`.
 
-    Kept in ``est._local_passes`` for the passes that follow on the same
-    arrays (the estimator drops it at the end of its search), where
+    Kept in the search's ``cache`` (:class:`~sknw._grid.PassCache`, None:
+    not kept) for the passes that follow on the same arrays, where
     :data:`KEEP_PREPARED`. Each call is recorded (``prepared_data``: the
-    ``estimator``, and whether it ``reused`` the kept data)."""
+    search's ``cache``, and whether it ``reused`` the kept data)."""
     key = (X, Y, w, folds)
-    kept = getattr(est, "_local_passes", None) if KEEP_PREPARED.value else None
+    keep = cache is not None and KEEP_PREPARED.value
+    kept = cache.prepared if keep else None
     if kept is not None and kept.unit == unit:
         if all(a is b for a, b in zip(kept.key, key, strict=True)):
-            record("prepared_data", estimator=est, reused=True)
+            record("prepared_data", cache=cache, reused=True)
             return kept.prepared
-    record("prepared_data", estimator=est, reused=False)
+    record("prepared_data", cache=cache, reused=False)
     V, mid, y_scale, spread = moment_targets(Y, w)
     splits = [(None, None)] if folds is None else folds
     orders = None
@@ -319,7 +322,8 @@ def _prepared(est, X, Y, w, unit, folds):
         splits=splits,
         shared=[{} for _ in splits],
     )
-    est._local_passes = _KeptPasses(key=key, unit=unit, prepared=prepared)
+    if keep:
+        cache.prepared = _KeptPasses(key=key, unit=unit, prepared=prepared)
     return prepared
 
 
@@ -709,11 +713,11 @@ def _window_means(moments, left, Q, scale):
     return np.where(np.isfinite(mean), mean, np.nan)
 
 
-def exact_estimates(est, cand, X, w, unit, train, rows, centres=None, known=None):
+def exact_estimates(est, cand, X, Y, w, unit, train, rows, centres=None, known=None):
     """Out-of-sample estimates of candidate ``cand`` at ``X[rows]`` by the
     exact path of predictions (moments in frames near each point), and the
     number of empty windows among them: leave-one-out (``train`` None) on
-    the estimator fitted to all the data, each point left out of its own fit
+    the fit to all the data ``(X, Y)``, each point left out of its own fit
     (its whole row), or the fit to ``X[train]``, as a refit would
     give them. ``w`` are the normalised weights, ``unit`` one unit of them;
     empty windows under ``empty_window`` ``"nan"`` and ``"raise"`` give NaN.
@@ -740,7 +744,6 @@ def exact_estimates(est, cand, X, w, unit, train, rows, centres=None, known=None
     )
     policy = est.empty_window if est.empty_window in ("nearest", "mean") else "nan"
     plain = est._plain(cand, policy)
-    Y = est._cv_targets
     if w is not None:
         with np.errstate(over="ignore", invalid="ignore"):
             w = w / unit if np.isfinite(unit) else w

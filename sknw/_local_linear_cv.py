@@ -125,20 +125,7 @@ class LocalPolynomialCVFit(CVSelectionMixin, LocalPolynomialFit):
         self : object
             The fitted estimator.
         """
-        try:
-            return self._fit_regression(X, y, sample_weight, groups)
-        finally:
-            self.__dict__.pop("_cv_targets", None)
-
-    def _select(self, *args, **kwargs):
-        # The passes of one search share their prepared data
-        # (:func:`~sknw._local_cv.query_centred_cv`), dropped at its end:
-        # after fit, and after the search of a plain estimator's
-        # ``bandwidth="cv"``.
-        try:
-            return super()._select(*args, **kwargs)
-        finally:
-            self.__dict__.pop("_local_passes", None)
+        return self._fit_regression(X, y, sample_weight, groups)
 
     @property
     def _pass_algorithms(self):
@@ -147,7 +134,7 @@ class LocalPolynomialCVFit(CVSelectionMixin, LocalPolynomialFit):
         # query come from the one-feature backends (_cv_estimates).
         return EXACT_ALGORITHMS
 
-    def _cv_estimates(self, X, V, w, unit, cands, folds, finish, shares=None):
+    def _cv_estimates(self, X, V, w, unit, cands, folds, finish, cache, shares=None):
         """The estimates of the candidates the one-feature backends serve
         from the moments about each left-out point
         (:func:`~sknw._local_cv.query_centred_cv`); the others' by the exact
@@ -160,9 +147,11 @@ class LocalPolynomialCVFit(CVSelectionMixin, LocalPolynomialFit):
         local = {}
         spans = any(c.get("span") is not None for c in cands)
         if shares is None and self._degree() == 1 and not spans:
-            local = query_centred_cv(self, X, self._cv_targets, w, unit, cands, folds)
+            local = query_centred_cv(
+                self, X, cache.targets, w, unit, cands, folds, cache=cache
+            )
         rest = [i for i in range(len(cands)) if i not in local]
-        preds = np.full((len(cands), X.shape[0], self._cv_targets.shape[1]), np.nan)
+        preds = np.full((len(cands), X.shape[0], cache.targets.shape[1]), np.nan)
         n_empty = np.zeros(len(cands), dtype=np.intp)
         if rest:
             fits = finish
@@ -173,7 +162,7 @@ class LocalPolynomialCVFit(CVSelectionMixin, LocalPolynomialFit):
                     return finish(averages, cands, empty, shares=shares)
 
             p, e = super()._cv_estimates(
-                X, V, w, unit, [cands[i] for i in rest], folds, fits, shares=shares
+                X, V, w, unit, [cands[i] for i in rest], folds, fits, cache, shares
             )
             preds[rest], n_empty[rest] = p, e
             if shares is not None:
@@ -193,6 +182,7 @@ class LocalPolynomialCVFit(CVSelectionMixin, LocalPolynomialFit):
                             self,
                             cands[i],
                             X,
+                            cache.targets,
                             w,
                             unit,
                             train,
@@ -203,7 +193,15 @@ class LocalPolynomialCVFit(CVSelectionMixin, LocalPolynomialFit):
             preds[i] = pred
             for train, left, means in missing:
                 preds[i][left], empty = exact_estimates(
-                    self, cands[i], X, w, unit, train, left, centres=means
+                    self,
+                    cands[i],
+                    X,
+                    cache.targets,
+                    w,
+                    unit,
+                    train,
+                    left,
+                    centres=means,
                 )
                 n_empty[i] += empty
         return preds, n_empty
@@ -233,7 +231,6 @@ class LocalPolynomialCVFit(CVSelectionMixin, LocalPolynomialFit):
     def _cv_values(self, X, Y, w):
         """Moments of the local fit (in the frame of :func:`coordinate_frame`),
         and the local linear estimates from their left-out averages."""
-        self._cv_targets = Y
         Xc = self._continuous(X)
         centre, unit = coordinate_frame(Xc)
         Z = (np.asarray(Xc, dtype=np.float64) - centre) / unit

@@ -26,6 +26,7 @@ from ._default import subsample_rows
 from ._grid import (  # noqa: F401 - the grid's names, here too
     DEFAULT_GRID_RANGE,
     WINDOW_STEPS,
+    PassCache,
     ScoreMemo,
     candidate_grid,
     edge_text,
@@ -435,10 +436,11 @@ class CVSelectionMixin:
         self._fit_span(w)
         self.metric_params_ = self._resolve_metric_params(X, w)
         Xs, ys, ws = self._search_rows(X, y, w)
-        V, finish = self._cv_values(
-            Xs, ys.reshape(ys.shape[0], -1), normalised_weights(ws)[0]
+        Ys = ys.reshape(ys.shape[0], -1)
+        V, finish = self._cv_values(Xs, Ys, normalised_weights(ws)[0])
+        self._select(
+            Xs, V, ys, ws, "regression", finish=finish, groups=groups, targets=Ys
         )
-        self._select(Xs, V, ys, ws, "regression", finish=finish, groups=groups)
         self.X_fit_, self.y_fit_, self.sample_weight_ = X, y, w
         self._resolve_algorithm(self._selected_scaling)
         self._fit_noise_variance()
@@ -459,13 +461,9 @@ class CVSelectionMixin:
             self.y_fit_ = y
             self._select(X, self._onehot(y), y, w, "classification", self.classes_)
             return self
-        try:
-            V, finish = self._cv_values(
-                X, y.reshape(y.shape[0], -1), normalised_weights(w)[0]
-            )
-            self._select(X, V, y, w, "regression", finish=finish)
-        finally:
-            self.__dict__.pop("_cv_targets", None)
+        Y = y.reshape(y.shape[0], -1)
+        V, finish = self._cv_values(X, Y, normalised_weights(w)[0])
+        self._select(X, V, y, w, "regression", finish=finish, targets=Y)
         return self
 
     @property
@@ -482,32 +480,42 @@ class CVSelectionMixin:
         averages are the estimates, as for Nadaraya--Watson)."""
         return Y, None
 
-    def _select(self, X, V, y_score, w, kind, classes=None, finish=None, groups=None):
+    def _select(
+        self,
+        X,
+        V,
+        y_score,
+        w,
+        kind,
+        classes=None,
+        finish=None,
+        groups=None,
+        targets=None,
+    ):
         """Score every candidate out of sample, store ``cv_results_`` and the
         best ``kernel_`` and ``bandwidth_`` (refined with ``refine``); the
         splitter takes the ``groups`` of fit. With discrete features the
-        smoothing parameters are searched too (see :mod:`sknw._mixed`), the
-        passes sharing the pair tables of the search's splits
-        (:class:`~sknw._sums.PairCache`), dropped at its end; on the core's
-        BLAS threads, as its sums (one by default, see :func:`sknw.set_config`;
-        entered once, not once per pass)."""
-        self._pairs = None if self._discrete is None else PairCache()
-        try:
-            with core_blas_threads():
-                self._search(
-                    X,
-                    V,
-                    y_score,
-                    w,
-                    kind,
-                    classes=classes,
-                    finish=finish,
-                    groups=groups,
-                )
-        finally:
-            self.__dict__.pop("_pairs", None)
+        smoothing parameters are searched too (see :mod:`sknw._mixed`). The
+        passes share a :class:`~sknw._grid.PassCache` (the local fits'
+        ``targets``, the pair tables of the search's splits), dropped at its
+        end; on the core's BLAS threads, as its sums (one by default, see
+        :func:`sknw.set_config`; entered once, not once per pass)."""
+        pairs = None if self._discrete is None else PairCache()
+        cache = PassCache(targets=targets, pairs=pairs)
+        with core_blas_threads():
+            self._search(
+                X,
+                V,
+                y_score,
+                w,
+                kind,
+                classes=classes,
+                finish=finish,
+                groups=groups,
+                cache=cache,
+            )
 
-    def _search(self, X, V, y_score, w, kind, *, classes, finish, groups):
+    def _search(self, X, V, y_score, w, kind, *, classes, finish, groups, cache):
         kernels, resolved = self._candidate_kernels()
         discrete = self._discrete
         grid, lambdas = self._bandwidth_grid(X, w)
@@ -544,12 +552,14 @@ class CVSelectionMixin:
             if criterion is not None:
                 shares = np.full((len(cands), X.shape[0]), np.nan)
                 fitted, n_empty = self._cv_estimates(
-                    X, V, w_n, unit, cands, folds, finish, shares=shares
+                    X, V, w_n, unit, cands, folds, finish, cache, shares=shares
                 )
                 record("estimates", candidates=cands, estimates=fitted, full=True)
                 mean = in_sample_scores(fitted, shares, y_score, w_n, criterion)
                 return (mean, None), n_empty
-            preds, n_empty = self._cv_estimates(X, V, w_n, unit, cands, folds, finish)
+            preds, n_empty = self._cv_estimates(
+                X, V, w_n, unit, cands, folds, finish, cache
+            )
             record("estimates", candidates=cands, estimates=preds, full=False)
             return score_candidates(preds, y_score, w_n, folds, scorer), n_empty
 
@@ -603,6 +613,7 @@ class CVSelectionMixin:
                 unit=unit,
                 kind=kind,
                 finish=finish,
+                cache=cache,
             )
         self._store_choice(kernels, found, X, best)
         self._searched = (state.shape, found[0][self.best_index_]["multiplier"])
@@ -650,14 +661,16 @@ class CVSelectionMixin:
             self._store_off_grid(polished, score, self._continuous(X))
             self._searched = (None, polished["multiplier"])
 
-    def _smoothest_choice(self, found, best, *, X, V, y_score, w_n, unit, kind, finish):
+    def _smoothest_choice(
+        self, found, best, *, X, V, y_score, w_n, unit, kind, finish, cache
+    ):
         """The leave-one-out choice among the local optima of the grid
         ``found`` (see :func:`~sknw._smoothest.smoothest_near_best`), the
         per-point losses computed for the candidates it asks for."""
 
         def point_losses(rows):
             cands = [found[0][i] for i in rows]
-            preds, _ = self._cv_estimates(X, V, w_n, unit, cands, None, finish)
+            preds, _ = self._cv_estimates(X, V, w_n, unit, cands, None, finish, cache)
             record("point_losses", candidates=cands, estimates=preds)
             return per_point_losses(preds, y_score, kind)
 
@@ -834,10 +847,11 @@ class CVSelectionMixin:
     #: (:mod:`sknw._criteria`).
     _self_weights = False
 
-    def _cv_estimates(self, X, V, w, unit, cands, folds, finish, shares=None):
+    def _cv_estimates(self, X, V, w, unit, cands, folds, finish, cache, shares=None):
         """Out-of-sample estimates of every candidate, ``(n_candidates, n,
         k)``, and their numbers of empty windows (see :func:`cv_predictions`,
-        whose averages ``finish`` turns into estimates). With ``shares``
+        whose averages ``finish`` turns into estimates; ``cache`` the
+        search's :class:`~sknw._grid.PassCache`). With ``shares``
         (leave-one-out, for the in-sample criteria), the fitted values of the
         fits to every point instead, and ``shares`` receives each point's
         self weight (see :mod:`sknw._criteria`). An ``algorithm`` the passes
@@ -873,7 +887,7 @@ class CVSelectionMixin:
             algorithm=algorithm,
             accepted=accepted,
             shares=shares,
-            pairs=getattr(self, "_pairs", None),
+            pairs=cache.pairs,
             tolerance=getattr(self, "binned_tol", None),
         )
         if finish is not None:

@@ -22,9 +22,9 @@ def _tailed(seed=0, n=1500):
     return X, y, w
 
 
-def _estimates(est, cand, X, w, unit, train, rows, windowed):
+def _estimates(est, cand, X, Y, w, unit, train, rows, windowed):
     with WINDOWED_FITS.set(windowed):
-        return _local_cv.exact_estimates(est, cand, X, w, unit, train, rows)
+        return _local_cv.exact_estimates(est, cand, X, Y, w, unit, train, rows)
 
 
 @pytest.mark.parametrize("kernel", ["gaussian", "epanechnikov", "boxcar"])
@@ -40,7 +40,6 @@ def test_estimates_from_the_windows_equal_those_from_every_point(
         kernels=[kernel], bandwidths=[100.0], empty_window=policy
     )
     est.fit(X, y, sample_weight=w)  # the fitted state exact_estimates reads
-    est._cv_targets = y[:, None]
     wn, unit = normalised_weights(w)
     # The tails and a few points inside, at small and large bandwidths.
     order = np.argsort(X[:, 0])
@@ -58,8 +57,10 @@ def test_estimates_from_the_windows_equal_those_from_every_point(
             est, cand, X, wn, keep, rows, own=own, policy=policy
         )
         fits.append(kept.size < keep.size)
-        got, empty = _estimates(est, cand, X, wn, unit, train, rows, True)
-        want, empty_all = _estimates(est, cand, X, wn, unit, train, rows, False)
+        got, empty = _estimates(est, cand, X, y[:, None], wn, unit, train, rows, True)
+        want, empty_all = _estimates(
+            est, cand, X, y[:, None], wn, unit, train, rows, False
+        )
         assert empty == empty_all
         assert_allclose(got, want, rtol=0, atol=1e-12 * np.ptp(y), equal_nan=True)
     # The windows hold fewer points at the small bandwidths (unless an empty
@@ -81,7 +82,6 @@ def test_points_the_fast_path_leaves_are_served_from_their_windows(
     w = w if weighted else None
     est = LocalLinearRegressorCV(kernels=[kernel], bandwidths=[100.0])
     est.fit(X, y, sample_weight=w)
-    est._cv_targets = y[:, None]
     wn, unit = normalised_weights(w)
     folds = list(KFold(3, shuffle=True, random_state=1).split(X)) if kfold else None
     # (The sorted path leaves only the empty windows of compact kernels but
@@ -123,7 +123,9 @@ def test_points_the_fast_path_leaves_are_served_from_their_windows(
     for i, cand in enumerate(cands):
         pred, missing = got[i]
         for train, test in splits:
-            want, _ = _local_cv.exact_estimates(est, cand, X, wn, unit, train, test)
+            want, _ = _local_cv.exact_estimates(
+                est, cand, X, y[:, None], wn, unit, train, test
+            )
             for tr, rows, _ in missing:  # left to the exact path
                 if (tr is None) == (train is None) and (
                     tr is None or np.array_equal(tr, train)
@@ -139,7 +141,6 @@ def test_the_points_left_are_taken_in_chunks_of_fit_rows():
     # and the same points left to the exact path as all at once.
     X, y, w = _tailed(seed=6)
     est = LocalLinearRegressorCV(kernels=["gaussian"], bandwidths=[100.0]).fit(X, y)
-    est._cv_targets = y[:, None]
     cands = [
         {"kernel": est.kernel_, "bandwidth": np.array([h])}
         for h in (0.002, 0.004, 0.01)

@@ -947,19 +947,24 @@ def test_leave_one_out_at_small_bandwidths_in_two_features_equals_refits():
 
 def test_cv_passes_share_their_prepared_data_within_a_fit():
     # The grid and the polish are passes over the same data: the targets are
-    # prepared and the points sorted once per fit, the kept state is dropped
-    # at its end, and the search equals one that prepares them every pass.
+    # prepared and the points sorted once per fit, kept in the search's cache
+    # (never on the estimator), and the search equals one that prepares them
+    # every pass.
     X, y, _ = _fast_data(n=700, seed=3)
     with traced() as trace:
         shared = LocalLinearRegressorCV().fit(X, y)
     passes = trace.count("prepared_data")
     assert passes >= 2 and trace.count("prepared_data", reused=False) == 1
-    assert not hasattr(shared, "_local_passes")
-    # The search of a plain estimator's bandwidth="cv" drops them too.
+    (cache,) = {id(c): c for c in trace.values("prepared_data", "cache")}.values()
+    assert cache.prepared is not None
+    assert not any(value is cache for value in vars(shared).values())
+    # The search of a plain estimator's bandwidth="cv" too.
     with traced() as trace:
-        LocalLinearRegressor(bandwidth="cv").fit(X, y)
-    searches = trace.values("prepared_data", "estimator")
-    assert searches and not any(hasattr(e, "_local_passes") for e in searches)
+        plain = LocalLinearRegressor(bandwidth="cv").fit(X, y)
+    caches = {id(c): c for c in trace.values("prepared_data", "cache")}
+    assert len(caches) == 1
+    (cache,) = caches.values()
+    assert not any(value is cache for value in vars(plain).values())
     with KEEP_PREPARED.set(False), traced() as trace:
         alone = LocalLinearRegressorCV().fit(X, y)
     assert trace.count("prepared_data", reused=True) == 0
