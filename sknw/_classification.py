@@ -9,6 +9,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
 from ._base import NadarayaWatsonBase
+from ._docs import fill_docstring
 from ._mixed import DISCRETE_CONSTRAINTS, encode_features
 from ._selection import (
     NW_CV_ALGORITHMS,
@@ -29,6 +30,7 @@ from .kernels import KERNELS, Kernel
 CLASSIFIER_KERNELS = {name for name, cls in KERNELS.items() if cls.nonnegative}
 
 
+@fill_docstring
 class NadarayaWatsonClassifier(ClassifierMixin, NadarayaWatsonBase):
     r"""Nadaraya--Watson kernel classifier: kernel-weighted class frequencies.
 
@@ -46,8 +48,7 @@ class NadarayaWatsonClassifier(ClassifierMixin, NadarayaWatsonBase):
     bandwidth : {"cv", "scott", "silverman"}, float or array-like, default="cv"
         As in :class:`NadarayaWatsonRegressor`; ``"cv"`` scores the log-loss
         (the choice of :class:`NadarayaWatsonClassifierCV`).
-    metric : str or callable, default="euclidean"
-        Any metric of :func:`scipy.spatial.distance.cdist`.
+    {metric}
     metric_params : dict, default=None
         Keyword arguments of the metric; see :class:`NadarayaWatsonRegressor`.
     empty_window : {"nearest", "mean", "nan", "raise"}, default="nearest"
@@ -65,47 +66,13 @@ class NadarayaWatsonClassifier(ClassifierMixin, NadarayaWatsonBase):
         With ``algorithm="binned"``: the largest error of a class probability.
         The grid step follows from it; queries whose error bound exceeds it (in
         sparse regions or outside the data) are computed exactly.
-    n_jobs : int, default=None
-        Number of parallel workers for predictions: the queries are split into
-        batches run through joblib (threads unless ``joblib.parallel_config``
-        says otherwise), each with one BLAS thread. ``None`` means 1 unless
-        in a ``joblib.parallel_config`` context; ``-1`` means all processors.
-        Results equal the serial ones up to rounding.
-    categorical_features : "from_dtype", None or array-like, default="from_dtype"
-        The unordered categorical features: ``"from_dtype"`` takes the
-        categorical, string and object columns of a pandas (or polars)
-        DataFrame (object columns of numbers stay continuous; an ordered
-        categorical is an ordered feature); None: none; else a boolean mask,
-        indices or feature names, as in scikit-learn's
-        ``HistGradientBoosting*``. Their levels are learned at fit
-        (``categories_``); a level unseen at fit mismatches every training
-        level. Their kernel enters the product kernel as a factor (see the
-        user guide's "Categorical and ordered features").
-    ordered_features : None or array-like, default=None
-        Features whose values are ordered levels: integers (their differences
-        count the levels between them) or ordered categoricals (their
-        categories' order).
-    categorical_kernel : {"aitchison_aitken", "li_racine"}, default="aitchison_aitken"
-        The kernel of the unordered features: ``1 - l`` on a match and
-        ``l / (c - 1)`` otherwise (``c`` levels, ``l`` in ``[0, (c-1)/c]``), or
-        1 and ``l`` (``l`` in ``[0, 1]``).
-    ordered_kernel : {"wang_ryzin", "li_racine"}, default="wang_ryzin"
-        The kernel of the ordered features: ``1 - l`` on a match and
-        ``(1 - l) / 2 * l**t`` at ``t`` levels apart (``l`` in ``[0, 1)``), or
-        ``l**t`` (``l`` in ``[0, 1]``). The smoothing parameter ``l`` of each
-        discrete feature is its entry of a per-feature ``bandwidth`` (a scalar
-        bandwidth applies to the continuous features; rules of thumb give
-        ``l`` a share ``min(n**-0.4, 1/2)`` of its largest value) and is chosen
-        with the bandwidth by ``bandwidth="cv"``.
+    {n_jobs}
+    {categorical_features}
+    {ordered_features}
+    {categorical_kernel}
+    {ordered_kernel}
 
-    span : float in (0, 1], default=None
-        Nearest-neighbour bandwidths (LOWESS's ``frac``): each query's
-        bandwidth is its distance to its ``k``-th nearest training point,
-        ``k = int(span * n + 1e-10)`` (2 to ``n``; with sample weights ``n`` is
-        their sum and ``k`` a weight), in the features divided by the shape of
-        ``bandwidth`` (Scott's for ``"cv"`` and ``"plugin"``). A compact kernel
-        gives the ``k``-th point weight 0. Continuous features only; summed by
-        the dense or sorted backend. None: ``bandwidth`` at every query.
+    {span}
 
     Attributes
     ----------
@@ -337,6 +304,7 @@ class NadarayaWatsonClassifier(ClassifierMixin, NadarayaWatsonBase):
         return self.classes_[np.argmax(proba, axis=1)]
 
 
+@fill_docstring
 class NadarayaWatsonClassifierCV(CVSelectionMixin, NadarayaWatsonClassifier):
     r"""Nadaraya--Watson classifier with kernel and bandwidth chosen by CV.
 
@@ -364,10 +332,8 @@ class NadarayaWatsonClassifierCV(CVSelectionMixin, NadarayaWatsonClassifier):
     refine : bool, default=False
         As in :class:`NadarayaWatsonRegressorCV`: a bounded continuous search
         of the log-bandwidth after the grid.
-    metric : str or callable, default="euclidean"
-        Any metric of :func:`scipy.spatial.distance.cdist`.
-    metric_params : dict, default=None
-        Keyword arguments of the metric.
+    {metric}
+    {metric_params}
     empty_window : {"nearest", "mean", "nan", "raise"}, default="nearest"
         As in :class:`NadarayaWatsonRegressorCV`.
 
@@ -387,21 +353,10 @@ class NadarayaWatsonClassifierCV(CVSelectionMixin, NadarayaWatsonClassifier):
         features.
     ordered_features : None or array-like, default=None
         As in :class:`NadarayaWatsonRegressor`: the ordered features.
-    categorical_kernel : {"aitchison_aitken", "li_racine"}, default="aitchison_aitken"
-        The kernel of the unordered features.
-    ordered_kernel : {"wang_ryzin", "li_racine"}, default="wang_ryzin"
-        The kernel of the ordered features. With discrete features, the
-        smoothing parameter of each is searched with the bandwidth: after the
-        grid of continuous bandwidths, each discrete feature's in turn over
-        ten shares (0 to 1) of its range at the best candidate, then the grid
-        again, twice; ``bandwidths`` holds floats (the continuous features';
-        the smoothing parameters searched) or full per-feature arrays (fixed).
+    {categorical_kernel_brief}
+    {ordered_kernel_cv}
 
-    spans : array-like of float in (0, 1], default=None
-        Score every kernel with these nearest-neighbour spans (``span`` of the
-        plain estimator; leave-one-out counts each window without its point)
-        instead of bandwidths; the choice is ``span_``. Not with
-        ``bandwidths``, ``refine`` or discrete features.
+    {spans}
 
     Attributes
     ----------

@@ -7,6 +7,7 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._base import NadarayaWatsonBase, _merge_warnings, _tile_elements
+from ._docs import fill_docstring
 from ._gradient import empty_gradient, local_constant_gradient
 from ._local_cv import moment_targets
 from ._local_frame import (
@@ -711,6 +712,7 @@ class LocalPolynomialFit(NadarayaWatsonRegressor):
         return counts if own is None else counts + stays
 
 
+@fill_docstring
 class LocalLinearRegressor(LocalPolynomialFit):
     r"""Local linear kernel regression.
 
@@ -731,8 +733,7 @@ class LocalLinearRegressor(LocalPolynomialFit):
         As in :class:`NadarayaWatsonRegressor`. The local hyperplane is fitted
         in the coordinates of the features (divided by a per-feature
         bandwidth); the metric only shapes the weights.
-    metric_params : dict, default=None
-        Keyword arguments of the metric.
+    {metric_params}
     empty_window : {"nearest", "mean", "nan", "raise"}, default="nearest"
         As in :class:`NadarayaWatsonRegressor`, for queries whose window holds
         no training point.
@@ -791,29 +792,14 @@ class LocalLinearRegressor(LocalPolynomialFit):
         in R's ``np``).
     ordered_features : None or array-like, default=None
         As in :class:`NadarayaWatsonRegressor`: the ordered features.
-    categorical_kernel : {"aitchison_aitken", "li_racine"}, default="aitchison_aitken"
-        The kernel of the unordered features.
+    {categorical_kernel_brief}
     ordered_kernel : {"wang_ryzin", "li_racine"}, default="wang_ryzin"
         The kernel of the ordered features. With discrete features the fits
         take the exact path (the one-feature fast paths sum one continuous
         kernel only).
 
-    span : float in (0, 1], default=None
-        Nearest-neighbour bandwidths (LOWESS's ``frac``): each query's
-        bandwidth is its distance to its ``k``-th nearest training point,
-        ``k = int(span * n + 1e-10)`` (2 to ``n``; with sample weights ``n`` is
-        their sum and ``k`` a weight), in the features divided by the shape of
-        ``bandwidth`` (Scott's for ``"cv"`` and ``"plugin"``). A compact kernel
-        gives the ``k``-th point weight 0. Continuous features only; summed by
-        the dense or sorted backend. None: ``bandwidth`` at every query.
-    robust_iterations : int, default=0
-        Robustness iterations (Cleveland, 1979): after each fit, the sample
-        weights are multiplied by the bisquare ``(1 - u**2)**2`` (0 for ``u
-        >= 1``) of each point's residual in units of 6 median absolute
-        residuals (its largest over the outputs), and the estimator is
-        refitted at the first fit's bandwidth or windows. With
-        ``kernel="tricube"``, :class:`LocalLinearRegressor` is then LOWESS
-        (statsmodels' ``lowess(y, x, frac=span, it=robust_iterations)``).
+    {span}
+    {robust_iterations}
 
     Attributes
     ----------

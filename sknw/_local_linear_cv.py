@@ -6,6 +6,7 @@ from functools import partial
 import numpy as np
 from sklearn.base import _fit_context
 
+from ._docs import fill_docstring
 from ._local_cv import FRAME_ROUNDING, exact_estimates, query_centred_cv
 from ._local_frame import (
     coordinate_frame,
@@ -309,6 +310,7 @@ class LocalPolynomialCVFit(CVSelectionMixin, LocalPolynomialFit):
         return V, finish
 
 
+@fill_docstring
 class LocalLinearRegressorCV(LocalPolynomialCVFit, LocalLinearRegressor):
     r"""Local linear regression with kernel and bandwidth chosen by CV.
 
@@ -321,9 +323,7 @@ class LocalLinearRegressorCV(LocalPolynomialCVFit, LocalLinearRegressor):
 
     Parameters
     ----------
-    kernels : str, Kernel or sequence of them, default=("gaussian",)
-        Kernels to try: names from :data:`sknw.kernels.KERNELS` or
-        :class:`~sknw.kernels.Kernel` instances.
+    {kernels}
     bandwidths : int, array-like or None, default=None
         As in :class:`NadarayaWatsonRegressorCV`: ``None`` or an int ``n``
         (default 30) for ``n`` multipliers, log-spaced by ``2**(1/j)`` or
@@ -344,8 +344,7 @@ class LocalLinearRegressorCV(LocalPolynomialCVFit, LocalLinearRegressor):
         of the log-bandwidth after the grid.
     metric : str or callable, default="euclidean"
         As in :class:`LocalLinearRegressor`.
-    metric_params : dict, default=None
-        Keyword arguments of the metric.
+    {metric_params}
     empty_window : {"nearest", "mean", "nan", "raise"}, default="nearest"
         As in :class:`NadarayaWatsonRegressorCV`, for windows that are empty
         once a point is left out: ``"nearest"`` and ``"mean"`` score the
@@ -385,11 +384,7 @@ class LocalLinearRegressorCV(LocalPolynomialCVFit, LocalLinearRegressor):
         As in :class:`LocalLinearRegressor`; the smoothing parameters are
         searched as by :class:`NadarayaWatsonRegressorCV`.
 
-    spans : array-like of float in (0, 1], default=None
-        Score every kernel with these nearest-neighbour spans (``span`` of the
-        plain estimator; leave-one-out counts each window without its point)
-        instead of bandwidths; the choice is ``span_``. Not with
-        ``bandwidths``, ``refine`` or discrete features.
+    {spans}
 
     Attributes
     ----------

@@ -7,6 +7,7 @@ from numbers import Integral
 import numpy as np
 from sklearn.utils._param_validation import Interval
 
+from ._docs import fill_docstring
 from ._local_linear import LocalPolynomialFit
 from ._local_linear_cv import EXACT_ALGORITHMS, LocalPolynomialCVFit
 from ._selection import cv_parameter_constraints
@@ -34,6 +35,7 @@ def supported_degree(est, X, sample_weight):
     return degree
 
 
+@fill_docstring
 class LocalPolynomialRegressor(LocalPolynomialFit):
     r"""Local polynomial kernel regression of any degree.
 
@@ -63,8 +65,7 @@ class LocalPolynomialRegressor(LocalPolynomialFit):
     metric : str or callable, default="euclidean"
         As in :class:`LocalLinearRegressor`: the polynomial is in the
         coordinates of the features; the metric only shapes the weights.
-    metric_params : dict, default=None
-        Keyword arguments of the metric.
+    {metric_params}
     empty_window : {"nearest", "mean", "nan", "raise"}, default="nearest"
         As in :class:`NadarayaWatsonRegressor`.
     min_eigenvalue : float, default=1e-8
@@ -98,27 +99,12 @@ class LocalPolynomialRegressor(LocalPolynomialFit):
         continuous features; the discrete ones enter through the kernel.
     ordered_features : None or array-like, default=None
         As in :class:`NadarayaWatsonRegressor`.
-    categorical_kernel : {"aitchison_aitken", "li_racine"}, default="aitchison_aitken"
-        The kernel of the unordered features.
+    {categorical_kernel_brief}
     ordered_kernel : {"wang_ryzin", "li_racine"}, default="wang_ryzin"
         The kernel of the ordered features.
 
-    span : float in (0, 1], default=None
-        Nearest-neighbour bandwidths (LOWESS's ``frac``): each query's
-        bandwidth is its distance to its ``k``-th nearest training point,
-        ``k = int(span * n + 1e-10)`` (2 to ``n``; with sample weights ``n`` is
-        their sum and ``k`` a weight), in the features divided by the shape of
-        ``bandwidth`` (Scott's for ``"cv"`` and ``"plugin"``). A compact kernel
-        gives the ``k``-th point weight 0. Continuous features only; summed by
-        the dense or sorted backend. None: ``bandwidth`` at every query.
-    robust_iterations : int, default=0
-        Robustness iterations (Cleveland, 1979): after each fit, the sample
-        weights are multiplied by the bisquare ``(1 - u**2)**2`` (0 for ``u
-        >= 1``) of each point's residual in units of 6 median absolute
-        residuals (its largest over the outputs), and the estimator is
-        refitted at the first fit's bandwidth or windows. With
-        ``kernel="tricube"``, :class:`LocalLinearRegressor` is then LOWESS
-        (statsmodels' ``lowess(y, x, frac=span, it=robust_iterations)``).
+    {span}
+    {robust_iterations}
 
     Attributes
     ----------
@@ -283,6 +269,7 @@ class LocalPolynomialRegressor(LocalPolynomialFit):
         }
 
 
+@fill_docstring
 class LocalPolynomialRegressorCV(LocalPolynomialCVFit, LocalPolynomialRegressor):
     r"""Local polynomial regression with kernel and bandwidth chosen by CV.
 
@@ -310,8 +297,7 @@ class LocalPolynomialRegressorCV(LocalPolynomialCVFit, LocalPolynomialRegressor)
         As in :class:`NadarayaWatsonRegressorCV`.
     metric : str or callable, default="euclidean"
         As in :class:`LocalPolynomialRegressor`.
-    metric_params : dict, default=None
-        Keyword arguments of the metric.
+    {metric_params}
     empty_window : {"nearest", "mean", "nan", "raise"}, default="nearest"
         As in :class:`LocalLinearRegressorCV`.
     min_eigenvalue : float, default=1e-8
@@ -338,11 +324,7 @@ class LocalPolynomialRegressorCV(LocalPolynomialCVFit, LocalPolynomialRegressor)
     ordered_kernel : {"wang_ryzin", "li_racine"}, default="wang_ryzin"
         As in :class:`LocalLinearRegressorCV`.
 
-    spans : array-like of float in (0, 1], default=None
-        Score every kernel with these nearest-neighbour spans (``span`` of the
-        plain estimator; leave-one-out counts each window without its point)
-        instead of bandwidths; the choice is ``span_``. Not with
-        ``bandwidths``, ``refine`` or discrete features.
+    {spans}
 
     Attributes
     ----------

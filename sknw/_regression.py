@@ -10,6 +10,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._bandwidth import BANDWIDTH_RULES
 from ._base import NadarayaWatsonBase
+from ._docs import fill_docstring
 from ._gradient import GradientMixin
 from ._local_frame import LocalFrame
 from ._mixed import DISCRETE_CONSTRAINTS, encode_features
@@ -22,6 +23,7 @@ from .exceptions import UndefinedStdWarning, warn
 from .kernels import KERNELS
 
 
+@fill_docstring
 class NadarayaWatsonRegressor(RegressorMixin, GradientMixin, NadarayaWatsonBase):
     r"""Nadaraya--Watson kernel regression (local-constant regression).
 
@@ -62,8 +64,7 @@ class NadarayaWatsonRegressor(RegressorMixin, GradientMixin, NadarayaWatsonBase)
         of the data: one per feature for the coordinate metrics (euclidean,
         sqeuclidean, cityblock, chebyshev, minkowski), a float for the others
         (see Notes).
-    metric : str or callable, default="euclidean"
-        Any metric of :func:`scipy.spatial.distance.cdist`.
+    {metric}
     metric_params : dict, default=None
         Keyword arguments of the metric, e.g. ``{"p": 1.5}`` for ``"minkowski"``
         or ``{"VI": ...}`` for ``"mahalanobis"``. For ``"mahalanobis"`` and
@@ -133,55 +134,14 @@ class NadarayaWatsonRegressor(RegressorMixin, GradientMixin, NadarayaWatsonBase)
         classifier). The grid step follows from it; queries whose error bound
         exceeds it (in sparse regions or outside the data) are computed
         exactly.
-    n_jobs : int, default=None
-        Number of parallel workers for predictions: the queries are split into
-        batches run through joblib (threads unless ``joblib.parallel_config``
-        says otherwise), each with one BLAS thread. ``None`` means 1 unless
-        in a ``joblib.parallel_config`` context; ``-1`` means all processors.
-        Results equal the serial ones up to rounding.
-    categorical_features : "from_dtype", None or array-like, default="from_dtype"
-        The unordered categorical features: ``"from_dtype"`` takes the
-        categorical, string and object columns of a pandas (or polars)
-        DataFrame (object columns of numbers stay continuous; an ordered
-        categorical is an ordered feature); None: none; else a boolean mask,
-        indices or feature names, as in scikit-learn's
-        ``HistGradientBoosting*``. Their levels are learned at fit
-        (``categories_``); a level unseen at fit mismatches every training
-        level. Their kernel enters the product kernel as a factor (see the
-        user guide's "Categorical and ordered features").
-    ordered_features : None or array-like, default=None
-        Features whose values are ordered levels: integers (their differences
-        count the levels between them) or ordered categoricals (their
-        categories' order).
-    categorical_kernel : {"aitchison_aitken", "li_racine"}, default="aitchison_aitken"
-        The kernel of the unordered features: ``1 - l`` on a match and
-        ``l / (c - 1)`` otherwise (``c`` levels, ``l`` in ``[0, (c-1)/c]``), or
-        1 and ``l`` (``l`` in ``[0, 1]``).
-    ordered_kernel : {"wang_ryzin", "li_racine"}, default="wang_ryzin"
-        The kernel of the ordered features: ``1 - l`` on a match and
-        ``(1 - l) / 2 * l**t`` at ``t`` levels apart (``l`` in ``[0, 1)``), or
-        ``l**t`` (``l`` in ``[0, 1]``). The smoothing parameter ``l`` of each
-        discrete feature is its entry of a per-feature ``bandwidth`` (a scalar
-        bandwidth applies to the continuous features; rules of thumb give
-        ``l`` a share ``min(n**-0.4, 1/2)`` of its largest value) and is chosen
-        with the bandwidth by ``bandwidth="cv"``.
+    {n_jobs}
+    {categorical_features}
+    {ordered_features}
+    {categorical_kernel}
+    {ordered_kernel}
 
-    span : float in (0, 1], default=None
-        Nearest-neighbour bandwidths (LOWESS's ``frac``): each query's
-        bandwidth is its distance to its ``k``-th nearest training point,
-        ``k = int(span * n + 1e-10)`` (2 to ``n``; with sample weights ``n`` is
-        their sum and ``k`` a weight), in the features divided by the shape of
-        ``bandwidth`` (Scott's for ``"cv"`` and ``"plugin"``). A compact kernel
-        gives the ``k``-th point weight 0. Continuous features only; summed by
-        the dense or sorted backend. None: ``bandwidth`` at every query.
-    robust_iterations : int, default=0
-        Robustness iterations (Cleveland, 1979): after each fit, the sample
-        weights are multiplied by the bisquare ``(1 - u**2)**2`` (0 for ``u
-        >= 1``) of each point's residual in units of 6 median absolute
-        residuals (its largest over the outputs), and the estimator is
-        refitted at the first fit's bandwidth or windows. With
-        ``kernel="tricube"``, :class:`LocalLinearRegressor` is then LOWESS
-        (statsmodels' ``lowess(y, x, frac=span, it=robust_iterations)``).
+    {span}
+    {robust_iterations}
 
     Attributes
     ----------
@@ -647,6 +607,7 @@ class NadarayaWatsonRegressor(RegressorMixin, GradientMixin, NadarayaWatsonBase)
         return tags
 
 
+@fill_docstring
 class NadarayaWatsonRegressorCV(CVSelectionMixin, NadarayaWatsonRegressor):
     r"""Nadaraya--Watson regression with kernel and bandwidth chosen by CV.
 
@@ -658,9 +619,7 @@ class NadarayaWatsonRegressorCV(CVSelectionMixin, NadarayaWatsonRegressor):
 
     Parameters
     ----------
-    kernels : str, Kernel or sequence of them, default=("gaussian",)
-        Kernels to try: names from :data:`sknw.kernels.KERNELS` or
-        :class:`~sknw.kernels.Kernel` instances.
+    {kernels}
     bandwidths : int, array-like or None, default=None
         ``None`` or an int ``n`` (default 30): ``n`` multipliers of each
         kernel's Scott-rule bandwidth of a robust spread (per feature for
@@ -702,10 +661,8 @@ class NadarayaWatsonRegressorCV(CVSelectionMixin, NadarayaWatsonRegressor):
         search within a factor 10^6 of the grid's best (features can get
         other ratios than the rule's). The grid's choice stays unless the
         score strictly improves; each step costs one cross-validation pass.
-    metric : str or callable, default="euclidean"
-        Any metric of :func:`scipy.spatial.distance.cdist`.
-    metric_params : dict, default=None
-        Keyword arguments of the metric.
+    {metric}
+    {metric_params}
     empty_window : {"nearest", "mean", "nan", "raise"}, default="nearest"
         Policy for empty windows, in the cross-validation and at predict time.
         During cross-validation, ``"nearest"`` and ``"mean"`` estimate the
@@ -740,21 +697,10 @@ class NadarayaWatsonRegressorCV(CVSelectionMixin, NadarayaWatsonRegressor):
         features.
     ordered_features : None or array-like, default=None
         As in :class:`NadarayaWatsonRegressor`: the ordered features.
-    categorical_kernel : {"aitchison_aitken", "li_racine"}, default="aitchison_aitken"
-        The kernel of the unordered features.
-    ordered_kernel : {"wang_ryzin", "li_racine"}, default="wang_ryzin"
-        The kernel of the ordered features. With discrete features, the
-        smoothing parameter of each is searched with the bandwidth: after the
-        grid of continuous bandwidths, each discrete feature's in turn over
-        ten shares (0 to 1) of its range at the best candidate, then the grid
-        again, twice; ``bandwidths`` holds floats (the continuous features';
-        the smoothing parameters searched) or full per-feature arrays (fixed).
+    {categorical_kernel_brief}
+    {ordered_kernel_cv}
 
-    spans : array-like of float in (0, 1], default=None
-        Score every kernel with these nearest-neighbour spans (``span`` of the
-        plain estimator; leave-one-out counts each window without its point)
-        instead of bandwidths; the choice is ``span_``. Not with
-        ``bandwidths``, ``refine`` or discrete features.
+    {spans}
 
     Attributes
     ----------
