@@ -4,8 +4,7 @@ from . import datasets, kernels
 from ._classification import NadarayaWatsonClassifier, NadarayaWatsonClassifierCV
 from ._config import config_context, get_config, set_config
 from ._dask import dask_predict
-from ._local_linear import LocalLinearRegressor
-from ._local_linear_cv import LocalLinearRegressorCV
+from ._local_linear import LocalLinearRegressor, LocalLinearRegressorCV
 from ._local_polynomial import LocalPolynomialRegressor, LocalPolynomialRegressorCV
 from ._regression import NadarayaWatsonRegressor, NadarayaWatsonRegressorCV
 from .exceptions import (

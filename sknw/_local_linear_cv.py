@@ -6,8 +6,8 @@ from functools import partial
 import numpy as np
 from sklearn.base import _fit_context
 
-from ._docs import fill_docstring
 from ._local_cv import FRAME_ROUNDING, exact_estimates, query_centred_cv
+from ._local_fit import LocalPolynomialFit
 from ._local_frame import (
     coordinate_frame,
     local_solution,
@@ -15,10 +15,8 @@ from ._local_frame import (
     monomial_terms,
     monomials,
 )
-from ._local_linear import LocalLinearRegressor, LocalPolynomialFit
-from ._selection import CVSelectionMixin, cv_parameter_constraints
+from ._selection import CVSelectionMixin
 from ._sums import algorithms
-from .kernels import KERNELS
 
 _EPS = np.finfo(np.float64).eps
 
@@ -308,163 +306,3 @@ class LocalPolynomialCVFit(CVSelectionMixin, LocalPolynomialFit):
             return out
 
         return V, finish
-
-
-@fill_docstring
-class LocalLinearRegressorCV(LocalPolynomialCVFit, LocalLinearRegressor):
-    r"""Local linear regression with kernel and bandwidth chosen by CV.
-
-    By default, exact leave-one-out cross-validation over a log-spaced grid of
-    bandwidths around the rule of thumb, in one pass over the pairwise
-    distances: the kernel-weighted moments of every training point's window
-    are summed without the point itself, and each point's local least-squares
-    problem is solved from them. Then it predicts like
-    :class:`LocalLinearRegressor` with the best kernel and bandwidth.
-
-    Parameters
-    ----------
-    {kernels}
-    bandwidths : int, array-like or None, default=None
-        As in :class:`NadarayaWatsonRegressorCV`: ``None`` or an int ``n``
-        (default 30) for ``n`` multipliers, log-spaced by ``2**(1/j)`` or
-        ``2**j`` over about 0.05 to 5, of each kernel's Scott-rule
-        bandwidth of a robust spread; otherwise a sequence of bandwidths.
-    cv : int, cross-validation generator, iterable or None, default=None
-        ``None``: exact, efficient leave-one-out. Otherwise K-fold as in
-        :func:`sklearn.model_selection.check_cv`, through the same machinery.
-    scoring : str, callable or None, default=None
-        As in :class:`NadarayaWatsonRegressorCV`; ``None`` is the negative
-        mean squared error. ``"aicc"`` and ``"gcv"`` take the self weight of
-        each point's local fit (its own weight's share times ``1 +`` its
-        squared Mahalanobis distance from its window's mean: the diagonal of
-        the smoother matrix); every candidate then takes the exact passes,
-        not the one-feature fast paths.
-    refine : bool, default=False
-        As in :class:`NadarayaWatsonRegressorCV`: a bounded continuous search
-        of the log-bandwidth after the grid.
-    metric : str or callable, default="euclidean"
-        As in :class:`LocalLinearRegressor`.
-    {metric_params}
-    empty_window : {"nearest", "mean", "nan", "raise"}, default="nearest"
-        As in :class:`NadarayaWatsonRegressorCV`, for windows that are empty
-        once a point is left out: ``"nearest"`` and ``"mean"`` score the
-        fallback estimate; ``"nan"`` and ``"raise"`` score NaN, which ranks a
-        candidate last.
-    min_eigenvalue : float, default=1e-8
-        As in :class:`LocalLinearRegressor`. Left-out points whose local
-        design is singular are scored with the local-constant estimate, as
-        they would be predicted (without a warning during the search).
-    max_leverage : float or None, default=100.0
-        As in :class:`LocalLinearRegressor`, for the cross-validation passes
-        (each left-out point's fit ridged as its refit would be) and the
-        predictions.
-    noise_variance : {"local", "global"} or float, default="local"
-        As in :class:`LocalLinearRegressor`, with the selected kernel and
-        bandwidth.
-    algorithm : {"auto", "fgt", "sorted", "binned", "tree", "tiles", "brute"}
-        Default ``"auto"``. As in :class:`LocalLinearRegressor`, for
-        predictions and the cross-validation passes. ``"binned"``: the
-        moments about each left-out point are binned, and each out-of-sample
-        estimate they give is within ``binned_tol`` times the range of the
-        targets of the exact one (approximate scores); the points beyond
-        that bound, and the in-sample criteria, take exact sums. A bandwidth
-        too small for the grid scores NaN.
-    binned_tol : float, default=1e-6
-        As in :class:`LocalLinearRegressor`.
-    n_jobs : int, default=None
-        As in :class:`NadarayaWatsonRegressorCV`: parallel workers for the
-        cross-validation passes and for predictions.
-    categorical_features : "from_dtype", None or array-like, default="from_dtype"
-        As in :class:`LocalLinearRegressor`.
-    ordered_features : None or array-like, default=None
-        As in :class:`LocalLinearRegressor`.
-    categorical_kernel : {"aitchison_aitken", "li_racine"}, default="aitchison_aitken"
-        As in :class:`LocalLinearRegressor`.
-    ordered_kernel : {"wang_ryzin", "li_racine"}, default="wang_ryzin"
-        As in :class:`LocalLinearRegressor`; the smoothing parameters are
-        searched as by :class:`NadarayaWatsonRegressorCV`.
-
-    {spans}
-
-    Attributes
-    ----------
-    kernel_ : Kernel
-        The selected kernel.
-    bandwidth_ : float or ndarray of shape (n_features,)
-        The selected bandwidth (its size polished between grid neighbours,
-        as in :class:`NadarayaWatsonRegressorCV`).
-    span_ : float or None
-        The selected span (with ``spans``), else None.
-    best_score_ : float
-        Cross-validated score of the selected kernel and bandwidth (after the
-        polish).
-    best_index_ : int
-        Index of the selected grid candidate in ``cv_results_``, as in
-        :class:`NadarayaWatsonRegressorCV`.
-    cv_results_ : dict of ndarrays
-        As in :class:`NadarayaWatsonRegressorCV`.
-    algorithm_ : {"fgt", "sorted", "binned", "tree", "tiles", "brute"}
-        The summation used by predictions.
-    metric_ : str or callable
-        The metric used: ``metric`` at fit. Predictions read it (and
-        ``metric_params_``), so changing ``metric`` takes effect at the next
-        fit.
-    metric_params_ : dict
-        Metric parameters used, including data-dependent defaults.
-    X_fit_ : ndarray of shape (n_samples, n_features)
-        Training inputs.
-    y_fit_ : ndarray of shape (n_samples,) or (n_samples, n_outputs)
-        Training targets.
-    sample_weight_ : ndarray of shape (n_samples,) or None
-        Training sample weights.
-    noise_variance_ : ndarray of shape (n_outputs,) or None
-        As in :class:`LocalLinearRegressor`.
-    n_features_in_ : int
-        Number of features seen during fit.
-    feature_names_in_ : ndarray of shape (`n_features_in_`,)
-        Names of features seen during fit; only defined when ``X`` has feature
-        names that are all strings.
-    feature_types_ : ndarray of shape (`n_features_in_`,)
-        ``"continuous"``, ``"unordered"`` or ``"ordered"`` for each feature.
-    categories_ : list of (ndarray or None)
-        The levels of each discrete feature learned at fit, None for the
-        continuous ones.
-
-    See Also
-    --------
-    LocalLinearRegressor : The estimator with a fixed kernel and bandwidth.
-    NadarayaWatsonRegressorCV : The same selection for the local-constant
-        estimate.
-
-    Notes
-    -----
-    The leave-one-out estimate at :math:`x_i` is the intercept of the
-    kernel-weighted least-squares fit at :math:`x_i` to the other points: the
-    moments of :class:`LocalLinearRegressor` (Notes) with point :math:`i`'s
-    term (its whole row, see :class:`NadarayaWatsonRegressorCV`) left out of
-    every sum. Each candidate costs one kernel evaluation per pair, and one
-    small linear system per point.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from sknw import LocalLinearRegressorCV
-    >>> rng = np.random.default_rng(0)
-    >>> X = rng.uniform(0, 3, (200, 1))
-    >>> y = 2 * X[:, 0] + np.sin(3 * X[:, 0]) + rng.normal(0, 0.3, 200)
-    >>> reg = LocalLinearRegressorCV(kernels=["gaussian", "epanechnikov"])
-    >>> reg = reg.fit(X, y)
-    >>> reg.kernel_, reg.bandwidth_.round(3)
-    (Epanechnikov(), array([0.222]))
-    >>> len(reg.cv_results_["mean_test_score"])
-    60
-    """
-
-    _parameter_constraints = cv_parameter_constraints(
-        LocalLinearRegressor._parameter_constraints,
-        set(KERNELS),
-        LocalPolynomialFit._algorithms,
-    )
-
-    def _plain_estimator(self, **params):
-        return LocalLinearRegressor(**params)

@@ -8,7 +8,7 @@ import numpy as np
 from sklearn.utils._param_validation import Interval
 
 from ._docs import fill_docstring
-from ._local_linear import LocalPolynomialFit
+from ._local_fit import LocalPolynomialFit
 from ._local_linear_cv import EXACT_ALGORITHMS, LocalPolynomialCVFit
 from ._selection import cv_parameter_constraints
 from .exceptions import SingularDesignWarning, warn

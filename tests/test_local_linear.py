@@ -19,8 +19,8 @@ from sknw import (
     NadarayaWatsonRegressorCV,
 )
 from sknw._local_cv import JOINT_CANDIDATES, KEEP_PREPARED
+from sknw._local_fit import collinear_with_intercept
 from sknw._local_frame import FRAME_BATCH_WORK, local_solution, moment_columns
-from sknw._local_linear import collinear_with_intercept
 from sknw._sums import FitRequest, Head, choose
 from sknw._trace import traced
 from sknw.exceptions import (
