@@ -42,7 +42,7 @@ from ._sums import (
     power_of_two_scale,
 )
 from ._sums._base import line_scale, removed_entirely
-from ._trace import Tunable, record
+from ._trace import Tunable, record, tracing
 
 #: Left-out points of the exact passes (one frame for all the data) whose
 #: local design rounds, in that frame, by more than this fraction of its
@@ -77,7 +77,7 @@ JOINT_CANDIDATES = Tunable(None)
 MOMENT_ROWS = 1 << 16
 
 #: Whether the passes of one search over the same data share what
-#: :func:`_prepared` prepares (kept on the estimator); each pass prepares
+#: :func:`_prepared` prepares (kept in the search's cache); each pass prepares
 #: its own otherwise, to the same scores.
 KEEP_PREPARED = Tunable(True)
 
@@ -174,12 +174,13 @@ def query_centred_cv(est, X, Y, w, unit, cands, folds, cache=None):
                 preds=preds_all,
                 level=(mid, y_scale),
             )
-            record(
-                "line_fits",
-                train=train,
-                points={i: _in_order(prep, p) for i, p, *_ in chunk},
-                left={i: _in_order(prep, p) for i, (p, _) in left.items()},
-            )
+            if tracing():
+                record(
+                    "line_fits",
+                    train=train,
+                    points={i: _in_order(prep, p) for i, p, *_ in chunk},
+                    left={i: _in_order(prep, p) for i, (p, _) in left.items()},
+                )
             for i, (points, centres) in left.items():
                 if points.size:
                     out[i].append((train, points, centres))

@@ -36,7 +36,7 @@ from ._sums import (
     power_of_two_scale,
 )
 from ._sums._base import head_rows, nan_rows, working_elements
-from ._trace import record
+from ._trace import record, tracing
 from ._uncertainty import LocalFit, SquaredWeights
 from .exceptions import (
     RidgedDesignWarning,
@@ -491,7 +491,8 @@ class LocalPolynomialFit(NadarayaWatsonRegressor):
         start = frame.cell_centres(Q64)
         if centres is not None:  # placed in the box; NaN: the cell's centre
             start = frame.place(np.reshape(centres, start.shape), start)
-        record("first_frames", centres=start.copy())
+        if tracing():
+            record("first_frames", centres=start.copy())
         mom = Moments.allocate(start, cols[-1], k, with_std)
         empty = counts == 0
         if empty.any():

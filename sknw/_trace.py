@@ -80,6 +80,12 @@ def traced():
             _OPEN.remove(trace)
 
 
+def tracing():
+    """Whether a :func:`traced` block is open: details that cost something to
+    compute are computed only then."""
+    return bool(_OPEN)
+
+
 def record(name, **details):
     """Record the event ``name`` with its ``details`` in every open trace
     (nothing outside a :func:`traced` block)."""
