@@ -76,41 +76,23 @@ class NadarayaWatsonClassifier(ClassifierMixin, NadarayaWatsonBase):
 
     Attributes
     ----------
-    algorithm_ : {"brute", "tree", "tiles", "sorted", "fgt", "binned"}
-        The summation used by predictions (see ``algorithm``).
+    {algorithm_}
     classes_ : ndarray of shape (n_classes,)
         Class labels, in the order of the columns of :meth:`predict_proba`.
-    kernel_ : Kernel
-        The resolved kernel object.
-    bandwidth_ : float or ndarray of shape (n_features,)
-        The resolved bandwidth.
+    {kernel_}
+    {bandwidth_}
     bandwidth_selection_ : dict
         How ``bandwidth_`` was chosen, as in :class:`NadarayaWatsonRegressor`.
-    metric_ : str or callable
-        The metric used: ``metric`` at fit. Predictions read it (and
-        ``metric_params_``), so changing ``metric`` takes effect at the next
-        fit.
-    metric_params_ : dict
-        Metric parameters used, including data-dependent defaults.
-    X_fit_ : ndarray of shape (n_samples, n_features)
-        Training inputs.
-    y_fit_ : ndarray of shape (n_samples,)
-        Training labels encoded as indices into ``classes_``.
-    sample_weight_ : ndarray of shape (n_samples,) or None
-        Training sample weights, ``None`` when not given.
-    span_ : float or None
-        The span of the nearest-neighbour bandwidths (``span``), or None.
-    n_features_in_ : int
-        Number of features seen during fit.
-    feature_names_in_ : ndarray of shape (`n_features_in_`,)
-        Names of features seen during fit; only defined when ``X`` has feature
-        names that are all strings.
-    feature_types_ : ndarray of shape (`n_features_in_`,)
-        ``"continuous"``, ``"unordered"`` or ``"ordered"`` for each feature.
-    categories_ : list of (ndarray or None)
-        The levels of each discrete feature learned at fit (sorted, or the
-        categories of an ordered categorical; the integer values seen for an
-        ordered integer feature), None for the continuous ones.
+    {metric_}
+    {metric_params_}
+    {X_fit_}
+    {y_fit_labels}
+    {sample_weight_}
+    {span_}
+    {n_features_in_}
+    {feature_names_in_}
+    {feature_types_}
+    {categories_}
 
     See Also
     --------
@@ -360,12 +342,10 @@ class NadarayaWatsonClassifierCV(CVSelectionMixin, NadarayaWatsonClassifier):
 
     Attributes
     ----------
-    algorithm_ : {"brute", "tree", "tiles", "sorted", "fgt", "binned"}
-        The summation used by predictions (see ``algorithm``).
+    {algorithm_}
     classes_ : ndarray of shape (n_classes,)
         Class labels.
-    kernel_ : Kernel
-        The selected kernel.
+    {kernel_cv}
     bandwidth_ : float or ndarray of shape (n_features,)
         The selected bandwidth: with a default grid and no shape or smoothing
         parameter searched, the chosen candidate's size polished by
@@ -373,40 +353,23 @@ class NadarayaWatsonClassifierCV(CVSelectionMixin, NadarayaWatsonClassifier):
         between the candidate's grid neighbours (at most two steps, kept
         where the score strictly improves; not with ``refine=True``, which
         searches the same bracket to 1e-4).
-    span_ : float or None
-        The selected span (with ``spans``), else None.
-    best_score_ : float
-        Cross-validated score of the selected kernel and bandwidth (after the
-        polish, or the refinement when ``refine=True``).
+    {span_cv}
+    {best_score_}
     best_index_ : int
         Index of the selected grid candidate in ``cv_results_`` (the polish
         or the refinement starts there; see "Several local optima" in the
         user guide).
     cv_results_ : dict of ndarrays
         As in :class:`NadarayaWatsonRegressorCV`.
-    metric_ : str or callable
-        The metric used: ``metric`` at fit. Predictions read it (and
-        ``metric_params_``), so changing ``metric`` takes effect at the next
-        fit.
-    metric_params_ : dict
-        Metric parameters used, including data-dependent defaults.
-    X_fit_ : ndarray of shape (n_samples, n_features)
-        Training inputs.
-    y_fit_ : ndarray of shape (n_samples,)
-        Training labels encoded as indices into ``classes_``.
-    sample_weight_ : ndarray of shape (n_samples,) or None
-        Training sample weights.
-    n_features_in_ : int
-        Number of features seen during fit.
-    feature_names_in_ : ndarray of shape (`n_features_in_`,)
-        Names of features seen during fit; only defined when ``X`` has feature
-        names that are all strings.
-    feature_types_ : ndarray of shape (`n_features_in_`,)
-        ``"continuous"``, ``"unordered"`` or ``"ordered"`` for each feature.
-    categories_ : list of (ndarray or None)
-        The levels of each discrete feature learned at fit (sorted, or the
-        categories of an ordered categorical; the integer values seen for an
-        ordered integer feature), None for the continuous ones.
+    {metric_}
+    {metric_params_}
+    {X_fit_}
+    {y_fit_labels}
+    {sample_weight_brief}
+    {n_features_in_}
+    {feature_names_in_}
+    {feature_types_}
+    {categories_}
 
     See Also
     --------

@@ -1,4 +1,4 @@
-"""Parameter entries shared by the estimators' docstrings.
+"""Parameter and attribute entries shared by the estimators' docstrings.
 
 A parameter that several estimators describe in the same words is written once
 here, in :data:`PARAMETERS`, as its full numpydoc entry: the
@@ -18,6 +18,15 @@ docstring. A parameter with two shared entries has a suffix on the second key:
 ``categorical_kernel_brief`` is the one-line description of the estimators that
 do not repeat the kernels' formulas, ``ordered_kernel_cv`` the description of
 the search estimators.
+
+A fitted attribute that several estimators describe in the same words is
+written once in :data:`ATTRIBUTES`, the same way and filled in by the same
+placeholders; its key is the attribute's name with its trailing underscore
+(``{n_features_in_}``), and a second entry appends a suffix to it:
+``kernel_cv`` and ``span_cv`` for the search estimators, ``metric_brief``,
+``sample_weight_brief`` and ``categories_brief`` for the shorter descriptions,
+``algorithm_local`` and ``best_score_local`` for the local linear and
+polynomial estimators, ``y_fit_labels`` for the classifiers.
 """
 
 import re
@@ -122,13 +131,125 @@ spans : array-like of float in (0, 1], default=None
 """,
 }
 
+#: The shared Attributes entries by key: the attribute's name (its trailing
+#: underscore included), with a suffix on a second entry of the same attribute.
+ATTRIBUTES = {
+    "kernel_": """\
+kernel_ : Kernel
+    The resolved kernel object.
+""",
+    "kernel_cv": """\
+kernel_ : Kernel
+    The selected kernel.
+""",
+    "algorithm_": """\
+algorithm_ : {"brute", "tree", "tiles", "sorted", "fgt", "binned"}
+    The summation used by predictions (see ``algorithm``).
+""",
+    "algorithm_local": """\
+algorithm_ : {"fgt", "sorted", "binned", "tree", "tiles", "brute"}
+    The summation used by predictions.
+""",
+    "bandwidth_": """\
+bandwidth_ : float or ndarray of shape (n_features,)
+    The resolved bandwidth.
+""",
+    "span_": """\
+span_ : float or None
+    The span of the nearest-neighbour bandwidths (``span``), or None.
+""",
+    "span_cv": """\
+span_ : float or None
+    The selected span (with ``spans``), else None.
+""",
+    "best_score_": """\
+best_score_ : float
+    Cross-validated score of the selected kernel and bandwidth (after the
+    polish, or the refinement when ``refine=True``).
+""",
+    "best_score_local": """\
+best_score_ : float
+    Cross-validated score of the selected kernel and bandwidth (after the
+    polish).
+""",
+    "metric_": """\
+metric_ : str or callable
+    The metric used: ``metric`` at fit. Predictions read it (and
+    ``metric_params_``), so changing ``metric`` takes effect at the next
+    fit.
+""",
+    "metric_brief": """\
+metric_ : str or callable
+    The metric used: ``metric`` at fit.
+""",
+    "metric_params_": """\
+metric_params_ : dict
+    Metric parameters used, including data-dependent defaults.
+""",
+    "X_fit_": """\
+X_fit_ : ndarray of shape (n_samples, n_features)
+    Training inputs.
+""",
+    "y_fit_": """\
+y_fit_ : ndarray of shape (n_samples,) or (n_samples, n_outputs)
+    Training targets.
+""",
+    "y_fit_labels": """\
+y_fit_ : ndarray of shape (n_samples,)
+    Training labels encoded as indices into ``classes_``.
+""",
+    "sample_weight_": """\
+sample_weight_ : ndarray of shape (n_samples,) or None
+    Training sample weights, ``None`` when not given.
+""",
+    "sample_weight_brief": """\
+sample_weight_ : ndarray of shape (n_samples,) or None
+    Training sample weights.
+""",
+    "robustness_weights_": """\
+robustness_weights_ : ndarray of shape (n_samples,)
+    The last refit's robustness weights (``robust_iterations > 0`` only),
+    included in ``sample_weight_``.
+""",
+    "noise_variance_": """\
+noise_variance_ : ndarray of shape (n_outputs,) or None
+    The noise variance per output for ``noise_variance="global"`` or a
+    float; ``None`` for ``"local"``.
+""",
+    "n_features_in_": """\
+n_features_in_ : int
+    Number of features seen during fit.
+""",
+    "feature_names_in_": """\
+feature_names_in_ : ndarray of shape (`n_features_in_`,)
+    Names of features seen during fit; only defined when ``X`` has feature
+    names that are all strings.
+""",
+    "feature_types_": """\
+feature_types_ : ndarray of shape (`n_features_in_`,)
+    ``"continuous"``, ``"unordered"`` or ``"ordered"`` for each feature.
+""",
+    "categories_": """\
+categories_ : list of (ndarray or None)
+    The levels of each discrete feature learned at fit (sorted, or the
+    categories of an ordered categorical; the integer values seen for an
+    ordered integer feature), None for the continuous ones.
+""",
+    "categories_brief": """\
+categories_ : list of (ndarray or None)
+    The levels of each discrete feature learned at fit, None for the
+    continuous ones.
+""",
+}
+
 _PLACEHOLDER = re.compile(r"^( *)\{(\w+)\}$", re.MULTILINE)
 
 
 def _entry(match):
     """The entry of a placeholder, indented to its column."""
     indent, key = match.groups()
-    lines = PARAMETERS[key].splitlines()
+    entry = PARAMETERS[key] if key in PARAMETERS else ATTRIBUTES[key]
+    lines = entry.splitlines()
     return "\n".join(indent + line if line else line for line in lines)
 
 
@@ -139,7 +260,7 @@ def fill_docstring(cls):
     ----------
     cls : type
         A class whose docstring holds placeholder lines (``{key}`` alone on a
-        line, ``key`` in :data:`PARAMETERS`).
+        line, ``key`` in :data:`PARAMETERS` or :data:`ATTRIBUTES`).
 
     Returns
     -------

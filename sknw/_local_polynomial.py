@@ -112,42 +112,23 @@ class LocalPolynomialRegressor(LocalPolynomialFit):
         The degree of the fits: ``degree``, or the largest lower one whose
         coefficients the training points of positive weight can determine
         (with a :class:`~sknw.exceptions.SingularDesignWarning`).
-    kernel_ : Kernel
-        The resolved kernel object.
-    bandwidth_ : float or ndarray of shape (n_features,)
-        The resolved bandwidth.
+    {kernel_}
+    {bandwidth_}
     bandwidth_selection_ : dict
         How ``bandwidth_`` was chosen, as in :class:`NadarayaWatsonRegressor`.
-    algorithm_ : {"fgt", "sorted", "binned", "tree", "tiles", "brute"}
-        The summation used by predictions.
-    metric_ : str or callable
-        The metric used: ``metric`` at fit.
-    metric_params_ : dict
-        Metric parameters used, including data-dependent defaults.
-    X_fit_ : ndarray of shape (n_samples, n_features)
-        Training inputs.
-    y_fit_ : ndarray of shape (n_samples,) or (n_samples, n_outputs)
-        Training targets.
-    sample_weight_ : ndarray of shape (n_samples,) or None
-        Training sample weights.
-    span_ : float or None
-        The span of the nearest-neighbour bandwidths (``span``), or None.
-    robustness_weights_ : ndarray of shape (n_samples,)
-        The last refit's robustness weights (``robust_iterations > 0`` only),
-        included in ``sample_weight_``.
-    noise_variance_ : ndarray of shape (n_outputs,) or None
-        The noise variance per output for ``noise_variance="global"`` or a
-        float; ``None`` for ``"local"``.
-    n_features_in_ : int
-        Number of features seen during fit.
-    feature_names_in_ : ndarray of shape (`n_features_in_`,)
-        Names of features seen during fit; only defined when ``X`` has feature
-        names that are all strings.
-    feature_types_ : ndarray of shape (`n_features_in_`,)
-        ``"continuous"``, ``"unordered"`` or ``"ordered"`` for each feature.
-    categories_ : list of (ndarray or None)
-        The levels of each discrete feature learned at fit, None for the
-        continuous ones.
+    {algorithm_local}
+    {metric_brief}
+    {metric_params_}
+    {X_fit_}
+    {y_fit_}
+    {sample_weight_brief}
+    {span_}
+    {robustness_weights_}
+    {noise_variance_}
+    {n_features_in_}
+    {feature_names_in_}
+    {feature_types_}
+    {categories_brief}
 
     See Also
     --------
@@ -330,45 +311,29 @@ class LocalPolynomialRegressorCV(LocalPolynomialCVFit, LocalPolynomialRegressor)
     ----------
     degree_ : int
         As in :class:`LocalPolynomialRegressor`.
-    kernel_ : Kernel
-        The selected kernel.
+    {kernel_cv}
     bandwidth_ : float or ndarray of shape (n_features,)
         The selected bandwidth (its size polished between grid neighbours,
         as in :class:`NadarayaWatsonRegressorCV`).
-    span_ : float or None
-        The selected span (with ``spans``), else None.
-    best_score_ : float
-        Cross-validated score of the selected kernel and bandwidth (after the
-        polish).
+    {span_cv}
+    {best_score_local}
     best_index_ : int
         Index of the selected grid candidate in ``cv_results_``, as in
         :class:`NadarayaWatsonRegressorCV`.
     cv_results_ : dict of ndarrays
         As in :class:`NadarayaWatsonRegressorCV`.
-    algorithm_ : {"fgt", "sorted", "binned", "tree", "tiles", "brute"}
-        The summation used by predictions.
-    metric_ : str or callable
-        The metric used: ``metric`` at fit.
-    metric_params_ : dict
-        Metric parameters used, including data-dependent defaults.
-    X_fit_ : ndarray of shape (n_samples, n_features)
-        Training inputs.
-    y_fit_ : ndarray of shape (n_samples,) or (n_samples, n_outputs)
-        Training targets.
-    sample_weight_ : ndarray of shape (n_samples,) or None
-        Training sample weights.
+    {algorithm_local}
+    {metric_brief}
+    {metric_params_}
+    {X_fit_}
+    {y_fit_}
+    {sample_weight_brief}
     noise_variance_ : ndarray of shape (n_outputs,) or None
         As in :class:`LocalPolynomialRegressor`.
-    n_features_in_ : int
-        Number of features seen during fit.
-    feature_names_in_ : ndarray of shape (`n_features_in_`,)
-        Names of features seen during fit; only defined when ``X`` has feature
-        names that are all strings.
-    feature_types_ : ndarray of shape (`n_features_in_`,)
-        ``"continuous"``, ``"unordered"`` or ``"ordered"`` for each feature.
-    categories_ : list of (ndarray or None)
-        The levels of each discrete feature learned at fit, None for the
-        continuous ones.
+    {n_features_in_}
+    {feature_names_in_}
+    {feature_types_}
+    {categories_brief}
 
     See Also
     --------

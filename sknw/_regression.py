@@ -148,8 +148,7 @@ class NadarayaWatsonRegressor(RegressorMixin, GradientMixin, NadarayaWatsonBase)
     kernel_ : Kernel
         The resolved kernel object (a copy: the ``kernel`` parameter is never
         modified).
-    algorithm_ : {"brute", "tree", "tiles", "sorted", "fgt", "binned"}
-        The summation used by predictions (see ``algorithm``).
+    {algorithm_}
     bandwidth_ : float or ndarray of shape (n_features,)
         The resolved bandwidth: a float for a scalar ``bandwidth``, otherwise one
         bandwidth per feature.
@@ -160,37 +159,22 @@ class NadarayaWatsonRegressor(RegressorMixin, GradientMixin, NadarayaWatsonBase)
         ``"scoring"``, ``"score"`` (the best mean score), ``"multiplier"`` (of
         the rule bandwidth), ``"n_candidates"`` and ``"rescaled"`` (the factor
         of a subsample, 1.0 without).
-    metric_ : str or callable
-        The metric used: ``metric`` at fit. Predictions read it (and
-        ``metric_params_``), so changing ``metric`` takes effect at the next
-        fit.
-    metric_params_ : dict
-        Metric parameters used, including data-dependent defaults.
+    {metric_}
+    {metric_params_}
     X_fit_ : ndarray of shape (n_samples, n_features)
         Training inputs (the keys).
     y_fit_ : ndarray of shape (n_samples,) or (n_samples, n_outputs)
         Training targets (the values), as float64.
-    sample_weight_ : ndarray of shape (n_samples,) or None
-        Training sample weights, ``None`` when not given.
-    span_ : float or None
-        The span of the nearest-neighbour bandwidths (``span``), or None.
-    robustness_weights_ : ndarray of shape (n_samples,)
-        The last refit's robustness weights (``robust_iterations > 0`` only),
-        included in ``sample_weight_``.
+    {sample_weight_}
+    {span_}
+    {robustness_weights_}
     noise_variance_ : ndarray of shape (n_outputs,) or None
         The noise variance per output for ``noise_variance="global"`` or a
         float; ``None`` for ``"local"`` (estimated per query).
-    n_features_in_ : int
-        Number of features seen during fit.
-    feature_names_in_ : ndarray of shape (`n_features_in_`,)
-        Names of features seen during fit; only defined when ``X`` has feature
-        names that are all strings.
-    feature_types_ : ndarray of shape (`n_features_in_`,)
-        ``"continuous"``, ``"unordered"`` or ``"ordered"`` for each feature.
-    categories_ : list of (ndarray or None)
-        The levels of each discrete feature learned at fit (sorted, or the
-        categories of an ordered categorical; the integer values seen for an
-        ordered integer feature), None for the continuous ones.
+    {n_features_in_}
+    {feature_names_in_}
+    {feature_types_}
+    {categories_}
 
     See Also
     --------
@@ -704,20 +688,15 @@ class NadarayaWatsonRegressorCV(CVSelectionMixin, NadarayaWatsonRegressor):
 
     Attributes
     ----------
-    algorithm_ : {"brute", "tree", "tiles", "sorted", "fgt", "binned"}
-        The summation used by predictions (see ``algorithm``).
-    kernel_ : Kernel
-        The selected kernel.
+    {algorithm_}
+    {kernel_cv}
     bandwidth_ : float or ndarray of shape (n_features,)
         The selected bandwidth: with a default grid and no shape or smoothing
         parameter searched, the chosen size polished between its grid
         neighbours by at most two parabolic steps over its logarithm, kept
         where the score strictly improves (not with ``refine=True``).
-    span_ : float or None
-        The selected span (with ``spans``), else None.
-    best_score_ : float
-        Cross-validated score of the selected kernel and bandwidth (after the
-        polish, or the refinement when ``refine=True``).
+    {span_cv}
+    {best_score_}
     best_index_ : int
         Index of the selected grid candidate in ``cv_results_`` (a polish
         starts there; see "Several local optima" in the user guide).
@@ -728,31 +707,17 @@ class NadarayaWatsonRegressorCV(CVSelectionMixin, NadarayaWatsonRegressor):
         ``rank_test_score``, ``n_empty_windows``; with K-fold also
         ``std_test_score`` and ``split{k}_test_score``. Ready for
         ``pandas.DataFrame``.
-    metric_ : str or callable
-        The metric used: ``metric`` at fit. Predictions read it (and
-        ``metric_params_``), so changing ``metric`` takes effect at the next
-        fit.
-    metric_params_ : dict
-        Metric parameters used, including data-dependent defaults.
-    X_fit_ : ndarray of shape (n_samples, n_features)
-        Training inputs.
-    y_fit_ : ndarray of shape (n_samples,) or (n_samples, n_outputs)
-        Training targets.
-    sample_weight_ : ndarray of shape (n_samples,) or None
-        Training sample weights.
+    {metric_}
+    {metric_params_}
+    {X_fit_}
+    {y_fit_}
+    {sample_weight_brief}
     noise_variance_ : ndarray of shape (n_outputs,) or None
         As in :class:`NadarayaWatsonRegressor`.
-    n_features_in_ : int
-        Number of features seen during fit.
-    feature_names_in_ : ndarray of shape (`n_features_in_`,)
-        Names of features seen during fit; only defined when ``X`` has feature
-        names that are all strings.
-    feature_types_ : ndarray of shape (`n_features_in_`,)
-        ``"continuous"``, ``"unordered"`` or ``"ordered"`` for each feature.
-    categories_ : list of (ndarray or None)
-        The levels of each discrete feature learned at fit (sorted, or the
-        categories of an ordered categorical; the integer values seen for an
-        ordered integer feature), None for the continuous ones.
+    {n_features_in_}
+    {feature_names_in_}
+    {feature_types_}
+    {categories_}
 
     See Also
     --------

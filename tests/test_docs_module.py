@@ -1,11 +1,11 @@
-"""The shared parameter entries of the estimators' docstrings."""
+"""The shared parameter and attribute entries of the estimators' docstrings."""
 
 import re
 
 import pytest
 
 import sknw
-from sknw._docs import PARAMETERS, fill_docstring
+from sknw._docs import ATTRIBUTES, PARAMETERS, fill_docstring
 
 ESTIMATORS = [
     getattr(sknw, name) for name in sknw.__all__ if hasattr(getattr(sknw, name), "fit")
@@ -22,12 +22,18 @@ def test_fill_indents_entries_and_leaves_other_braces():
         {metric}
         other : {"a", "b"}, default="a"
             Not a placeholder: {metric} within a line.
+
+        Attributes
+        ----------
+        {n_features_in_}
         """
 
     lines = PARAMETERS["metric"].splitlines()
     assert "\n".join("        " + line for line in lines) in Example.__doc__
     assert 'other : {"a", "b"}, default="a"' in Example.__doc__
     assert "Not a placeholder: {metric} within a line." in Example.__doc__
+    lines = ATTRIBUTES["n_features_in_"].splitlines()
+    assert "\n".join("        " + line for line in lines) in Example.__doc__
 
 
 def test_unknown_key_raises():
@@ -41,9 +47,14 @@ def test_unknown_key_raises():
         fill_docstring(Example)
 
 
-@pytest.mark.parametrize("key", list(PARAMETERS))
+def test_keys_are_distinct():
+    assert not set(PARAMETERS) & set(ATTRIBUTES)
+
+
+@pytest.mark.parametrize("key", list(PARAMETERS) + list(ATTRIBUTES))
 def test_each_entry_is_shared(key):
-    entry = "\n".join("    " + line for line in PARAMETERS[key].splitlines())
+    text = PARAMETERS[key] if key in PARAMETERS else ATTRIBUTES[key]
+    entry = "\n".join("    " + line for line in text.splitlines())
     users = [est.__name__ for est in ESTIMATORS if entry + "\n" in est.__doc__]
     assert len(users) >= 2, users
 
