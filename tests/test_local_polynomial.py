@@ -520,7 +520,9 @@ def test_a_far_point_of_vanishing_weight_completes_the_design_as_in_refits(
     params = {"degree": degree, "max_leverage": None}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", QueryWarning)
-        est = LocalPolynomialRegressorCV(bandwidths=[h], cv=cv and folds, **params)
+        est = LocalPolynomialRegressorCV(
+            bandwidths=[h], cv=folds if cv else None, **params
+        )
         est.fit(X, y)
         fold_errors = []
         for train, test in folds.split(X):
