@@ -15,6 +15,8 @@ from ._bandwidth import BANDWIDTH_RULES, rule_bandwidth
 from ._default import default_bandwidth, plugin_for
 from ._mixed import encode_features
 from ._scaling import scaling_of
+from ._search import SearchProblem
+from ._selection import Smoothing
 from ._span import (
     neighbour_count,
     neighbour_distances,
@@ -57,6 +59,7 @@ from ._validation import (
     check_sample_weight,
     resolve_metric_params,
 )
+from ._weights import distinct_rows
 from .exceptions import EMPTY_WINDOWS, EmptyWindowWarning, QueryWarning, warn
 from .kernels import KERNELS, Kernel, get_kernel
 
@@ -173,8 +176,8 @@ class NadarayaWatsonBase(BaseEstimator):
         if self._discrete is not None and not (isinstance(bw, str) and bw == "cv"):
             return self._resolve_mixed_bandwidth(X, sample_weight)
         if isinstance(bw, str) and bw == "cv":
-            bandwidth, self.bandwidth_selection_ = default_bandwidth(
-                self, X, self.y_fit_, sample_weight
+            bandwidth, self.bandwidth_selection_ = self._default_search(
+                X, sample_weight
             )
             return bandwidth
         if isinstance(bw, str) and bw == "plugin":
@@ -298,31 +301,48 @@ class NadarayaWatsonBase(BaseEstimator):
         discrete.check_lambdas(lambdas)
         return full.copy()
 
-    def _search_class(self):
-        """The ``*CV`` estimator of ``bandwidth="cv"`` (set by each estimator)."""
-        raise NotImplementedError
-
-    def _search_params(self):
-        """Parameters of the estimator that its search takes too."""
-        return {}
-
-    def _bandwidth_search(self):
-        """The search of ``bandwidth="cv"``: :meth:`_search_class` over the
-        default grid of this estimator's kernel, with its metric, empty-window
-        policy, ``algorithm`` (where the search accepts it, and it is exact)
-        and ``n_jobs``."""
-        search = self._search_class()
-        # The search is exact: not an approximate backend (binned).
-        accepted = set(search._algorithms) & set(algorithms(tolerance=False))
-        return search(
-            kernels=[self.kernel_],
+    def _search_problem(self, X, y, w, *, kernels, algorithm=None):
+        """The :class:`~sknw._search.SearchProblem` of this estimator's
+        ``kernels`` with the default choices, on validated training data
+        (``y``: the targets, or a classifier's encoded labels; ``w`` the
+        sample weights or None), its passes by ``algorithm`` (None: the
+        estimator's)."""
+        kind, values, classes = self._search_targets(y)
+        smoothing = Smoothing(
             metric=self.metric,
-            metric_params=self.metric_params,
+            metric_params=self.metric_params_,
+            discrete=self._discrete,
+            algorithm=self.algorithm if algorithm is None else algorithm,
             empty_window=self.empty_window,
-            algorithm=self.algorithm if self.algorithm in accepted else "auto",
             n_jobs=self.n_jobs,
-            **self._search_params(),
+            tolerance=getattr(self, "binned_tol", None),
         )
+        return SearchProblem(
+            X=X,
+            values=values,
+            y_score=y,
+            w=w,
+            kind=kind,
+            classes=classes,
+            kernels=kernels,
+            passes=self._search_passes(smoothing),
+            check_kernel=self._check_kernel,
+            owner=type(self).__name__,
+        )
+
+    def _default_search(self, X, sample_weight):
+        """``bandwidth_`` and ``bandwidth_selection_`` of ``bandwidth="cv"``
+        (see :func:`~sknw._default.default_bandwidth`): the search of this
+        estimator's kernel over the default grid, each distinct observation
+        once, by the estimator's ``algorithm`` where it is exact (else
+        ``"auto"``)."""
+        exact = set(self._algorithms) & set(algorithms(tolerance=False))
+        algorithm = self.algorithm if self.algorithm in exact else "auto"
+        X, y, w = distinct_rows(X, self.y_fit_, sample_weight)
+        problem = self._search_problem(
+            X, y, w, kernels=[self.kernel_], algorithm=algorithm
+        )
+        return default_bandwidth(problem, self.algorithm)
 
     def _resolve_metric_params(self, X, sample_weight):
         """Metric parameters fixed at fit (``metric_params_``); the metric

@@ -9,14 +9,10 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
 from ._base import NadarayaWatsonBase
+from ._cv_estimator import CVSelectionMixin
 from ._docs import fill_docstring
 from ._mixed import DISCRETE_CONSTRAINTS, encode_features
-from ._selection import (
-    NW_CV_ALGORITHMS,
-    CVSelectionMixin,
-    check_groups,
-    cv_parameter_constraints,
-)
+from ._selection import NW_CV_ALGORITHMS, KernelPasses, cv_parameter_constraints
 from ._validation import (
     SPARSE_FORMATS,
     check_dense_target,
@@ -200,8 +196,15 @@ class NadarayaWatsonClassifier(ClassifierMixin, NadarayaWatsonBase):
         self._resolve_algorithm()
         return self
 
-    def _search_class(self):
-        return NadarayaWatsonClassifierCV
+    def _search_targets(self, y):
+        """``(kind, values, classes)`` of a search on the encoded labels
+        ``y``: the one-hot rows are averaged."""
+        return "classification", self._onehot(y), self.classes_
+
+    def _search_passes(self, smoothing):
+        """The passes of a search of this estimator's candidates: weighted
+        averages of the one-hot labels."""
+        return KernelPasses(smoothing=smoothing, accepted=NW_CV_ALGORITHMS)
 
     def _validate_labels(self, X, y):
         """Validate ``X`` and ``y``; set ``classes_`` and the encoded ``y_fit_``."""
@@ -468,19 +471,5 @@ class NadarayaWatsonClassifierCV(CVSelectionMixin, NadarayaWatsonClassifier):
         """
         X, y = self._validate_labels(X, y)
         w = check_sample_weight(sample_weight, X.shape[0])
-        groups = check_groups(groups, X.shape[0], self.cv)
-        self._fit_span(w)
-        self.metric_params_ = self._resolve_metric_params(X, w)
-        Xs, ys, ws = self._search_rows(X, self.y_fit_, w)
-        self._select(
-            Xs,
-            self._onehot(ys),
-            ys,
-            ws,
-            "classification",
-            self.classes_,
-            groups=groups,
-        )
-        self.X_fit_, self.sample_weight_ = X, w
-        self._resolve_algorithm(self._selected_scaling)
+        self._fit_searched(X, self.y_fit_, w, groups)
         return self

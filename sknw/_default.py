@@ -6,8 +6,9 @@ import numpy as np
 
 from ._bandwidth import kernel_factor, rule_bandwidth
 from ._plugin import plugin_bandwidth
+from ._search import default_scoring_name, search
 from ._sums._traits import gaussian_eligible, line_metric, sorted_eligible
-from ._weights import distinct_rows
+from ._weights import subsample_rows
 
 #: Fewest training points of positive weight for a leave-one-out selection;
 #: below, the Scott rule.
@@ -36,65 +37,46 @@ def subsample_size(kernel, metric, metric_params, n_features, algorithm="auto"):
     return LINE_SUBSAMPLE if fast else SUBSAMPLE
 
 
-def subsample_rows(positive, size):
-    """A deterministic subsample of ``size`` of the rows ``positive`` (sorted;
-    all of them where there are at most ``size``)."""
-    if positive.size <= size:
-        return positive
-    pick = np.random.RandomState(0).choice(positive.size, size, replace=False)
-    return positive[np.sort(pick)]
-
-
-def default_bandwidth(est, X, y, w):
-    """``(bandwidth, selection)`` of ``bandwidth="cv"`` for the estimator
-    ``est`` (kernel and metric parameters resolved) on validated training
-    data: ``y`` the targets (the encoded labels of a classifier), ``w`` the
-    sample weights or None. ``selection`` is the fitted
-    ``bandwidth_selection_`` (see the estimators' docstrings)."""
-    # Each distinct observation once, weighing its rows' total (see
-    # sknw._weights): integer weights choose as repeated rows, and the choice
-    # does not change with the weights' scale.
-    X, y, w = distinct_rows(X, y, w)
-    n = X.shape[0]
-    discrete = est._discrete
+def default_bandwidth(problem, algorithm):
+    """``(bandwidth, selection)`` of ``bandwidth="cv"``: the search of
+    ``problem`` (one kernel, the default choices, on validated training
+    data, each distinct observation once: see :mod:`sknw._weights`) on a
+    subsample of at most :func:`subsample_size` points for the estimator's
+    ``algorithm``, its bandwidth rescaled to every point. ``selection`` is
+    the fitted ``bandwidth_selection_`` (see the estimators' docstrings)."""
+    X, w, smoothing = problem.X, problem.w, problem.smoothing
+    (kernel,) = problem.kernels
+    discrete = smoothing.discrete
+    metric, metric_params = smoothing.metric, smoothing.metric_params
     d = X.shape[1] if discrete is None else len(discrete.continuous)
-    positive = np.arange(n) if w is None else np.flatnonzero(w > 0)
+    positive = np.arange(X.shape[0]) if w is None else np.flatnonzero(w > 0)
     if positive.size < MIN_POINTS:
-        Xp = est._continuous(X)[positive]
+        Xp = smoothing.continuous(X)[positive]
         wp = None if w is None else w[positive]
         bandwidth = 1.0
         if Xp.shape[1]:
-            bandwidth = rule_bandwidth(
-                Xp, "scott", est.kernel_, wp, est.metric, est.metric_params_
-            )
+            bandwidth = rule_bandwidth(Xp, "scott", kernel, wp, metric, metric_params)
         if discrete is not None:
             with np.errstate(over="ignore"):
                 n = positive.size if w is None else float(w[positive].sum())
             bandwidth = discrete.join(bandwidth, discrete.default_lambdas(n))
         return bandwidth, {"method": "scott", "n_samples": int(positive.size)}
-    size = subsample_size(est.kernel_, est.metric, est.metric_params_, d, est.algorithm)
+    size = subsample_size(kernel, metric, metric_params, d, algorithm)
     rows = subsample_rows(positive, size)
-    search = est._bandwidth_search()
-    search.metric_, search.metric_params_ = est.metric_, est.metric_params_
-    search.n_features_in_ = X.shape[1]
-    search._discrete = discrete
-    if hasattr(est, "classes_"):
-        search.classes_ = est.classes_
-    search._select_on(X[rows], y[rows], None if w is None else w[rows])
+    result = search(problem.subset(rows))
     # The rate of a bandwidth that minimises the mean squared error.
     factor = (rows.size / positive.size) ** (1.0 / (d + 4))
     if discrete is None:
-        bandwidth = search.bandwidth_ * factor
+        bandwidth = result.bandwidth * factor
     else:  # the smoothing parameters' rate is the square of the bandwidths'
-        cont, lambdas = discrete.split(search.bandwidth_)
+        cont, lambdas = discrete.split(result.bandwidth)
         bandwidth = discrete.join(cont * factor, lambdas * factor**2)
-    results = search.cv_results_
     selection = {
         "method": "leave-one-out",
-        "scoring": search._default_scoring_name,
-        "score": search.best_score_,
-        "multiplier": float(search._searched[1]),
-        "n_candidates": len(results["mean_test_score"]),
+        "scoring": default_scoring_name(problem.kind),
+        "score": result.best_score,
+        "multiplier": float(result.multiplier),
+        "n_candidates": len(result.cv_results["mean_test_score"]),
         "n_samples": int(rows.size),
         "rescaled": float(factor),
     }

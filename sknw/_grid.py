@@ -236,18 +236,19 @@ def grid_window(cands, around, steps=WINDOW_STEPS, centre=None):
     return window
 
 
-def refused_candidates(est, X, w, cands):
+def refused_candidates(passes, X, w, cands):
     """Mask of the candidates whose fit to ``X`` (weights ``w``) the
-    estimator's explicit approximate backend would refuse (a binned grid
-    too large, :class:`~sknw._sums.GridSizeError`): a search scores them NaN
-    (:class:`ScoreMemo`), so that it never selects, nor refines towards, a
-    bandwidth its final fit could not take."""
+    explicit approximate backend of the search's ``passes`` would refuse (a
+    binned grid too large, :class:`~sknw._sums.GridSizeError`): a search
+    scores them NaN (:class:`ScoreMemo`), so that it never selects, nor
+    refines towards, a bandwidth its final fit could not take."""
+    smoothing = passes.smoothing
     refused = np.zeros(len(cands), dtype=bool)
-    backend = BACKENDS.get(est.algorithm)
-    if backend is None or not backend.tolerance or est._discrete is not None:
+    backend = BACKENDS.get(smoothing.algorithm)
+    if backend is None or not backend.tolerance or smoothing.discrete is not None:
         return refused
-    Xc = est._continuous(X)
-    for scale, members in group_candidates(cands, est.metric, Xc):
+    Xc = smoothing.continuous(X)
+    for scale, members in group_candidates(cands, smoothing.metric, Xc):
         for i, head in members:
             request = FitRequest(
                 X=Xc,
@@ -255,10 +256,10 @@ def refused_candidates(est, X, w, cands):
                 values=None,
                 head=head,
                 scale=scale,
-                metric=est.metric,
-                metric_params=est.metric_params_,
-                tolerance=est.binned_tol,
-                powers=est._local_powers,
+                metric=smoothing.metric,
+                metric_params=smoothing.metric_params,
+                tolerance=smoothing.tolerance,
+                powers=passes.local_powers,
             )
             try:
                 backend.fit(request)

@@ -16,23 +16,35 @@ transform takes many of them in one stacked pass. Points beyond the bound
 windows, about their windows' means (:func:`_line_fits`); the few left then
 take the exact path of predictions over the training points of their windows
 (:func:`exact_estimates`), from the cross-validation's exact passes
-(:meth:`CVSelectionMixin._cv_estimates`).
+(:meth:`LocalPasses.estimates`).
 """
 
 import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
 from math import comb
 from typing import NamedTuple
 
 import numpy as np
 from joblib import effective_n_jobs
 
-from ._local_frame import query_centred_fit
+from ._local_frame import (
+    coordinate_frame,
+    local_solution,
+    moment_columns,
+    monomial_terms,
+    monomials,
+    query_centred_fit,
+)
 from ._scaling import group_candidates, scaling_of
+from ._selection import KernelPasses, Smoothing
 from ._sums import (
     BACKENDS,
     FitRequest,
     Head,
     MomentSums,
+    algorithms,
     choose,
     default_tile_elements,
     grid_local_moments,
@@ -43,6 +55,8 @@ from ._sums import (
 )
 from ._sums._base import line_scale, removed_entirely
 from ._trace import Tunable, record, tracing
+
+_EPS = np.finfo(np.float64).eps
 
 #: Left-out points of the exact passes (one frame for all the data) whose
 #: local design rounds, in that frame, by more than this fraction of its
@@ -99,14 +113,15 @@ def moment_targets(Y, w):
     return yn - mid, mid, y_scale, hi - lo
 
 
-def query_centred_cv(est, X, Y, w, unit, cands, folds, cache=None):
+def query_centred_cv(passes, X, Y, w, unit, cands, folds, cache=None):
     """Out-of-sample local linear estimates of the candidates that a backend
     summing local moments serves on every split.
 
-    ``est`` is the CV estimator (its ``algorithm``, metric, ``min_eigenvalue``
-    and accepted algorithms); ``w`` the normalised weights, ``unit`` one unit
-    of them (see :func:`~sknw._selection.normalised_weights`). Returns ``{i:
-    (estimates (n, k), missing)}`` for the candidates ``i`` served, with
+    ``passes`` are the search's :class:`LocalPasses` (its smoothing,
+    ``min_eigenvalue`` and the backends of local moments); ``w`` the
+    normalised weights, ``unit`` one unit of them (see
+    :func:`~sknw._selection.normalised_weights`). Returns ``{i: (estimates
+    (n, k), missing)}`` for the candidates ``i`` served, with
     ``missing`` a list of ``(train, rows, means)`` whose estimates the exact
     path must give (``train`` None for leave-one-out, see
     :func:`exact_estimates`), ``means`` their windows' means as the moments
@@ -118,32 +133,32 @@ def query_centred_cv(est, X, Y, w, unit, cands, folds, cache=None):
     is recorded (``line_fits``: the split's ``train``, and per candidate the
     ``points`` taken and those still ``left``, as rows of the data).
     """
-    if X.shape[1] != 1 or est._discrete is not None:
+    if X.shape[1] != 1 or passes.smoothing.discrete is not None:
         return {}
     accepted = tuple(
-        n for n in est._algorithms if n != "auto" and BACKENDS[n].local_moments
+        n for n in passes.moment_algorithms if n != "auto" and BACKENDS[n].local_moments
     )
-    if est.algorithm not in ("auto", *accepted):
+    if passes.smoothing.algorithm not in ("auto", *accepted):
         return {}
-    prep = _prepared(est, X, Y, w, unit, folds, cache)
+    prep = _prepared(passes, X, Y, w, unit, folds, cache)
     X, V, w, spread = prep.X, prep.V, prep.w, prep.spread
     mid, y_scale, splits, shared = prep.mid, prep.y_scale, prep.splits, prep.shared
     params = {
-        "metric": est.metric,
-        "metric_params": est.metric_params_,
+        "metric": passes.smoothing.metric,
+        "metric_params": passes.smoothing.metric_params,
         "tile_elements": default_tile_elements(),
         # Resolved once (joblib's context) rather than by every pass.
-        "n_jobs": effective_n_jobs(est.n_jobs),
+        "n_jobs": effective_n_jobs(passes.smoothing.n_jobs),
         # That of the approximate backends (binned_tol), for their indexes.
-        "tolerance": getattr(est, "binned_tol", None),
+        "tolerance": passes.smoothing.tolerance,
     }
     scaled = {  # each candidate's scale and head, the scalings found once
         i: (scale, head)
-        for scale, members in group_candidates(cands, est.metric, X)
+        for scale, members in group_candidates(cands, passes.smoothing.metric, X)
         for i, head in members
     }
     preds_all, pending = _fast_passes(
-        est,
+        passes,
         accepted,
         X,
         V,
@@ -163,7 +178,7 @@ def query_centred_cv(est, X, Y, w, unit, cands, folds, cache=None):
         items = [item for item in pending[s] if item[0] in preds_all]
         for chunk in _chunks(items, FIT_ROWS.value):
             left = _line_fits(
-                est,
+                passes,
                 X,
                 V,
                 w,
@@ -201,7 +216,7 @@ def _in_order(prep, rows):
 
 
 def _fast_passes(
-    est, accepted, X, V, w, *, shape, cands, scaled, splits, params, level, spread
+    passes, accepted, X, V, w, *, shape, cands, scaled, splits, params, level, spread
 ):
     """The fast paths' passes of :func:`query_centred_cv`: ``(preds,
     pending)``, the estimates of the candidates served on every split
@@ -217,7 +232,7 @@ def _fast_passes(
         preds = {i: np.full(shape, np.nan) for i in batch}
         for s, ((train, test), share) in enumerate(splits):
             got = _batch_moments(
-                est,
+                passes,
                 accepted,
                 X,
                 V,
@@ -233,7 +248,10 @@ def _fast_passes(
             for f0 in range(0, len(served_now), per_fit):
                 part = served_now[f0 : f0 + per_fit]
                 fits = _joint_fits(
-                    [got[i] for i in part], est, spread, tolerance=_fit_tolerance(est)
+                    [got[i] for i in part],
+                    passes,
+                    spread,
+                    tolerance=_fit_tolerance(passes),
                 )
                 for i, (estimate, served) in zip(part, fits, strict=True):
                     every, pred = served.all(), preds[i]
@@ -249,13 +267,17 @@ def _fast_passes(
     return preds_all, pending
 
 
-def _fit_tolerance(est):
+def _fit_tolerance(passes):
     """The tolerance of the fits from the fast passes' moments: ``binned_tol``
     where the estimator's explicit algorithm approximates within it (its
     moments are then all binned: ``"auto"`` never takes it), else None
     (:data:`~sknw._local_frame.QUERY_CENTRED_TOLERANCE`)."""
-    backend = BACKENDS.get(est.algorithm)
-    return est.binned_tol if backend is not None and backend.tolerance else None
+    backend = BACKENDS.get(passes.smoothing.algorithm)
+    return (
+        passes.smoothing.tolerance
+        if backend is not None and backend.tolerance
+        else None
+    )
 
 
 class _Prepared(NamedTuple):
@@ -282,7 +304,7 @@ class _KeptPasses(NamedTuple):
     prepared: _Prepared
 
 
-def _prepared(est, X, Y, w, unit, folds, cache=None):
+def _prepared(passes, X, Y, w, unit, folds, cache=None):
     """What every pass of a search over the same data shares: the targets
     of :func:`moment_targets`, for leave-one-out sorted once (each
     candidate's backend then finds its queries and training points in order,
@@ -328,7 +350,7 @@ def _prepared(est, X, Y, w, unit, folds, cache=None):
     return prepared
 
 
-def _batch_moments(est, accepted, X, V, w, *, batch, scaled, split, params):
+def _batch_moments(passes, accepted, X, V, w, *, batch, scaled, split, params):
     """``{i: (moments, rows, n_positive) or None}`` of the candidates
     ``batch`` on one split (as :func:`_split_moments`): for leave-one-out,
     the heads of one scale and kernel together where the core sums a grid's
@@ -348,7 +370,13 @@ def _batch_moments(est, accepted, X, V, w, *, batch, scaled, split, params):
             request, Xq, rows, query = _request(X, V, w, head, scale, split, params)
             heads = [scaled[i][1] for i in members]
             sums = grid_local_moments(
-                est.algorithm, accepted, request, heads, 2, scale=scale, **query
+                passes.smoothing.algorithm,
+                accepted,
+                request,
+                heads,
+                2,
+                scale=scale,
+                **query,
             )
             for i, moments in zip(members, sums, strict=True):
                 if moments is not None:
@@ -364,7 +392,7 @@ def _batch_moments(est, accepted, X, V, w, *, batch, scaled, split, params):
         if i not in got:
             scale, head = scaled[i]
             got[i] = _split_moments(
-                est,
+                passes,
                 accepted,
                 X,
                 V,
@@ -423,7 +451,7 @@ def _positive(request, rows, query):
     return n_positive
 
 
-def _split_moments(est, accepted, X, V, w, *, head, scale, split, params):
+def _split_moments(passes, accepted, X, V, w, *, head, scale, split, params):
     """``(moments, rows, n_positive)`` of one split (``split``: ``(train,
     test, shared)``, ``train`` None for leave-one-out of every point,
     ``shared`` the dict of what the split's indexes share across candidates)
@@ -434,7 +462,7 @@ def _split_moments(est, accepted, X, V, w, *, head, scale, split, params):
     n_positive = _positive(request, rows, query)
     if not np.any(np.asarray(n_positive) > 0):  # empty windows: the exact passes
         return None
-    name, index = choose(est.algorithm, accepted, request)
+    name, index = choose(passes.smoothing.algorithm, accepted, request)
     if not BACKENDS[name].local_moments:
         return None
     Vt = request.values()[0]
@@ -446,7 +474,7 @@ def _split_moments(est, accepted, X, V, w, *, head, scale, split, params):
     return moments, rows, n_positive
 
 
-def _joint_fits(got, est, spread, offsets=None, tolerance=None):
+def _joint_fits(got, passes, spread, offsets=None, tolerance=None):
     """``[(estimates, served), ...]`` of the moments ``got`` (of
     :func:`_split_moments`) of several candidates, by one
     :func:`~sknw._local_frame.query_centred_fit` over all their rows (each
@@ -467,7 +495,7 @@ def _joint_fits(got, est, spread, offsets=None, tolerance=None):
             for a in range(0, len(got), most)
             for fit in _joint_fits(
                 got[a : a + most],
-                est,
+                passes,
                 spread,
                 None if offsets is None else offsets[a : a + most],
                 tolerance,
@@ -490,9 +518,9 @@ def _joint_fits(got, est, spread, offsets=None, tolerance=None):
         joint,
         spread / 2,
         spread,
-        est.min_eigenvalue,
+        passes.min_eigenvalue,
         positive,
-        max_leverage=est.max_leverage,
+        max_leverage=passes.max_leverage,
         offsets=None if offsets is None else np.concatenate(offsets),
         tolerance=tolerance,
     )
@@ -539,7 +567,7 @@ def _left(i, got, left, X, scaled):
     return i, points, means, n_positive[left] if np.ndim(n_positive) else n_positive
 
 
-def _line_fits(est, X, V, w, scaled, split, items, *, spread, preds, level):
+def _line_fits(passes, X, V, w, scaled, split, items, *, spread, preds, level):
     """Serve the points of a split the fast path left (``items`` of
     :func:`_left`) from their moments term by term over their windows
     (:func:`~sknw._sums.line_moments`), about their windows' means as the
@@ -568,11 +596,11 @@ def _line_fits(est, X, V, w, scaled, split, items, *, spread, preds, level):
     centres = np.where(np.isfinite(means), means, X[points, 0])
     served = np.zeros(points.size, dtype=bool)
     estimate = np.full((points.size, V.shape[1]), np.nan)
-    train_params = _line_params(est, X, V, w, split)
+    train_params = _line_params(passes, X, V, w, split)
     groups = _line_groups(scaled, items)
     todo = np.arange(points.size)
     for _ in range(2):
-        passes = _line_passes(
+        lines = _line_passes(
             X,
             train_params,
             scaled,
@@ -583,17 +611,17 @@ def _line_fits(est, X, V, w, scaled, split, items, *, spread, preds, level):
             centres=centres,
             todo=todo,
         )
-        if not passes:
+        if not lines:
             break
         fits = _joint_fits(
-            [(line, None, n_positive[rows]) for rows, line, *_ in passes],
-            est,
+            [(line, None, n_positive[rows]) for rows, line, *_ in lines],
+            passes,
             spread,
-            [offsets for *_, offsets in passes],
+            [offsets for *_, offsets in lines],
         )
         todo = []
         for (rows, line, scale, _), (fit_estimate, fit_served) in zip(
-            passes, fits, strict=True
+            lines, fits, strict=True
         ):
             estimate[rows[fit_served]] = fit_estimate[fit_served]
             served[rows] |= fit_served
@@ -624,7 +652,7 @@ def _line_fits(est, X, V, w, scaled, split, items, *, spread, preds, level):
     return out
 
 
-def _line_params(est, X, V, w, split):
+def _line_params(passes, X, V, w, split):
     """The training points, values and parameters of
     :func:`~sknw._sums.line_moments` on a split (``(train, test, shared)``,
     ``train`` None for leave-one-out, whose points are sorted; the order of
@@ -639,8 +667,8 @@ def _line_params(est, X, V, w, split):
             share["line_order"] = np.argsort(Xt[:, 0], kind="stable")
         order, loo = share["line_order"], {}
     params = {
-        "metric": est.metric,
-        "metric_params": est.metric_params_,
+        "metric": passes.smoothing.metric,
+        "metric_params": passes.smoothing.metric_params,
         "sample_weight": wt,
         "order": order,
         **loo,
@@ -714,7 +742,7 @@ def _window_means(moments, left, Q, scale):
     return np.where(np.isfinite(mean), mean, np.nan)
 
 
-def exact_estimates(est, cand, X, Y, w, unit, train, rows, centres=None, known=None):
+def exact_estimates(passes, cand, X, Y, w, unit, train, rows, centres=None, known=None):
     """Out-of-sample estimates of candidate ``cand`` at ``X[rows]`` by the
     exact path of predictions (moments in frames near each point), and the
     number of empty windows among them: leave-one-out (``train`` None) on
@@ -743,22 +771,23 @@ def exact_estimates(est, cand, X, Y, w, unit, train, rows, centres=None, known=N
         train=train,
         rows=rows,
     )
-    policy = est.empty_window if est.empty_window in ("nearest", "mean") else "nan"
-    plain = est._plain(cand, policy)
+    policy = passes.smoothing.empty_window
+    policy = policy if policy in ("nearest", "mean") else "nan"
+    plain = passes.plain_fit(cand, policy)
     if w is not None:
         with np.errstate(over="ignore", invalid="ignore"):
             w = w / unit if np.isfinite(unit) else w
     keep = np.arange(X.shape[0]) if train is None else np.asarray(train)
     own = rows if train is None else None
-    keep, own = _windowed(est, cand, X, w, keep, rows, own=own, policy=policy)
+    keep, own = _windowed(passes, cand, X, w, keep, rows, own=own, policy=policy)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         plain.fit(X[keep], Y[keep], sample_weight=None if w is None else w[keep])
         Q = X[rows]
         counts = plain._window_counts(Q, own)
         solve = np.ones(rows.size, dtype=bool)
-        if known is not None and est._discrete is None:
-            p = est._degree()
+        if known is not None and passes.smoothing.discrete is None:
+            p = passes.degree
             solve = (counts == 0) | (counts >= comb(X.shape[1] + p, p))
         if solve.all():
             estimate = plain._exact_local_fit(Q, False, own=own, centres=centres)
@@ -773,7 +802,7 @@ def exact_estimates(est, cand, X, Y, w, unit, train, rows, centres=None, known=N
     return estimate, int(np.sum(counts == 0))
 
 
-def _windowed(est, cand, X, w, keep, rows, *, own, policy):
+def _windowed(passes, cand, X, w, keep, rows, *, own, policy):
     """The training points ``keep`` (indices into ``X``) restricted to those
     whose terms can weigh in the sums of the points ``X[rows]``
     (:func:`~sknw._sums.line_support`), and ``own`` (leave-one-out: the
@@ -787,10 +816,10 @@ def _windowed(est, cand, X, w, keep, rows, *, own, policy):
     :data:`WINDOWED_FITS`."""
     if not WINDOWED_FITS.value:
         return keep, own
-    if cand.get("span") is not None or est._discrete is not None:
+    if cand.get("span") is not None or passes.smoothing.discrete is not None:
         return keep, own
     Xk = X[keep]
-    scaling = scaling_of(cand["bandwidth"], est.metric, Xk)
+    scaling = scaling_of(cand["bandwidth"], passes.smoothing.metric, Xk)
     wk = None if w is None else w[keep]
     loo = {}
     if own is not None:
@@ -799,8 +828,8 @@ def _windowed(est, cand, X, w, keep, rows, *, own, policy):
         X[rows],
         Xk,
         scaling.head(cand["kernel"]),
-        metric=est.metric,
-        metric_params=est.metric_params_,
+        metric=passes.smoothing.metric,
+        metric_params=passes.smoothing.metric_params,
         scale=scaling.scale,
         sample_weight=wk,
         **loo,
@@ -808,9 +837,239 @@ def _windowed(est, cand, X, w, keep, rows, *, own, policy):
     if support is None or support.size in (0, keep.size):
         return keep, own
     positive = support.size if wk is None else np.count_nonzero(wk[support] > 0)
-    if positive < comb(X.shape[1] + est._degree(), est._degree()):
+    if positive < comb(X.shape[1] + passes.degree, passes.degree):
         return keep, own
     if policy != "nan" and empty.any():
         return keep, own
     own = None if own is None else np.searchsorted(support, own)
     return keep[support], own
+
+
+#: The backends that sum the moments of the local fits exactly (any values):
+#: the cross-validation passes, and the fits of degree other than 1.
+EXACT_ALGORITHMS = algorithms(fixed_values=False, tolerance=False)
+
+#: The backends of the local fits' moments about each query (binned within
+#: ``binned_tol``).
+LOCAL_ALGORITHMS = algorithms(fixed_values=False, local_moments=True)
+
+
+def _full_fit(solve, averages, V, shares):
+    """The full fits at the training points from their leave-one-out
+    averages of the moment columns ``V`` and their removed shares ``r``
+    (see :mod:`sknw._criteria`): each point's own row back with weight
+    ``r``, solved by ``solve`` (the search's :func:`local_solution`). Its
+    weight in its own fitted value (the smoother matrix's diagonal) is
+    ``H_ii = r (1 + l)``, ``l`` the solution's squared Mahalanobis distance
+    of the point from its window's mean (0 where the design is singular:
+    Nadaraya--Watson's ``r``); where leaving the point out makes its window
+    singular, the full fit passes through it, ``H_ii = 1``."""
+    r = shares[:, None]
+    with np.errstate(invalid="ignore"):
+        full = np.where(r >= 1.0, V, (1.0 - r) * averages + r * V)
+    return solve(full, few=None)
+
+
+@dataclass(frozen=True, kw_only=True)
+class LocalPasses:
+    """The passes of a local polynomial search (see
+    :class:`~sknw.LocalLinearRegressorCV`): exact leave-one-out through the
+    moments of the monomials, and the moments about each left-out point on
+    the one-feature backends (degree 1).
+
+    ``smoothing``: the search's :class:`~sknw._selection.Smoothing`;
+    ``degree``, ``min_eigenvalue`` and ``max_leverage``: the local fits';
+    ``plain``: the plain estimator of the fits, given the candidate's
+    ``kernel``, ``bandwidth``, ``empty_window`` and ``span`` (the exact path
+    of predictions, see :func:`exact_estimates`)."""
+
+    smoothing: Smoothing
+    degree: int
+    min_eigenvalue: float
+    max_leverage: float | None
+    plain: Callable
+    #: The passes sum moments in one frame for all the data (the columns
+    #: of moment_columns): exact backends only. The moments about each
+    #: query come from the one-feature backends (see :meth:`estimates`).
+    accepted = EXACT_ALGORITHMS
+    #: The backends of the moments about each left-out point.
+    moment_algorithms = LOCAL_ALGORITHMS
+    #: The local fit at a training point is a weighted least-squares fit of
+    #: its window: the in-sample criteria follow from leave-one-out.
+    self_weights = True
+
+    @property
+    def local_powers(self):
+        """The powers of the moments about each query: up to ``2 p``."""
+        return 2 * self.degree
+
+    def plain_fit(self, cand, empty_window):
+        """The unfitted local polynomial estimator of candidate ``cand``
+        (on the encoded data: discrete features by their columns)."""
+        return self.plain(
+            kernel=cand["kernel"],
+            bandwidth=self.smoothing.full_bandwidth(cand),
+            empty_window=empty_window,
+            span=cand.get("span"),
+        )
+
+    def estimates(self, X, V, w, cands, *, unit, folds, finish, cache, shares=None):
+        """The estimates of the candidates the one-feature backends serve
+        from the moments about each left-out point
+        (:func:`~sknw._local_cv.query_centred_cv`); the others' by the exact
+        passes, whose left-out points of ill-conditioned frames, and the
+        points beyond the fast paths' bound, take the exact path of
+        predictions (see :func:`~sknw._local_cv.exact_estimates`). With
+        ``shares`` (the in-sample criteria), every candidate takes the exact
+        passes, ``shares`` receives each point's self weight and the
+        estimates are the full fits' (see :func:`_full_fit`)."""
+        local = {}
+        spans = any(c.get("span") is not None for c in cands)
+        if shares is None and self.degree == 1 and not spans:
+            local = query_centred_cv(
+                self, X, cache.targets, w, unit, cands, folds, cache=cache
+            )
+        rest = [i for i in range(len(cands)) if i not in local]
+        preds = np.full((len(cands), X.shape[0], cache.targets.shape[1]), np.nan)
+        n_empty = np.zeros(len(cands), dtype=np.intp)
+        if rest:
+            fits = finish
+            if shares is not None:
+                # The removed shares, known once the passes are done, give
+                # the full fits.
+                def fits(averages, cands, empty):
+                    return finish(averages, cands, empty, shares=shares)
+
+            exact = KernelPasses(smoothing=self.smoothing, accepted=self.accepted)
+            p, e = exact.estimates(
+                X,
+                V,
+                w,
+                [cands[i] for i in rest],
+                unit=unit,
+                folds=folds,
+                finish=fits,
+                cache=cache,
+                shares=shares,
+            )
+            preds[rest], n_empty[rest] = p, e
+            if shares is not None:
+                shares[:] = finish.self_weights
+            # Points whose frame lost digits: again, exactly (for leave-one-out
+            # and for each training fold).
+            splits = [(None, None)] if folds is None else folds
+            everything = np.arange(X.shape[0])
+            for j, i in enumerate(rest):
+                lost = finish.rounding[j] > FRAME_ROUNDING
+                for train, test in splits:
+                    redo = np.flatnonzero(lost) if train is None else test[lost[test]]
+                    if shares is not None:  # the full fits
+                        train = everything
+                    if redo.size:
+                        preds[i][redo] = exact_estimates(
+                            self,
+                            cands[i],
+                            X,
+                            cache.targets,
+                            w,
+                            unit,
+                            train,
+                            redo,
+                            known=preds[i][redo],
+                        )[0]
+        for i, (pred, missing) in local.items():
+            preds[i] = pred
+            for train, left, means in missing:
+                preds[i][left], empty = exact_estimates(
+                    self,
+                    cands[i],
+                    X,
+                    cache.targets,
+                    w,
+                    unit,
+                    train,
+                    left,
+                    centres=means,
+                )
+                n_empty[i] += empty
+        return preds, n_empty
+
+    def values(self, X, Y, w):
+        """Moments of the local fit (in the frame of :func:`coordinate_frame`),
+        and the local linear estimates from their left-out averages."""
+        Xc = self.smoothing.continuous(X)
+        centre, unit = coordinate_frame(Xc)
+        Z = (np.asarray(Xc, dtype=np.float64) - centre) / unit
+        mean = np.average(Y, axis=0, weights=w)
+        p = self.degree
+        V, cols = moment_columns(Z, Y - mean, degree=p)
+        d, k = Z.shape[1], Y.shape[1]
+        terms = monomial_terms(d, p)
+        Zp = monomials(Z, p)
+
+        def finish(averages, cands, empty, shares=None):
+            """The out-of-sample estimates from their ``averages``; with the
+            removed ``shares``, the full fits' (for the in-sample criteria)."""
+            out = np.empty((len(cands), Z.shape[0], k))
+            # The rounding of each left-out point's local design in this one
+            # frame, relative to its smallest eigenvalue (see FRAME_ROUNDING).
+            finish.rounding = np.zeros((len(cands), Z.shape[0]))
+            # With the removed ``shares``: each point's weight in its own
+            # fitted value (the smoother matrix's diagonal, see _full_fit).
+            finish.self_weights = None if shares is None else np.empty_like(shares)
+            for i, cand in enumerate(cands):
+                t = unit / np.asarray(cand["bandwidth"], dtype=np.float64)
+                t = np.broadcast_to(t, (d,))
+                basis = None
+                if p > 1:  # solved about each point (see local_solution)
+                    # A span: each point's own bandwidth (see _query_bandwidths).
+                    own_bw = cand.get("query_bandwidths")
+                    tq = t[None, :] if own_bw is None else unit / own_bw
+                    tq = np.broadcast_to(tq, (Z.shape[0], d))
+                    basis = tq[:, :, None] * np.eye(d)[None]
+                    to_bandwidth = np.stack(
+                        [np.prod(tq[:, list(a)], axis=1) for a in terms], axis=1
+                    )
+                else:
+                    to_bandwidth = [np.prod((t / np.max(t))[list(a)]) for a in terms]
+                solve = partial(
+                    local_solution,
+                    cols=cols,
+                    d=len(terms),
+                    k=k,
+                    Zq=Zp,
+                    min_eigenvalue=self.min_eigenvalue,
+                    to_bandwidth=np.array(to_bandwidth),
+                    max_leverage=self.max_leverage,
+                    linear=d,
+                    basis=basis,
+                    degree=p,
+                )
+                sol = solve(averages[i], few=empty[i])
+                out[i] = sol.estimate + mean
+                if shares is not None:
+                    full = _full_fit(solve, averages[i], V, shares[i])
+                    out[i] = full.estimate + mean
+                    finish.self_weights[i] = shares[i] * (1.0 + full.distance)
+                # The monomials of degree p lose about the p-th power of the
+                # second moments about the frame's centre (sol.second, in
+                # bandwidths, over max(t) for degree 1, as sol.least), relative
+                # to the design's smallest eigenvalue; counted beyond what a
+                # frame at the window's mean would lose (its centred second
+                # moments, 'local'): far from the search's frame, not where
+                # the design itself is ill-conditioned (see FRAME_ROUNDING).
+                scale = np.asarray(to_bandwidth, dtype=np.float64)[..., :d]
+                offset = np.sum((sol.mean_z[:, :d] * scale) ** 2, axis=1)
+                local = np.maximum(sol.second - offset, 0.0)
+                power = max(p, 1)
+                with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+                    excess = sol.second**power - local**power
+                    rounding = _EPS * excess / sol.least
+                rounding[~sol.ok] = 0.0
+                # A design found singular for the rounding in this frame may
+                # not be in a frame near its point: again, exactly.
+                rounding[sol.rounded & ~empty[i]] = np.inf
+                finish.rounding[i] = np.where(np.isnan(rounding), np.inf, rounding)
+            return out
+
+        return V, finish

@@ -3,6 +3,7 @@ share (:class:`LocalPolynomialFit`): moments in frames near each query, their
 solution, the fast paths of one feature, standard errors and gradients."""
 
 import warnings
+from functools import partial
 from numbers import Real
 
 import numpy as np
@@ -10,7 +11,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._base import NadarayaWatsonBase, _merge_warnings, _tile_elements
 from ._gradient import empty_gradient, local_constant_gradient
-from ._local_cv import moment_targets
+from ._local_cv import LOCAL_ALGORITHMS, LocalPasses, moment_targets
 from ._local_frame import (
     MAX_RECENTRINGS,
     Moments,
@@ -31,7 +32,6 @@ from ._sums import (
     BACKENDS,
     DENSE,
     Head,
-    algorithms,
     local_moments,
     power_of_two_scale,
 )
@@ -99,7 +99,7 @@ class LocalPolynomialFit(NadarayaWatsonRegressor):
 
     # The local fit sums moments of its own (the sorted, fgt and binned
     # indexes hold the targets only); binned within ``binned_tol``.
-    _algorithms = algorithms(fixed_values=False, local_moments=True)
+    _algorithms = LOCAL_ALGORITHMS
 
     def _sums_backend(self):
         # The local fits' other sums (the exact path, standard errors) are
@@ -108,6 +108,35 @@ class LocalPolynomialFit(NadarayaWatsonRegressor):
         if BACKENDS[self.algorithm_].tolerance:
             return DENSE, None
         return super()._sums_backend()
+
+    def _search_passes(self, smoothing):
+        """The passes of a search of this estimator's candidates
+        (:class:`~sknw._local_cv.LocalPasses`): local fits of the fitted
+        degree, ``min_eigenvalue`` and ``max_leverage``, whose exact path is
+        this estimator's plain one (on the encoded data: discrete features
+        by their columns)."""
+        settings, discrete = self._settings, {}
+        if self._discrete is not None:
+            discrete = self._discrete.as_params(
+                self.categorical_kernel, self.ordered_kernel
+            )
+        plain = partial(
+            self._plain_class(),
+            metric=self.metric,
+            metric_params=self.metric_params,
+            min_eigenvalue=settings.min_eigenvalue,
+            max_leverage=settings.max_leverage,
+            algorithm="brute",
+            n_jobs=self.n_jobs,
+            **discrete,
+        )
+        return LocalPasses(
+            smoothing=smoothing,
+            degree=self._degree(),
+            min_eigenvalue=settings.min_eigenvalue,
+            max_leverage=settings.max_leverage,
+            plain=plain,
+        )
 
     @property
     def _local_powers(self):

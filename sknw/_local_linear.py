@@ -191,14 +191,9 @@ class LocalLinearRegressor(LocalPolynomialFit):
         """The degree of the local polynomial."""
         return 1
 
-    def _search_class(self):
-        return LocalLinearRegressorCV
-
-    def _search_params(self):
-        return {
-            "min_eigenvalue": self._settings.min_eigenvalue,
-            "max_leverage": self._settings.max_leverage,
-        }
+    def _plain_class(self):
+        """The plain estimator of this estimator's fits."""
+        return LocalLinearRegressor
 
 
 @fill_docstring
@@ -338,6 +333,3 @@ class LocalLinearRegressorCV(LocalPolynomialCVFit, LocalLinearRegressor):
         set(KERNELS),
         LocalPolynomialFit._algorithms,
     )
-
-    def _plain_estimator(self, **params):
-        return LocalLinearRegressor(**params)

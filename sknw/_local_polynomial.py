@@ -1,6 +1,7 @@
 """Local polynomial regression of any degree, and its cross-validated
 selection: the local linear code with the monomials of the features."""
 
+from functools import partial
 from math import comb
 from numbers import Integral
 
@@ -8,8 +9,9 @@ import numpy as np
 from sklearn.utils._param_validation import Interval
 
 from ._docs import fill_docstring
+from ._local_cv import EXACT_ALGORITHMS
 from ._local_fit import LocalPolynomialFit
-from ._local_linear_cv import EXACT_ALGORITHMS, LocalPolynomialCVFit
+from ._local_linear_cv import LocalPolynomialCVFit
 from ._selection import cv_parameter_constraints
 from .exceptions import SingularDesignWarning, warn
 from .kernels import KERNELS
@@ -239,15 +241,10 @@ class LocalPolynomialRegressor(LocalPolynomialFit):
             )
         return EXACT_ALGORITHMS
 
-    def _search_class(self):
-        return LocalPolynomialRegressorCV
-
-    def _search_params(self):
-        return {
-            "degree": self.degree_,
-            "min_eigenvalue": self._settings.min_eigenvalue,
-            "max_leverage": self._settings.max_leverage,
-        }
+    def _plain_class(self):
+        """The plain estimator of this estimator's fits, of the fitted
+        degree."""
+        return partial(LocalPolynomialRegressor, degree=self._degree())
 
 
 @fill_docstring
@@ -371,9 +368,6 @@ class LocalPolynomialRegressorCV(LocalPolynomialCVFit, LocalPolynomialRegressor)
         ),
         "degree": [Interval(Integral, 0, None, closed="left")],
     }
-
-    def _plain_estimator(self, **params):
-        return LocalPolynomialRegressor(degree=self._degree(), **params)
 
     def __init__(
         self,

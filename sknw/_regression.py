@@ -10,12 +10,13 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._bandwidth import BANDWIDTH_RULES
 from ._base import NadarayaWatsonBase
+from ._cv_estimator import CVSelectionMixin
 from ._docs import fill_docstring
 from ._gradient import GradientMixin
 from ._local_frame import LocalFrame
 from ._mixed import DISCRETE_CONSTRAINTS, encode_features
 from ._robust import robust_refit
-from ._selection import NW_CV_ALGORITHMS, CVSelectionMixin, cv_parameter_constraints
+from ._selection import NW_CV_ALGORITHMS, KernelPasses, cv_parameter_constraints
 from ._sums import power_of_two_scale
 from ._uncertainty import LocalFit, global_noise_variance, local_noise_variance
 from ._validation import NotBoolInterval, validate_regression_data
@@ -517,8 +518,17 @@ class NadarayaWatsonRegressor(RegressorMixin, GradientMixin, NadarayaWatsonBase)
             y_scale=y_scale,
         )
 
-    def _search_class(self):
-        return NadarayaWatsonRegressorCV
+    def _search_targets(self, y):
+        """``(kind, values, classes)`` of a search on the targets ``y``."""
+        return "regression", y.reshape(y.shape[0], -1), None
+
+    def _search_passes(self, smoothing):
+        """The passes of a search of this estimator's candidates: weighted
+        averages of the targets, whose self weights give the in-sample
+        criteria (leave-one-out drops each point's own weight)."""
+        return KernelPasses(
+            smoothing=smoothing, accepted=NW_CV_ALGORITHMS, self_weights=True
+        )
 
     def _fit_noise_variance(self):
         """Resolve ``noise_variance_`` (the global one needs a pass over X).
@@ -772,9 +782,6 @@ class NadarayaWatsonRegressorCV(CVSelectionMixin, NadarayaWatsonRegressor):
     _parameter_constraints = cv_parameter_constraints(
         NadarayaWatsonRegressor._parameter_constraints, set(KERNELS), _algorithms
     )
-
-    # Leave-one-out drops each point's own weight: the in-sample criteria.
-    _self_weights = True
 
     def __init__(
         self,

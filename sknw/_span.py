@@ -316,22 +316,23 @@ def split_heads(members, cands, Xq, Xt, wt, *, own, unit, scale, rows, shape, **
     return heads
 
 
-def candidate_spans(est):
-    """The ``spans`` of a CV estimator as a checked list (None without),
-    refused where they cannot be searched."""
-    spans = getattr(est, "spans", None)
+def candidate_spans(spans, *, bandwidths, refine, discrete):
+    """The ``spans`` of a search as a checked list (None without), refused
+    where they cannot be searched (with ``bandwidths``, ``refine`` or the
+    ``discrete`` features)."""
     if spans is None:
         return None
+    given = spans
     spans = [float(s) for s in np.atleast_1d(np.asarray(spans, dtype=float))]
     if not spans or not all(0 < s <= 1 for s in spans):
-        raise ValueError(f"spans must be floats in (0, 1], got {est.spans!r}.")
-    if est.bandwidths is not None or est.refine:
+        raise ValueError(f"spans must be floats in (0, 1], got {given!r}.")
+    if bandwidths is not None or refine:
         raise ValueError(
             "spans chooses nearest-neighbour bandwidths: give it without "
             "bandwidths and refine (the features keep the shape of Scott's "
             "rule)."
         )
-    if est._discrete is not None:
+    if discrete is not None:
         raise ValueError(
             "spans takes continuous features only: nearest neighbours are not "
             "defined across the levels of discrete features."
@@ -339,20 +340,21 @@ def candidate_spans(est):
     return spans
 
 
-def span_candidates(est, X, w, kernels, spans):
+def span_candidates(smoothing, X, w, kernels, spans):
     """The candidates of every kernel and span, each with the bandwidth
     ``bandwidth_`` reports for it (:func:`span_bandwidth`, of Scott's
-    shape)."""
-    shape = span_shape("scott", X, w, kernels[0], est.metric, est.metric_params_)
-    scaling = scaling_of(shape, est.metric, X)
+    shape), with the search's ``smoothing`` (its metric)."""
+    metric, params = smoothing.metric, smoothing.metric_params
+    shape = span_shape("scott", X, w, kernels[0], metric, params)
+    scaling = scaling_of(shape, metric, X)
     sizes = [
         span_bandwidth(
             shape,
             s,
             X,
             w,
-            metric=est.metric,
-            metric_params=est.metric_params_,
+            metric=metric,
+            metric_params=params,
             scaling=scaling,
         )
         for s in spans

@@ -23,7 +23,12 @@ import numpy as np
 
 from ._sums._base import power_of_two_scale
 
-__all__ = ["DistinctRows", "distinct_rows", "effective_sample_size"]
+__all__ = [
+    "DistinctRows",
+    "distinct_rows",
+    "effective_sample_size",
+    "subsample_rows",
+]
 
 
 def effective_sample_size(w):
@@ -75,3 +80,12 @@ def distinct_rows(X, y, sample_weight):
         total = scaled if np.all(np.isfinite(scaled)) else total
     pick = order[starts]
     return DistinctRows(X[pick], y[pick], total)
+
+
+def subsample_rows(positive, size):
+    """A deterministic subsample of ``size`` of the rows ``positive`` (sorted;
+    all of them where there are at most ``size``)."""
+    if positive.size <= size:
+        return positive
+    pick = np.random.RandomState(0).choice(positive.size, size, replace=False)
+    return positive[np.sort(pick)]

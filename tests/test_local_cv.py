@@ -2,16 +2,19 @@
 training points within the windows of the points it computes, the same
 estimates as from all of them."""
 
+from functools import partial
+
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose
 from sklearn.model_selection import KFold
 
-from sknw import LocalLinearRegressorCV, _local_cv
-from sknw._local_cv import FIT_ROWS, WINDOWED_FITS
+from sknw import LocalLinearRegressor, _local_cv
+from sknw._local_cv import FIT_ROWS, WINDOWED_FITS, LocalPasses
 from sknw._scaling import group_candidates
-from sknw._selection import normalised_weights
+from sknw._selection import Smoothing, normalised_weights
 from sknw._trace import traced
+from sknw.kernels import get_kernel
 
 
 def _tailed(seed=0, n=1500):
@@ -22,9 +25,28 @@ def _tailed(seed=0, n=1500):
     return X, y, w
 
 
-def _estimates(est, cand, X, Y, w, unit, train, rows, windowed):
+def _passes(empty_window="nearest"):
+    """The passes of a local linear search with the Euclidean metric, whose
+    exact path is the plain estimator's (as LocalLinearRegressorCV's)."""
+    smoothing = Smoothing(
+        metric="euclidean",
+        metric_params=None,
+        empty_window=empty_window,
+        tolerance=1e-6,
+    )
+    plain = partial(LocalLinearRegressor, algorithm="brute")
+    return LocalPasses(
+        smoothing=smoothing,
+        degree=1,
+        min_eigenvalue=1e-8,
+        max_leverage=100.0,
+        plain=plain,
+    )
+
+
+def _estimates(passes, cand, X, Y, w, unit, train, rows, windowed):
     with WINDOWED_FITS.set(windowed):
-        return _local_cv.exact_estimates(est, cand, X, Y, w, unit, train, rows)
+        return _local_cv.exact_estimates(passes, cand, X, Y, w, unit, train, rows)
 
 
 @pytest.mark.parametrize("kernel", ["gaussian", "epanechnikov", "boxcar"])
@@ -36,10 +58,7 @@ def test_estimates_from_the_windows_equal_those_from_every_point(
 ):
     X, y, w = _tailed(seed=4)
     w = w if weighted else None
-    est = LocalLinearRegressorCV(
-        kernels=[kernel], bandwidths=[100.0], empty_window=policy
-    )
-    est.fit(X, y, sample_weight=w)  # the fitted state exact_estimates reads
+    passes, kernel_ = _passes(policy), get_kernel(kernel)
     wn, unit = normalised_weights(w)
     # The tails and a few points inside, at small and large bandwidths.
     order = np.argsort(X[:, 0])
@@ -50,16 +69,18 @@ def test_estimates_from_the_windows_equal_those_from_every_point(
         rows = test[np.argsort(X[test, 0])][np.r_[0:6, 150:154, -6:0]]
     fits = []
     for h in (0.01, 0.05, 0.3):
-        cand = {"kernel": est.kernel_, "bandwidth": np.array([h])}
+        cand = {"kernel": kernel_, "bandwidth": np.array([h])}
         keep = np.arange(X.shape[0]) if train is None else train
         own = rows if train is None else None
         kept, _ = _local_cv._windowed(
-            est, cand, X, wn, keep, rows, own=own, policy=policy
+            passes, cand, X, wn, keep, rows, own=own, policy=policy
         )
         fits.append(kept.size < keep.size)
-        got, empty = _estimates(est, cand, X, y[:, None], wn, unit, train, rows, True)
+        got, empty = _estimates(
+            passes, cand, X, y[:, None], wn, unit, train, rows, True
+        )
         want, empty_all = _estimates(
-            est, cand, X, y[:, None], wn, unit, train, rows, False
+            passes, cand, X, y[:, None], wn, unit, train, rows, False
         )
         assert empty == empty_all
         assert_allclose(got, want, rtol=0, atol=1e-12 * np.ptp(y), equal_nan=True)
@@ -80,19 +101,18 @@ def test_points_the_fast_path_leaves_are_served_from_their_windows(
     # means serve nearly all of them, with the exact path's estimates.
     X, y, w = _tailed(seed=5)
     w = w if weighted else None
-    est = LocalLinearRegressorCV(kernels=[kernel], bandwidths=[100.0])
-    est.fit(X, y, sample_weight=w)
+    passes, kernel_ = _passes(), get_kernel(kernel)
     wn, unit = normalised_weights(w)
     folds = list(KFold(3, shuffle=True, random_state=1).split(X)) if kfold else None
     # (The sorted path leaves only the empty windows of compact kernels but
     # at large bandwidths, where one-sided windows hold many points.)
     hs = (0.002, 0.01, 0.05) if kernel == "gaussian" else (2.0, 3.0, 5.0)
-    cands = [{"kernel": est.kernel_, "bandwidth": np.array([h])} for h in hs]
+    cands = [{"kernel": kernel_, "bandwidth": np.array([h])} for h in hs]
     with traced() as trace:
-        got = _local_cv.query_centred_cv(est, X, y[:, None], wn, unit, cands, folds)
+        got = _local_cv.query_centred_cv(passes, X, y[:, None], wn, unit, cands, folds)
     scaled = {
         i: (scale, head)
-        for scale, members in group_candidates(cands, est.metric, X)
+        for scale, members in group_candidates(cands, "euclidean", X)
         for i, head in members
     }
 
@@ -124,7 +144,7 @@ def test_points_the_fast_path_leaves_are_served_from_their_windows(
         pred, missing = got[i]
         for train, test in splits:
             want, _ = _local_cv.exact_estimates(
-                est, cand, X, y[:, None], wn, unit, train, test
+                passes, cand, X, y[:, None], wn, unit, train, test
             )
             for tr, rows, _ in missing:  # left to the exact path
                 if (tr is None) == (train is None) and (
@@ -140,14 +160,15 @@ def test_the_points_left_are_taken_in_chunks_of_fit_rows():
     # Chunks of 3 points (candidates cut across chunks): the same estimates
     # and the same points left to the exact path as all at once.
     X, y, w = _tailed(seed=6)
-    est = LocalLinearRegressorCV(kernels=["gaussian"], bandwidths=[100.0]).fit(X, y)
+    passes, kernel_ = _passes(), get_kernel("gaussian")
     cands = [
-        {"kernel": est.kernel_, "bandwidth": np.array([h])}
-        for h in (0.002, 0.004, 0.01)
+        {"kernel": kernel_, "bandwidth": np.array([h])} for h in (0.002, 0.004, 0.01)
     ]
-    whole = _local_cv.query_centred_cv(est, X, y[:, None], None, 1.0, cands, None)
+    whole = _local_cv.query_centred_cv(passes, X, y[:, None], None, 1.0, cands, None)
     with FIT_ROWS.set(3):
-        chunked = _local_cv.query_centred_cv(est, X, y[:, None], None, 1.0, cands, None)
+        chunked = _local_cv.query_centred_cv(
+            passes, X, y[:, None], None, 1.0, cands, None
+        )
     for i in range(3):
         assert_allclose(chunked[i][0], whole[i][0], rtol=1e-15, equal_nan=True)
         left = [

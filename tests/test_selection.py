@@ -31,7 +31,7 @@ from sklearn.model_selection import (
 )
 from sklearn.utils._param_validation import InvalidParameterError
 
-import sknw._selection as selection
+import sknw._search as search_module
 from sknw import (
     LocalLinearRegressorCV,
     NadarayaWatsonClassifier,
@@ -41,8 +41,8 @@ from sknw import (
     _scoring,
 )
 from sknw._bandwidth import grid_reference
-from sknw._default import subsample_rows
 from sknw._mixed import POLISH_FACTOR, POLISH_ROUNDS
+from sknw._search import SUBSAMPLE_POLISH
 from sknw._selection import (
     DEFAULT_GRID_RANGE,
     candidate_grid,
@@ -965,31 +965,29 @@ def test_large_training_sets_search_the_shape_on_a_subsample(search):
     w = np.ones(X.shape[0])
     w[::7] = 0.0  # the subsample is drawn from the points of positive weight
     w[1::7] = 2.0
-    with selection.SEARCH_SUBSAMPLE.set(120):
+    with search_module.SEARCH_SUBSAMPLE.set(120):
         with traced() as trace:
             one_round = search().fit(X, y, sample_weight=w)
         # The polish of each search: the subsample's is lighter, and there is
         # none on every point.
-        assert trace.values("polish", "subsample") == [selection.SUBSAMPLE_POLISH]
-        with selection.SUBSAMPLE_ROUNDS.set(0):
-            est = search().fit(X, y, sample_weight=w)
-            # Leave-one-out searches the distinct rows (sorted, see
-            # sknw._weights).
-            Xd, yd, wd = distinct_rows(X, y, w)
-            rows = subsample_rows(np.arange(yd.size), 120)
-            sub = search()
-            sub._polish = selection.SUBSAMPLE_POLISH
-            sub.fit(Xd[rows], yd[rows], sample_weight=wd[rows])
-            assert np.array_equal(est._searched[0], sub._searched[0])
+        assert trace.values("polish", "subsample") == [SUBSAMPLE_POLISH]
+        one_round_shape = trace.values("searched", "shape")[-1]
+        with search_module.SUBSAMPLE_ROUNDS.set(0):
             with traced() as trace:
-                search().fit(Xd[rows], yd[rows], sample_weight=wd[rows])
-            # A search on every point: the full polish.
-            assert trace.values("polish", "subsample")[-1] is None
-            assert not np.all(sub._searched[0] == 1.0)  # the search moved the shape
+                est = search().fit(X, y, sample_weight=w)
+            # Leave-one-out searches the distinct rows (sorted, see
+            # sknw._weights); the search on 120 of them ends first.
+            sub, full = trace.details("searched")
+            n = distinct_rows(X, y, w)[0].shape[0]
+            assert sub["n_samples"] == 120 and full["n_samples"] == n
+            assert trace.values("search_start", "n_samples") == [n, 120]
+            # Without a round on every point, the subsample's shape stays.
+            assert np.array_equal(full["shape"], sub["shape"])
+            assert not np.all(sub["shape"] == 1.0)  # the search moved the shape
             mults = est.cv_results_["bandwidth_multiplier"]
             step = mults[1] / mults[0]
-            steps = selection.SUBSAMPLE_WINDOW_STEPS
-            around = sub._searched[1] * step ** np.arange(-steps, steps + 1)
+            steps = search_module.SUBSAMPLE_WINDOW_STEPS
+            around = sub["multiplier"] * step ** np.arange(-steps, steps + 1)
             assert mults.size >= 2 * steps + 1
             # The window about the subsample's size (extended where its best
             # is at an edge).
@@ -1007,7 +1005,7 @@ def test_large_training_sets_search_the_shape_on_a_subsample(search):
     )
     np.testing.assert_allclose(est.bandwidth_, ref.bandwidth_, rtol=1e-12)
     # One round on every point moves each feature by at most one factor.
-    moved = one_round._searched[0] / est._searched[0]
+    moved = one_round_shape / full["shape"]
     assert np.all(np.isin(np.round(np.log2(moved), 12), [-0.5, 0.0, 0.5]))
     assert one_round.cv_results_["bandwidth_multiplier"].size >= 2 * steps + 1
 
@@ -1019,7 +1017,7 @@ def test_kfold_and_small_sets_search_every_point(cv):
     X, y = _anisotropic(150, seed=1)
     fits = []
     for size in (10**9, 100 if cv is not None else 150):
-        with selection.SEARCH_SUBSAMPLE.set(size):
+        with search_module.SEARCH_SUBSAMPLE.set(size):
             fits.append(NadarayaWatsonRegressorCV(cv=cv).fit(X, y))
     assert np.array_equal(fits[0].bandwidth_, fits[1].bandwidth_)
     np.testing.assert_array_equal(
@@ -1036,7 +1034,7 @@ def test_subsample_shape_holds_out_of_sample():
     for seed in (2, 3, 4):
         X, y = _anisotropic(1200, seed=seed)
         for size in (300, 10**9):
-            with selection.SEARCH_SUBSAMPLE.set(size):
+            with search_module.SEARCH_SUBSAMPLE.set(size):
                 est = NadarayaWatsonRegressorCV().fit(X, y)
             errors[size].append(np.mean((est.predict(Q) - truth) ** 2))
         rule = NadarayaWatsonRegressor(bandwidth="scott").fit(X, y)
@@ -1077,8 +1075,9 @@ def test_continuous_polish_moves_the_shape_off_the_coarse_factors():
     bandwidth within a factor sqrt(2) of the coordinate search's, and the
     score reported is the exact leave-one-out score of the choice."""
     X, y = _anisotropic(300, seed=5)
-    est = NadarayaWatsonRegressorCV().fit(X, y)
-    shape = est._searched[0]
+    with traced() as trace:
+        est = NadarayaWatsonRegressorCV().fit(X, y)
+    (shape,) = trace.values("searched", "shape")
     # The coordinate search's factors are powers of sqrt(2); the polish
     # leaves at least one feature between them.
     steps = np.log(shape) / np.log(POLISH_FACTOR)
