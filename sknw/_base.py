@@ -1,7 +1,7 @@
 """Parameters, fitting and weighted averaging shared by all sknw estimators."""
 
 import warnings
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from numbers import Integral, Real
 
 import numpy as np
@@ -15,8 +15,8 @@ from ._bandwidth import BANDWIDTH_RULES, rule_bandwidth
 from ._default import default_bandwidth, plugin_for
 from ._mixed import encode_features
 from ._scaling import scaling_of
-from ._search import SearchProblem
-from ._selection import Smoothing
+from ._search import SearchChoices, SearchProblem, search
+from ._selection import Smoothing, check_groups
 from ._span import (
     neighbour_count,
     neighbour_distances,
@@ -301,9 +301,9 @@ class NadarayaWatsonBase(BaseEstimator):
         discrete.check_lambdas(lambdas)
         return full.copy()
 
-    def _search_problem(self, X, y, w, *, kernels, algorithm=None):
-        """The :class:`~sknw._search.SearchProblem` of this estimator's
-        ``kernels`` with the default choices, on validated training data
+    def _search_problem(self, X, y, w, *, choices, algorithm=None):
+        """The :class:`~sknw._search.SearchProblem` of the ``choices`` (a
+        :class:`~sknw._search.SearchChoices`) on validated training data
         (``y``: the targets, or a classifier's encoded labels; ``w`` the
         sample weights or None), its passes by ``algorithm`` (None: the
         estimator's)."""
@@ -324,7 +324,7 @@ class NadarayaWatsonBase(BaseEstimator):
             w=w,
             kind=kind,
             classes=classes,
-            kernels=kernels,
+            choices=choices,
             passes=self._search_passes(smoothing),
             check_kernel=self._check_kernel,
             owner=type(self).__name__,
@@ -339,10 +339,34 @@ class NadarayaWatsonBase(BaseEstimator):
         exact = set(self._algorithms) & set(algorithms(tolerance=False))
         algorithm = self.algorithm if self.algorithm in exact else "auto"
         X, y, w = distinct_rows(X, self.y_fit_, sample_weight)
-        problem = self._search_problem(
-            X, y, w, kernels=[self.kernel_], algorithm=algorithm
-        )
+        choices = SearchChoices(kernels=[self.kernel_])
+        problem = self._search_problem(X, y, w, choices=choices, algorithm=algorithm)
         return default_bandwidth(problem, self.algorithm)
+
+    def _fit_searched(self, X, y, w, groups):
+        """The fit of a ``*CV`` estimator on validated training data (``y``:
+        the targets, or a classifier's encoded labels): search its choices
+        (:class:`~sknw._search.SearchChoices` of its parameters), store the
+        choice (``cv_results_``, ``best_index_``, ``best_score_``,
+        ``kernel_``, ``bandwidth_``, ``span_``) and fit with it.
+        Leave-one-out scores each distinct observation once
+        (:func:`~sknw._weights.distinct_rows`), K-fold every row, its splits
+        being of the rows; the splitter takes the ``groups``."""
+        choices = SearchChoices.of(self.get_params(deep=False))
+        groups = check_groups(groups, X.shape[0], choices.cv)
+        self._fit_span(w)
+        self.metric_params_ = self._resolve_metric_params(X, w)
+        Xs, ys, ws = (X, y, w) if choices.cv is not None else distinct_rows(X, y, w)
+        problem = self._search_problem(Xs, ys, ws, choices=choices)
+        result = search(replace(problem, groups=groups))
+        self.cv_results_ = result.cv_results
+        self.best_index_ = result.best_index
+        self.best_score_ = result.best_score
+        self.kernel_ = result.kernel
+        self.bandwidth_ = result.bandwidth
+        self.span_ = result.span
+        self.X_fit_, self.sample_weight_ = X, w
+        self._resolve_algorithm(result.scaling)
 
     def _resolve_metric_params(self, X, sample_weight):
         """Metric parameters fixed at fit (``metric_params_``); the metric

@@ -9,7 +9,6 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
 from ._base import NadarayaWatsonBase
-from ._cv_estimator import CVSelectionMixin
 from ._docs import fill_docstring
 from ._mixed import DISCRETE_CONSTRAINTS, encode_features
 from ._selection import NW_CV_ALGORITHMS, KernelPasses, cv_parameter_constraints
@@ -26,104 +25,9 @@ from .kernels import KERNELS, Kernel
 CLASSIFIER_KERNELS = {name for name, cls in KERNELS.items() if cls.nonnegative}
 
 
-@fill_docstring
-class NadarayaWatsonClassifier(ClassifierMixin, NadarayaWatsonBase):
-    r"""Nadaraya--Watson kernel classifier: kernel-weighted class frequencies.
-
-    The class probabilities at a query are the kernel-weighted frequencies of
-    the classes among the training points, i.e. the Nadaraya--Watson regression
-    of the one-hot encoded labels.
-
-    Parameters
-    ----------
-    kernel : str or Kernel, default="gaussian"
-        A kernel name from :data:`sknw.kernels.KERNELS` or a
-        :class:`sknw.kernels.Kernel` instance. The kernel must be non-negative
-        (so the Silverman kernel is not accepted): probabilities are weighted
-        frequencies.
-    bandwidth : {"cv", "scott", "silverman"}, float or array-like, default="cv"
-        As in :class:`NadarayaWatsonRegressor`; ``"cv"`` scores the log-loss
-        (the choice of :class:`NadarayaWatsonClassifierCV`).
-    {metric}
-    metric_params : dict, default=None
-        Keyword arguments of the metric; see :class:`NadarayaWatsonRegressor`.
-    empty_window : {"nearest", "mean", "nan", "raise"}, default="nearest"
-        What a query gets when no training point has a non-zero weight: the
-        class frequencies of its nearest training points, the (weighted) class
-        frequencies of the whole training set, NaN probabilities (``predict``
-        then raises), or a ``ValueError``. Every policy but ``"raise"`` emits an
-        :class:`~sknw.exceptions.EmptyWindowWarning`.
-
-    algorithm : {"auto", "brute", "tree", "tiles", "sorted", "fgt", "binned"}
-        How the weights are summed, as in :class:`NadarayaWatsonRegressor`
-        (the values averaged are the class indicators). The choice is stored in
-        ``algorithm_``.
-    binned_tol : float, default=1e-6
-        With ``algorithm="binned"``: the largest error of a class probability.
-        The grid step follows from it; queries whose error bound exceeds it (in
-        sparse regions or outside the data) are computed exactly.
-    {n_jobs}
-    {categorical_features}
-    {ordered_features}
-    {categorical_kernel}
-    {ordered_kernel}
-
-    {span}
-
-    Attributes
-    ----------
-    {algorithm_}
-    classes_ : ndarray of shape (n_classes,)
-        Class labels, in the order of the columns of :meth:`predict_proba`.
-    {kernel_}
-    {bandwidth_}
-    bandwidth_selection_ : dict
-        How ``bandwidth_`` was chosen, as in :class:`NadarayaWatsonRegressor`.
-    {metric_}
-    {metric_params_}
-    {X_fit_}
-    {y_fit_labels}
-    {sample_weight_}
-    {span_}
-    {n_features_in_}
-    {feature_names_in_}
-    {feature_types_}
-    {categories_}
-
-    See Also
-    --------
-    NadarayaWatsonRegressor : Kernel-weighted average of targets.
-    sklearn.neighbors.KNeighborsClassifier : Votes of a fixed number of
-        neighbours.
-
-    Notes
-    -----
-    The probability of class :math:`c` at query :math:`q` is
-
-    .. math::
-
-        \hat p_c(q) = \frac{\sum_j w_j K(d(q, x_j) / h)\, [y_j = c]}
-                           {\sum_j w_j K(d(q, x_j) / h)}.
-
-    A training set with a single class gives a classifier that always predicts
-    it.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from sknw import NadarayaWatsonClassifier
-    >>> X = np.array([[0.0], [1.0], [2.0], [3.0]])
-    >>> y = np.array(["a", "a", "b", "b"])
-    >>> clf = NadarayaWatsonClassifier(bandwidth=0.5).fit(X, y)
-    >>> clf.classes_
-    array(['a', 'b'], dtype='<U1')
-    >>> clf.predict_proba([[0.5], [1.5], [2.9]]).round(3)
-    array([[0.991, 0.009],
-           [0.5  , 0.5  ],
-           [0.001, 0.999]])
-    >>> clf.predict([[0.5], [2.9]])
-    array(['a', 'b'], dtype='<U1')
-    """
+class ClassificationBase(ClassifierMixin, NadarayaWatsonBase):
+    """What the classifiers share (not public): the kernels they accept, the
+    fit and the class probabilities."""
 
     _parameter_constraints = {
         **NadarayaWatsonBase._parameter_constraints,
@@ -131,39 +35,6 @@ class NadarayaWatsonClassifier(ClassifierMixin, NadarayaWatsonBase):
         "kernel": [StrOptions(CLASSIFIER_KERNELS), Kernel],
         "binned_tol": [Interval(Real, 0, 1, closed="neither")],
     }
-
-    def __init__(
-        self,
-        *,
-        kernel="gaussian",
-        bandwidth="cv",
-        metric="euclidean",
-        metric_params=None,
-        empty_window="nearest",
-        algorithm="auto",
-        binned_tol=1e-6,
-        n_jobs=None,
-        categorical_features="from_dtype",
-        ordered_features=None,
-        categorical_kernel="aitchison_aitken",
-        ordered_kernel="wang_ryzin",
-        span=None,
-    ):
-        super().__init__(
-            kernel=kernel,
-            bandwidth=bandwidth,
-            metric=metric,
-            metric_params=metric_params,
-            empty_window=empty_window,
-            algorithm=algorithm,
-            n_jobs=n_jobs,
-            span=span,
-        )
-        self.categorical_features = categorical_features
-        self.ordered_features = ordered_features
-        self.categorical_kernel = categorical_kernel
-        self.ordered_kernel = ordered_kernel
-        self.binned_tol = binned_tol
 
     def _check_kernel(self, kernel):
         if not kernel.nonnegative:
@@ -188,7 +59,7 @@ class NadarayaWatsonClassifier(ClassifierMixin, NadarayaWatsonBase):
 
         Returns
         -------
-        self : NadarayaWatsonClassifier
+        self : object
             The fitted estimator.
         """
         X, y = self._validate_labels(X, y)
@@ -290,7 +161,140 @@ class NadarayaWatsonClassifier(ClassifierMixin, NadarayaWatsonBase):
 
 
 @fill_docstring
-class NadarayaWatsonClassifierCV(CVSelectionMixin, NadarayaWatsonClassifier):
+class NadarayaWatsonClassifier(ClassificationBase):
+    r"""Nadaraya--Watson kernel classifier: kernel-weighted class frequencies.
+
+    The class probabilities at a query are the kernel-weighted frequencies of
+    the classes among the training points, i.e. the Nadaraya--Watson regression
+    of the one-hot encoded labels.
+
+    Parameters
+    ----------
+    kernel : str or Kernel, default="gaussian"
+        A kernel name from :data:`sknw.kernels.KERNELS` or a
+        :class:`sknw.kernels.Kernel` instance. The kernel must be non-negative
+        (so the Silverman kernel is not accepted): probabilities are weighted
+        frequencies.
+    bandwidth : {"cv", "scott", "silverman"}, float or array-like, default="cv"
+        As in :class:`NadarayaWatsonRegressor`; ``"cv"`` scores the log-loss
+        (the choice of :class:`NadarayaWatsonClassifierCV`).
+    {metric}
+    metric_params : dict, default=None
+        Keyword arguments of the metric; see :class:`NadarayaWatsonRegressor`.
+    empty_window : {"nearest", "mean", "nan", "raise"}, default="nearest"
+        What a query gets when no training point has a non-zero weight: the
+        class frequencies of its nearest training points, the (weighted) class
+        frequencies of the whole training set, NaN probabilities (``predict``
+        then raises), or a ``ValueError``. Every policy but ``"raise"`` emits an
+        :class:`~sknw.exceptions.EmptyWindowWarning`.
+
+    algorithm : {"auto", "brute", "tree", "tiles", "sorted", "fgt", "binned"}
+        How the weights are summed, as in :class:`NadarayaWatsonRegressor`
+        (the values averaged are the class indicators). The choice is stored in
+        ``algorithm_``.
+    binned_tol : float, default=1e-6
+        With ``algorithm="binned"``: the largest error of a class probability.
+        The grid step follows from it; queries whose error bound exceeds it (in
+        sparse regions or outside the data) are computed exactly.
+    {n_jobs}
+    {categorical_features}
+    {ordered_features}
+    {categorical_kernel}
+    {ordered_kernel}
+
+    {span}
+
+    Attributes
+    ----------
+    {algorithm_}
+    classes_ : ndarray of shape (n_classes,)
+        Class labels, in the order of the columns of :meth:`predict_proba`.
+    {kernel_}
+    {bandwidth_}
+    bandwidth_selection_ : dict
+        How ``bandwidth_`` was chosen, as in :class:`NadarayaWatsonRegressor`.
+    {metric_}
+    {metric_params_}
+    {X_fit_}
+    {y_fit_labels}
+    {sample_weight_}
+    {span_}
+    {n_features_in_}
+    {feature_names_in_}
+    {feature_types_}
+    {categories_}
+
+    See Also
+    --------
+    NadarayaWatsonRegressor : Kernel-weighted average of targets.
+    sklearn.neighbors.KNeighborsClassifier : Votes of a fixed number of
+        neighbours.
+
+    Notes
+    -----
+    The probability of class :math:`c` at query :math:`q` is
+
+    .. math::
+
+        \hat p_c(q) = \frac{\sum_j w_j K(d(q, x_j) / h)\, [y_j = c]}
+                           {\sum_j w_j K(d(q, x_j) / h)}.
+
+    A training set with a single class gives a classifier that always predicts
+    it.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sknw import NadarayaWatsonClassifier
+    >>> X = np.array([[0.0], [1.0], [2.0], [3.0]])
+    >>> y = np.array(["a", "a", "b", "b"])
+    >>> clf = NadarayaWatsonClassifier(bandwidth=0.5).fit(X, y)
+    >>> clf.classes_
+    array(['a', 'b'], dtype='<U1')
+    >>> clf.predict_proba([[0.5], [1.5], [2.9]]).round(3)
+    array([[0.991, 0.009],
+           [0.5  , 0.5  ],
+           [0.001, 0.999]])
+    >>> clf.predict([[0.5], [2.9]])
+    array(['a', 'b'], dtype='<U1')
+    """
+
+    def __init__(
+        self,
+        *,
+        kernel="gaussian",
+        bandwidth="cv",
+        metric="euclidean",
+        metric_params=None,
+        empty_window="nearest",
+        algorithm="auto",
+        binned_tol=1e-6,
+        n_jobs=None,
+        categorical_features="from_dtype",
+        ordered_features=None,
+        categorical_kernel="aitchison_aitken",
+        ordered_kernel="wang_ryzin",
+        span=None,
+    ):
+        super().__init__(
+            kernel=kernel,
+            bandwidth=bandwidth,
+            metric=metric,
+            metric_params=metric_params,
+            empty_window=empty_window,
+            algorithm=algorithm,
+            n_jobs=n_jobs,
+            span=span,
+        )
+        self.categorical_features = categorical_features
+        self.ordered_features = ordered_features
+        self.categorical_kernel = categorical_kernel
+        self.ordered_kernel = ordered_kernel
+        self.binned_tol = binned_tol
+
+
+@fill_docstring
+class NadarayaWatsonClassifierCV(ClassificationBase):
     r"""Nadaraya--Watson classifier with kernel and bandwidth chosen by CV.
 
     By default, exact leave-one-out cross-validation of the log-loss over a
@@ -401,7 +405,7 @@ class NadarayaWatsonClassifierCV(CVSelectionMixin, NadarayaWatsonClassifier):
     # Leave-one-out and K-fold on every backend, binned within binned_tol.
     _algorithms = NW_CV_ALGORITHMS
     _parameter_constraints = cv_parameter_constraints(
-        NadarayaWatsonClassifier._parameter_constraints,
+        ClassificationBase._parameter_constraints,
         CLASSIFIER_KERNELS,
         _algorithms,
     )
@@ -426,19 +430,17 @@ class NadarayaWatsonClassifierCV(CVSelectionMixin, NadarayaWatsonClassifier):
         ordered_kernel="wang_ryzin",
         spans=None,
     ):
-        super().__init__(
-            kernels=kernels,
-            bandwidths=bandwidths,
-            cv=cv,
-            scoring=scoring,
-            refine=refine,
-            metric=metric,
-            metric_params=metric_params,
-            empty_window=empty_window,
-            algorithm=algorithm,
-            n_jobs=n_jobs,
-            spans=spans,
-        )
+        self.kernels = kernels
+        self.bandwidths = bandwidths
+        self.cv = cv
+        self.scoring = scoring
+        self.refine = refine
+        self.metric = metric
+        self.metric_params = metric_params
+        self.empty_window = empty_window
+        self.algorithm = algorithm
+        self.n_jobs = n_jobs
+        self.spans = spans
         self.binned_tol = binned_tol
         self.categorical_features = categorical_features
         self.ordered_features = ordered_features

@@ -45,7 +45,7 @@ def default_bandwidth(problem, algorithm):
     ``algorithm``, its bandwidth rescaled to every point. ``selection`` is
     the fitted ``bandwidth_selection_`` (see the estimators' docstrings)."""
     X, w, smoothing = problem.X, problem.w, problem.smoothing
-    (kernel,) = problem.kernels
+    (kernel,) = problem.choices.kernels
     discrete = smoothing.discrete
     metric, metric_params = smoothing.metric, smoothing.metric_params
     d = X.shape[1] if discrete is None else len(discrete.continuous)

@@ -812,7 +812,7 @@ def _windowed(passes, cand, X, w, keep, rows, *, own, policy):
     whose ``empty_window`` estimate holds points outside the windows, or
     fewer points of positive weight than the local polynomial has
     coefficients (the fit would lower its degree, see
-    :func:`~sknw._local_polynomial.supported_degree`), or where not
+    :meth:`~sknw.LocalPolynomialRegressor._supported_degree`), or where not
     :data:`WINDOWED_FITS`."""
     if not WINDOWED_FITS.value:
         return keep, own

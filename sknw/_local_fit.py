@@ -4,6 +4,7 @@ solution, the fast paths of one feature, standard errors and gradients."""
 
 import warnings
 from functools import partial
+from math import comb
 from numbers import Real
 
 import numpy as np
@@ -11,7 +12,12 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._base import NadarayaWatsonBase, _merge_warnings, _tile_elements
 from ._gradient import empty_gradient, local_constant_gradient
-from ._local_cv import LOCAL_ALGORITHMS, LocalPasses, moment_targets
+from ._local_cv import (
+    EXACT_ALGORITHMS,
+    LOCAL_ALGORITHMS,
+    LocalPasses,
+    moment_targets,
+)
 from ._local_frame import (
     MAX_RECENTRINGS,
     Moments,
@@ -26,7 +32,7 @@ from ._local_frame import (
     symmetric,
 )
 from ._query_poly import query_centred_poly_fit
-from ._regression import NadarayaWatsonRegressor
+from ._regression import RegressionBase
 from ._span import feature_bandwidths
 from ._sums import (
     BACKENDS,
@@ -91,7 +97,7 @@ def collinear_with_intercept(X, w=None):
     return bool(s[-1] <= 1e-10 * max(s[0], np.finfo(np.float64).tiny))
 
 
-class LocalPolynomialFit(NadarayaWatsonRegressor):
+class LocalPolynomialFit(RegressionBase):
     """The local polynomial fits of :class:`LocalLinearRegressor` and
     :class:`~sknw.LocalPolynomialRegressor` (of degree :meth:`_degree`): the
     moments of the monomials of the continuous features about a centre near
@@ -144,7 +150,7 @@ class LocalPolynomialFit(NadarayaWatsonRegressor):
         return 2 * self._degree()
 
     _parameter_constraints = {
-        **NadarayaWatsonRegressor._parameter_constraints,
+        **RegressionBase._parameter_constraints,
         "algorithm": [StrOptions(set(_algorithms))],
         "min_eigenvalue": [Interval(Real, 0, 1, closed="both")],
         "max_leverage": [Interval(Real, 1, None, closed="neither"), None],
@@ -209,6 +215,57 @@ class LocalPolynomialFit(NadarayaWatsonRegressor):
         terms = len(monomial_terms(d, self._degree()))
         k = 1 if self.y_fit_.ndim == 1 else self.y_fit_.shape[1]
         return super()._query_width() + 4 * (terms * (terms + k) + k) + 3 * terms**2
+
+    #: Whether the estimator takes ``degree`` (the local polynomial
+    #: regressors, whose fitted degree is ``degree_``); else it fits lines.
+    _takes_degree = False
+
+    def _degree(self):
+        """The degree of the local fits: 1, or ``degree_`` where the
+        estimator takes ``degree`` (the parameter before fit)."""
+        if not self._takes_degree:
+            return 1
+        return getattr(self, "degree_", self.degree)
+
+    def _resolve_metric_params(self, X, sample_weight):
+        # The first step of every fit: the degree the training points support.
+        if self._takes_degree:
+            self.degree_ = self._supported_degree(X, sample_weight)
+        return super()._resolve_metric_params(X, sample_weight)
+
+    def _supported_degree(self, X, sample_weight):
+        """The largest degree up to ``degree`` whose coefficients (the
+        intercept and the monomials of the continuous features) the training
+        points of positive weight can determine; a warning where it is
+        lower."""
+        discrete = self._discrete
+        d = X.shape[1] if discrete is None else len(discrete.continuous)
+        n = X.shape[0] if sample_weight is None else int(np.sum(sample_weight > 0))
+        asked = degree = self.degree
+        while degree > 0 and comb(d + degree, degree) > n:
+            degree -= 1
+        if degree < asked:
+            warn(
+                f"degree={asked} has {comb(d + asked, asked)} "
+                f"coefficients with {d} continuous features, more than the {n} "
+                f"training points: the local fits are of degree {degree} "
+                "(degree_).",
+                SingularDesignWarning,
+            )
+        return degree
+
+    def _fit_algorithms(self):
+        """The backends ``algorithm`` may resolve to for the fitted degree."""
+        degree = self._degree()
+        if degree >= 1:
+            return self._algorithms
+        if self.algorithm not in EXACT_ALGORITHMS:
+            raise ValueError(
+                f"algorithm={self.algorithm!r} sums the moments of local fits of "
+                f"degree 1 and above; degree={degree} takes the exact sums: use one of "
+                f"{', '.join(EXACT_ALGORITHMS)}."
+            )
+        return EXACT_ALGORITHMS
 
     def _check_discrete(self):
         if not self._discrete.continuous:

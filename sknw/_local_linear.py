@@ -1,9 +1,10 @@
 """Local linear kernel regression: :class:`LocalLinearRegressor` and its
 search, :class:`LocalLinearRegressorCV`."""
 
+from sklearn.base import _fit_context
+
 from ._docs import fill_docstring
 from ._local_fit import LocalPolynomialFit
-from ._local_linear_cv import LocalPolynomialCVFit
 from ._selection import cv_parameter_constraints
 from .kernels import KERNELS
 
@@ -187,17 +188,13 @@ class LocalLinearRegressor(LocalPolynomialFit):
     array([1.433])
     """
 
-    def _degree(self):
-        """The degree of the local polynomial."""
-        return 1
-
     def _plain_class(self):
         """The plain estimator of this estimator's fits."""
         return LocalLinearRegressor
 
 
 @fill_docstring
-class LocalLinearRegressorCV(LocalPolynomialCVFit, LocalLinearRegressor):
+class LocalLinearRegressorCV(LocalPolynomialFit):
     r"""Local linear regression with kernel and bandwidth chosen by CV.
 
     By default, exact leave-one-out cross-validation over a log-spaced grid of
@@ -333,3 +330,76 @@ class LocalLinearRegressorCV(LocalPolynomialCVFit, LocalLinearRegressor):
         set(KERNELS),
         LocalPolynomialFit._algorithms,
     )
+
+    def _plain_class(self):
+        """The plain estimator of this estimator's fits."""
+        return LocalLinearRegressor
+
+    def __init__(
+        self,
+        *,
+        kernels=("gaussian",),
+        bandwidths=None,
+        cv=None,
+        scoring=None,
+        refine=False,
+        metric="euclidean",
+        metric_params=None,
+        empty_window="nearest",
+        min_eigenvalue=1e-8,
+        max_leverage=100.0,
+        noise_variance="local",
+        algorithm="auto",
+        binned_tol=1e-6,
+        n_jobs=None,
+        categorical_features="from_dtype",
+        ordered_features=None,
+        categorical_kernel="aitchison_aitken",
+        ordered_kernel="wang_ryzin",
+        spans=None,
+    ):
+        self.kernels = kernels
+        self.bandwidths = bandwidths
+        self.cv = cv
+        self.scoring = scoring
+        self.refine = refine
+        self.metric = metric
+        self.metric_params = metric_params
+        self.empty_window = empty_window
+        self.algorithm = algorithm
+        self.n_jobs = n_jobs
+        self.spans = spans
+        self.min_eigenvalue = min_eigenvalue
+        self.max_leverage = max_leverage
+        self.noise_variance = noise_variance
+        self.binned_tol = binned_tol
+        self.categorical_features = categorical_features
+        self.ordered_features = ordered_features
+        self.categorical_kernel = categorical_kernel
+        self.ordered_kernel = ordered_kernel
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, sample_weight=None, groups=None):
+        """Select kernel and bandwidth by cross-validation, then fit.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training inputs.
+        y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+            Targets.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative weights, used in the weighted sums and in the scores
+            (for leave-one-out, see :class:`NadarayaWatsonRegressorCV`, Notes).
+
+        groups : array-like of shape (n_samples,), default=None
+            Group labels of the samples, for a splitter that uses them
+            (``cv=GroupKFold(...)``, ``LeaveOneGroupOut()``, ...); refused
+            with ``cv=None``.
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+        """
+        return self._fit_cv(X, y, sample_weight, groups)

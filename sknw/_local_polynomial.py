@@ -2,39 +2,15 @@
 selection: the local linear code with the monomials of the features."""
 
 from functools import partial
-from math import comb
 from numbers import Integral
 
-import numpy as np
+from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval
 
 from ._docs import fill_docstring
-from ._local_cv import EXACT_ALGORITHMS
 from ._local_fit import LocalPolynomialFit
-from ._local_linear_cv import LocalPolynomialCVFit
 from ._selection import cv_parameter_constraints
-from .exceptions import SingularDesignWarning, warn
 from .kernels import KERNELS
-
-
-def supported_degree(est, X, sample_weight):
-    """The largest degree up to ``est.degree`` whose coefficients (the
-    intercept and the monomials of the continuous features) the training
-    points of positive weight can determine; a warning where it is lower."""
-    d = X.shape[1] if est._discrete is None else len(est._discrete.continuous)
-    n = X.shape[0] if sample_weight is None else int(np.sum(sample_weight > 0))
-    degree = est.degree
-    while degree > 0 and comb(d + degree, degree) > n:
-        degree -= 1
-    if degree < est.degree:
-        warn(
-            f"degree={est.degree} has {comb(d + est.degree, est.degree)} "
-            f"coefficients with {d} continuous features, more than the {n} "
-            f"training points: the local fits are of degree {degree} "
-            "(degree_).",
-            SingularDesignWarning,
-        )
-    return degree
 
 
 @fill_docstring
@@ -218,28 +194,7 @@ class LocalPolynomialRegressor(LocalPolynomialFit):
     # Fits of many monomials hold many numbers per query: batches down to
     # a few hundred queries keep them within the working memory.
     _MIN_BATCH_ROWS = 1 << 8
-
-    def _degree(self):
-        # The search of bandwidth="cv" takes the fitted degree as its own.
-        return getattr(self, "degree_", self.degree)
-
-    def _resolve_metric_params(self, X, sample_weight):
-        # The first step of every fit: the degree the training points support.
-        self.degree_ = supported_degree(self, X, sample_weight)
-        return super()._resolve_metric_params(X, sample_weight)
-
-    def _fit_algorithms(self):
-        """The backends ``algorithm`` may resolve to for the fitted degree."""
-        degree = self._degree()
-        if degree >= 1:
-            return self._algorithms
-        if self.algorithm not in EXACT_ALGORITHMS:
-            raise ValueError(
-                f"algorithm={self.algorithm!r} sums the moments of local fits of "
-                f"degree 1 and above; degree={degree} takes the exact sums: use one of "
-                f"{', '.join(EXACT_ALGORITHMS)}."
-            )
-        return EXACT_ALGORITHMS
+    _takes_degree = True
 
     def _plain_class(self):
         """The plain estimator of this estimator's fits, of the fitted
@@ -248,7 +203,7 @@ class LocalPolynomialRegressor(LocalPolynomialFit):
 
 
 @fill_docstring
-class LocalPolynomialRegressorCV(LocalPolynomialCVFit, LocalPolynomialRegressor):
+class LocalPolynomialRegressorCV(LocalPolynomialFit):
     r"""Local polynomial regression with kernel and bandwidth chosen by CV.
 
     Exact leave-one-out (or K-fold) cross-validation of the local
@@ -369,6 +324,14 @@ class LocalPolynomialRegressorCV(LocalPolynomialCVFit, LocalPolynomialRegressor)
         "degree": [Interval(Integral, 0, None, closed="left")],
     }
 
+    _MIN_BATCH_ROWS = 1 << 8
+    _takes_degree = True
+
+    def _plain_class(self):
+        """The plain estimator of this estimator's fits, of the fitted
+        degree."""
+        return partial(LocalPolynomialRegressor, degree=self._degree())
+
     def __init__(
         self,
         *,
@@ -393,25 +356,49 @@ class LocalPolynomialRegressorCV(LocalPolynomialCVFit, LocalPolynomialRegressor)
         ordered_kernel="wang_ryzin",
         spans=None,
     ):
-        super().__init__(
-            kernels=kernels,
-            bandwidths=bandwidths,
-            cv=cv,
-            scoring=scoring,
-            refine=refine,
-            metric=metric,
-            metric_params=metric_params,
-            empty_window=empty_window,
-            min_eigenvalue=min_eigenvalue,
-            max_leverage=max_leverage,
-            noise_variance=noise_variance,
-            algorithm=algorithm,
-            binned_tol=binned_tol,
-            n_jobs=n_jobs,
-            categorical_features=categorical_features,
-            ordered_features=ordered_features,
-            categorical_kernel=categorical_kernel,
-            ordered_kernel=ordered_kernel,
-            spans=spans,
-        )
+        self.kernels = kernels
+        self.bandwidths = bandwidths
+        self.cv = cv
+        self.scoring = scoring
+        self.refine = refine
+        self.metric = metric
+        self.metric_params = metric_params
+        self.empty_window = empty_window
+        self.min_eigenvalue = min_eigenvalue
+        self.max_leverage = max_leverage
+        self.noise_variance = noise_variance
+        self.algorithm = algorithm
+        self.binned_tol = binned_tol
+        self.n_jobs = n_jobs
+        self.categorical_features = categorical_features
+        self.ordered_features = ordered_features
+        self.categorical_kernel = categorical_kernel
+        self.ordered_kernel = ordered_kernel
+        self.spans = spans
         self.degree = degree
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, sample_weight=None, groups=None):
+        """Select kernel and bandwidth by cross-validation, then fit.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training inputs.
+        y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+            Targets.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative weights, used in the weighted sums and in the scores
+            (for leave-one-out, see :class:`NadarayaWatsonRegressorCV`, Notes).
+
+        groups : array-like of shape (n_samples,), default=None
+            Group labels of the samples, for a splitter that uses them
+            (``cv=GroupKFold(...)``, ``LeaveOneGroupOut()``, ...); refused
+            with ``cv=None``.
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+        """
+        return self._fit_cv(X, y, sample_weight, groups)

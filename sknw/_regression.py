@@ -10,227 +10,27 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._bandwidth import BANDWIDTH_RULES
 from ._base import NadarayaWatsonBase
-from ._cv_estimator import CVSelectionMixin
 from ._docs import fill_docstring
-from ._gradient import GradientMixin
+from ._gradient import local_constant_gradient
 from ._local_frame import LocalFrame
 from ._mixed import DISCRETE_CONSTRAINTS, encode_features
 from ._robust import robust_refit
 from ._selection import NW_CV_ALGORITHMS, KernelPasses, cv_parameter_constraints
 from ._sums import power_of_two_scale
 from ._uncertainty import LocalFit, global_noise_variance, local_noise_variance
-from ._validation import NotBoolInterval, validate_regression_data
+from ._validation import (
+    NotBoolInterval,
+    check_sample_weight,
+    validate_regression_data,
+)
 from .exceptions import UndefinedStdWarning, warn
 from .kernels import KERNELS
 
 
-@fill_docstring
-class NadarayaWatsonRegressor(RegressorMixin, GradientMixin, NadarayaWatsonBase):
-    r"""Nadaraya--Watson kernel regression (local-constant regression).
-
-    The estimate at a query :math:`q` is the kernel-weighted average of the
-    training targets: attention pooling with the query attending to the training
-    inputs (keys) and averaging their targets (values).
-
-    Parameters
-    ----------
-    kernel : str or Kernel, default="gaussian"
-        A kernel name from :data:`sknw.kernels.KERNELS` (``"gaussian"``,
-        ``"epanechnikov"``, ``"boxcar"``, ``"triangular"``, …) or a
-        :class:`sknw.kernels.Kernel` instance, including user subclasses.
-    bandwidth : {"cv", "plugin", "scott", "silverman"}, float or array-like
-        Default ``"cv"``: chosen at fit by exact leave-one-out cross-validation (the
-        mean squared error) over the default grid of
-        :class:`NadarayaWatsonRegressorCV`, 30 multipliers of the Scott-rule
-        bandwidth of a robust spread (``min(sd, IQR / 1.349)`` per feature) of
-        the kernel (so with its shape across features), the same
-        choice as that estimator's; training sets of more than 4,000 points
-        (50,000 with one feature and a kernel the sorted or fgt backends serve)
-        score a deterministic subsample of that size, the choice rescaled by
-        ``(n_sub / n) ** (1 / (n_features + 4))``, and those of fewer than 4
-        points take Scott's rule. ``"plugin"`` (one feature, one target, no
-        sample weights, at least 10 points): the direct plug-in bandwidth of
-        local linear regression of Ruppert, Sheather and Wand (1995), as
-        ``KernSmooth::dpill`` computes it (equal to it to about 1e-10 where
-        ``dpill`` gives a number; its binned fits skip empty bins), in
-        milliseconds; for other kernels than the Gaussian, through the
-        ratio of canonical scales. It targets the mean integrated squared
-        error of a smooth function with constant noise, and oversmooths
-        functions whose roughness varies across the design. A float divides
-        the distances:
-        :math:`u = d(x, q) / h`. An array-like of shape (n_features,) gives one
-        bandwidth per feature: features are divided by it before distances are
-        computed (:math:`u = d(x / h, q / h)`; for the euclidean metric, an
-        anisotropic kernel). A rule name computes a bandwidth from the spread
-        of the data: one per feature for the coordinate metrics (euclidean,
-        sqeuclidean, cityblock, chebyshev, minkowski), a float for the others
-        (see Notes).
-    {metric}
-    metric_params : dict, default=None
-        Keyword arguments of the metric, e.g. ``{"p": 1.5}`` for ``"minkowski"``
-        or ``{"VI": ...}`` for ``"mahalanobis"``. For ``"mahalanobis"`` and
-        ``"seuclidean"`` the defaults (``VI``, ``V``) are computed once at fit
-        time from the weighted training data (ddof=0), never per query batch.
-    empty_window : {"nearest", "mean", "nan", "raise"}, default="nearest"
-        What a query gets when no training point has a non-zero weight (only
-        possible with a compact kernel): the (weighted) average of the targets
-        of its nearest training points (the limit of a vanishing Gaussian
-        bandwidth), the weighted mean of all targets, NaN, or a ``ValueError``.
-        Every policy but ``"raise"`` emits an
-        :class:`~sknw.exceptions.EmptyWindowWarning` naming how many queries
-        were affected.
-    noise_variance : {"local", "global"} or float, default="local"
-        The noise variance behind the standard errors of ``predict(X,
-        return_std=True)``, :meth:`standard_error` and :meth:`predict_interval`:
-        estimated in each query's window (``"local"``, for heteroscedastic
-        noise), once from the residuals at the training points (``"global"``,
-        an extra pass over the training data in ``fit``), or given. It does not
-        change the estimates.
-
-    algorithm : {"auto", "brute", "tree", "tiles", "sorted", "fgt", "binned"}
-        How the weights are summed (default ``"auto"``). ``"brute"``: every
-        query against every training point, in tiles. ``"tree"``: for a kernel
-        of finite support and a metric a KD-tree can search (euclidean,
-        cityblock, chebyshev, minkowski), only the training points within each
-        query's window, found with :class:`scipy.spatial.cKDTree`.
-        ``"tiles"``: with at least two features, the Gaussian kernel and the
-        euclidean metric, the training points in tiles of 64 in a KD-tree
-        order, skipping for each query the tiles whose terms are all below
-        about ``1e-12 / n`` of its largest (from the tiles' bounding boxes);
-        each query's weight sum is within 1e-12 (relative) of the exact one,
-        and its other sums within 1e-12 of the larger of the sum of their
-        terms' magnitudes and the weight sum times the spread of the values,
-        by a bound checked per query (the others are summed exactly).
-        ``"sorted"``: with one feature and
-        a kernel that is a polynomial on its support (boxcar, triangular,
-        epanechnikov, biweight, triweight, tricube), exact sums from sorted
-        training points and prefix sums of their moments, in
-        :math:`O((n + m) \log n)`. ``"fgt"``: with one feature and the
-        Gaussian kernel, the fast Gauss transform: Hermite expansions of the
-        kernel about the centres of boxes one standard deviation wide (their
-        moments computed at fit time), so that a query costs a few hundred
-        operations per box within 12.5 standard deviations instead of one
-        exponential per training point; each query's weight sum is within
-        1e-12 (relative) of the exact one, and its other sums within 1e-12 of
-        the weight sum times the largest absolute value, by a bound checked
-        per query (queries where it fails, beyond the data, are summed
-        exactly). ``"auto"``: from 512 training points, the sorted path or the
-        fast Gauss transform where they apply (the latter when the boxes hold
-        on average at least 8 training points), else the tree when the kernel
-        and metric allow it and windows hold on average less than 5 % of the
-        training points (probed at fit time on training points), else, from
-        2048 training points, the tiles where a query meets at most 30 % of
-        them (12 % with more than three features; probed likewise), else
-        brute. All give the same estimates up to rounding: ``"sorted"``,
-        ``"fgt"`` and ``"tiles"`` check a bound on their error per query
-        (1e-11, 1e-12 and 1e-12 of the weight sum) and sum the queries that
-        fail it term by term. ``"binned"``
-        (never chosen by ``"auto"``): with one feature and the Gaussian
-        kernel, an approximation within ``binned_tol`` by linear binning and
-        FFT convolution, in :math:`O(n + m + G \log G)` for a grid of
-        :math:`G` nodes. The choice is stored in ``algorithm_``.
-    binned_tol : float, default=1e-6
-        With ``algorithm="binned"``: the largest error of an estimate relative
-        to the range of the targets (of each class's indicator for the
-        classifier). The grid step follows from it; queries whose error bound
-        exceeds it (in sparse regions or outside the data) are computed
-        exactly.
-    {n_jobs}
-    {categorical_features}
-    {ordered_features}
-    {categorical_kernel}
-    {ordered_kernel}
-
-    {span}
-    {robust_iterations}
-
-    Attributes
-    ----------
-    kernel_ : Kernel
-        The resolved kernel object (a copy: the ``kernel`` parameter is never
-        modified).
-    {algorithm_}
-    bandwidth_ : float or ndarray of shape (n_features,)
-        The resolved bandwidth: a float for a scalar ``bandwidth``, otherwise one
-        bandwidth per feature.
-    bandwidth_selection_ : dict
-        How ``bandwidth_`` was chosen: ``"method"`` (``"leave-one-out"``,
-        ``"scott"``, ``"silverman"`` or ``"given"``) and ``"n_samples"`` (the
-        training points of positive weight it used); for leave-one-out also
-        ``"scoring"``, ``"score"`` (the best mean score), ``"multiplier"`` (of
-        the rule bandwidth), ``"n_candidates"`` and ``"rescaled"`` (the factor
-        of a subsample, 1.0 without).
-    {metric_}
-    {metric_params_}
-    X_fit_ : ndarray of shape (n_samples, n_features)
-        Training inputs (the keys).
-    y_fit_ : ndarray of shape (n_samples,) or (n_samples, n_outputs)
-        Training targets (the values), as float64.
-    {sample_weight_}
-    {span_}
-    {robustness_weights_}
-    noise_variance_ : ndarray of shape (n_outputs,) or None
-        The noise variance per output for ``noise_variance="global"`` or a
-        float; ``None`` for ``"local"`` (estimated per query).
-    {n_features_in_}
-    {feature_names_in_}
-    {feature_types_}
-    {categories_}
-
-    See Also
-    --------
-    NadarayaWatsonClassifier : Kernel-weighted class frequencies.
-    sklearn.neighbors.KNeighborsRegressor : Averages a fixed number of
-        neighbours.
-    sklearn.neighbors.RadiusNeighborsRegressor : Averages neighbours within a
-        radius (the boxcar kernel).
-
-    Notes
-    -----
-    With training points :math:`x_j`, targets :math:`y_j` and sample weights
-    :math:`w_j`, the estimate at :math:`q` is
-
-    .. math::
-
-        \hat m(q) = \frac{\sum_j w_j K(d(q, x_j) / h)\, y_j}
-                         {\sum_j w_j K(d(q, x_j) / h)}.
-
-    Weights are computed in the log domain with a per-query shift, so a
-    Gaussian with a tiny bandwidth tends to the nearest neighbour's target
-    instead of 0/0. Memory stays within a few tiles of queries by training
-    points (bounded by scikit-learn's ``working_memory``).
-
-    For coordinate metrics the rules of thumb compute, per feature :math:`j`
-    with standard deviation :math:`s_j`, interquartile range :math:`IQR_j`,
-    :math:`d` features and :math:`n = \sum_j w_j`: ``"scott"``
-    :math:`s_j n^{-1/(d+4)}`, ``"silverman"``
-    :math:`0.9 \min(s_j, IQR_j / 1.349) n^{-1/(d+4)}`. For ``"mahalanobis"``
-    and ``"seuclidean"``, which standardise the features, they give the float
-    :math:`c\, n^{-1/(d+4)}` (:math:`c` = 1 or 0.9), and for every other metric
-    the same times the weighted median distance between training points. Each
-    is multiplied by the ratio of the kernel's canonical scale to the
-    Gaussian's, so that all kernels smooth about as much.
-
-    References
-    ----------
-    .. [1] E. A. Nadaraya, "On estimating regression", Theory of Probability and
-       its Applications, 9(1), 1964.
-    .. [2] G\. S. Watson, "Smooth regression analysis", Sankhya A, 26(4), 1964.
-    .. [3] A. Zhang, Z. C. Lipton, M. Li, A. J. Smola, "Dive into Deep
-       Learning", section "Attention Pooling by Similarity".
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from sknw import NadarayaWatsonRegressor
-    >>> X = np.array([[0.0], [1.0], [2.0], [3.0]])
-    >>> y = np.array([0.0, 1.0, 4.0, 9.0])
-    >>> reg = NadarayaWatsonRegressor(bandwidth=0.5).fit(X, y)
-    >>> reg.predict([[1.5]])
-    array([2.535...])
-    >>> reg.attention_weights([[1.5]]).round(3)
-    array([[0.009, 0.491, 0.491, 0.009]])
-    """
+class RegressionBase(RegressorMixin, NadarayaWatsonBase):
+    """What the regressors share (not public): the fit, the estimates,
+    their standard errors and intervals, the gradient, and the fit of the
+    ``*CV`` regressors from their search."""
 
     _parameter_constraints = {
         **NadarayaWatsonBase._parameter_constraints,
@@ -247,43 +47,6 @@ class NadarayaWatsonRegressor(RegressorMixin, GradientMixin, NadarayaWatsonBase)
         "binned_tol": [Interval(Real, 0, 1, closed="neither")],
         "robust_iterations": [Interval(Integral, 0, None, closed="left")],
     }
-
-    def __init__(
-        self,
-        *,
-        kernel="gaussian",
-        bandwidth="cv",
-        metric="euclidean",
-        metric_params=None,
-        empty_window="nearest",
-        noise_variance="local",
-        algorithm="auto",
-        binned_tol=1e-6,
-        n_jobs=None,
-        categorical_features="from_dtype",
-        ordered_features=None,
-        categorical_kernel="aitchison_aitken",
-        ordered_kernel="wang_ryzin",
-        span=None,
-        robust_iterations=0,
-    ):
-        super().__init__(
-            kernel=kernel,
-            bandwidth=bandwidth,
-            metric=metric,
-            metric_params=metric_params,
-            empty_window=empty_window,
-            algorithm=algorithm,
-            n_jobs=n_jobs,
-            span=span,
-        )
-        self.robust_iterations = robust_iterations
-        self.categorical_features = categorical_features
-        self.ordered_features = ordered_features
-        self.categorical_kernel = categorical_kernel
-        self.ordered_kernel = ordered_kernel
-        self.binned_tol = binned_tol
-        self.noise_variance = noise_variance
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None):
@@ -306,7 +69,7 @@ class NadarayaWatsonRegressor(RegressorMixin, GradientMixin, NadarayaWatsonBase)
 
         Returns
         -------
-        self : NadarayaWatsonRegressor
+        self : object
             The fitted estimator.
         """
         X = encode_features(self, X, reset=True)
@@ -600,9 +363,356 @@ class NadarayaWatsonRegressor(RegressorMixin, GradientMixin, NadarayaWatsonBase)
         tags.target_tags.multi_output = True
         return tags
 
+    def gradient(self, X):
+        r"""Derivative of the estimate with respect to each feature.
+
+        For :class:`NadarayaWatsonRegressor`, the analytic derivative of the
+        local-constant estimate (a ratio of kernel sums) in each continuous
+        feature of the query; for the local polynomial estimators, the slope
+        coefficients of the local fit at the query (the estimate of the
+        derivative of the regression function that statsmodels'
+        ``KernelReg(reg_type="ll")`` and R's ``npreg(gradients=TRUE)``
+        report as marginal effects).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_queries, n_features)
+            Queries.
+
+        Returns
+        -------
+        ndarray of shape (n_queries, n_features) or (n_queries, n_outputs, n_features)
+            ``gradient[i, j]`` (``gradient[i, o, j]`` with several outputs) is
+            the derivative at query ``i`` with respect to feature ``j``; NaN
+            for discrete features (not differentiable).
+
+        Notes
+        -----
+        The metric must be a quadratic form of the differences of the
+        features: euclidean, seuclidean, mahalanobis, sqeuclidean or
+        minkowski with ``p=2`` (else a ValueError), and the kernel must define
+        :meth:`~sknw.kernels.Kernel.derivative` (every built-in does). With
+        weights :math:`k_j = w_j K(u_j)` and, for the euclidean metric,
+        :math:`u_j = \lVert (x_j - q) / h \rVert`, the derivative of the
+        local-constant estimate :math:`\hat m(q)` is
+
+        .. math::
+
+            \frac{\partial \hat m}{\partial q_f} = \frac{1}{h_f^2}
+            \frac{\sum_j w_j H(u_j) (x_{jf} - q_f) (y_j - \hat m(q))}
+                 {\sum_j w_j K(u_j)},
+            \qquad H(u) = -K'(u) / u,
+
+        one more head of the pass of the estimate (for the Gaussian,
+        :math:`H = K`). The boxcar and constant kernels give 0 (their
+        estimates are step functions, or constant). At a query on a training
+        point, the triangular and Laplacian kernels, which have a kink there,
+        give the mean of the one-sided derivatives for that point's term (it
+        contributes 0); at the edge of the support of a compact kernel that
+        does not vanish smoothly there (Epanechnikov, triangular, cosine), a
+        point exactly at the edge contributes the outer one-sided derivative,
+        0. With a ``span``, the bandwidth :math:`h(q)` (the distance to the
+        ``k``-th nearest training point) moves with the query, which adds
+        :math:`(\nabla h / h) \sum_j w_j G(u_j) (y_j - \hat m(q)) / \sum_j
+        w_j K(u_j)`, :math:`G(u) = -u K'(u)`, a third head of the pass; where
+        the ``k``-th neighbour changes, :math:`h` has a kink and the gradient
+        is one-sided. Queries with an empty window follow ``empty_window``:
+        the gradient of their estimate, 0 (``"nearest"``, ``"mean"``), NaN
+        (``"nan"``) or an error (``"raise"``).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sknw import LocalLinearRegressor, NadarayaWatsonRegressor
+        >>> X = np.linspace(0, 1, 41).reshape(-1, 1)
+        >>> y = X[:, 0] ** 2
+        >>> ll = LocalLinearRegressor(bandwidth=0.1).fit(X, y)
+        >>> ll.gradient([[0.5], [1.0]]).round(3)  # the derivative of x**2: 1, 2
+        array([[1.   ],
+               [1.795]])
+        >>> nw = NadarayaWatsonRegressor(bandwidth=0.1).fit(X, y)
+        >>> nw.gradient([[0.5], [1.0]]).round(3)  # flattened at the boundary
+        array([[1.   ],
+               [0.697]])
+        """
+        grad = self._batched(X, self._full_gradient)
+        return grad[:, 0, :] if self.y_fit_.ndim == 1 else grad
+
+    def _full_gradient(self, Q):
+        """(m, k, n_features) gradient of validated queries, NaN for the
+        discrete features."""
+        grad = self._gradient_rows(Q)
+        if self._discrete is None:
+            return grad
+        out = np.full(grad.shape[:2] + (self.n_features_in_,), np.nan)
+        out[:, :, list(self._discrete.continuous)] = grad
+        return out
+
+    def _gradient_rows(self, Q):
+        """(m, k, d) gradient in the continuous features of validated
+        queries: that of the local-constant estimate."""
+        return local_constant_gradient(self, Q)
+
+    def _fit_cv(self, X, y, sample_weight, groups):
+        """The fit of a ``*CV`` regressor: validate, select kernel and
+        bandwidth (see :meth:`_fit_searched`), then fit."""
+        X = encode_features(self, X, reset=True)
+        X, y = validate_regression_data(self, X, y)
+        w = check_sample_weight(sample_weight, X.shape[0])
+        self.y_fit_ = y
+        self._fit_searched(X, y, w, groups)
+        self._fit_noise_variance()
+        return self
+
 
 @fill_docstring
-class NadarayaWatsonRegressorCV(CVSelectionMixin, NadarayaWatsonRegressor):
+class NadarayaWatsonRegressor(RegressionBase):
+    r"""Nadaraya--Watson kernel regression (local-constant regression).
+
+    The estimate at a query :math:`q` is the kernel-weighted average of the
+    training targets: attention pooling with the query attending to the training
+    inputs (keys) and averaging their targets (values).
+
+    Parameters
+    ----------
+    kernel : str or Kernel, default="gaussian"
+        A kernel name from :data:`sknw.kernels.KERNELS` (``"gaussian"``,
+        ``"epanechnikov"``, ``"boxcar"``, ``"triangular"``, …) or a
+        :class:`sknw.kernels.Kernel` instance, including user subclasses.
+    bandwidth : {"cv", "plugin", "scott", "silverman"}, float or array-like
+        Default ``"cv"``: chosen at fit by exact leave-one-out cross-validation (the
+        mean squared error) over the default grid of
+        :class:`NadarayaWatsonRegressorCV`, 30 multipliers of the Scott-rule
+        bandwidth of a robust spread (``min(sd, IQR / 1.349)`` per feature) of
+        the kernel (so with its shape across features), the same
+        choice as that estimator's; training sets of more than 4,000 points
+        (50,000 with one feature and a kernel the sorted or fgt backends serve)
+        score a deterministic subsample of that size, the choice rescaled by
+        ``(n_sub / n) ** (1 / (n_features + 4))``, and those of fewer than 4
+        points take Scott's rule. ``"plugin"`` (one feature, one target, no
+        sample weights, at least 10 points): the direct plug-in bandwidth of
+        local linear regression of Ruppert, Sheather and Wand (1995), as
+        ``KernSmooth::dpill`` computes it (equal to it to about 1e-10 where
+        ``dpill`` gives a number; its binned fits skip empty bins), in
+        milliseconds; for other kernels than the Gaussian, through the
+        ratio of canonical scales. It targets the mean integrated squared
+        error of a smooth function with constant noise, and oversmooths
+        functions whose roughness varies across the design. A float divides
+        the distances:
+        :math:`u = d(x, q) / h`. An array-like of shape (n_features,) gives one
+        bandwidth per feature: features are divided by it before distances are
+        computed (:math:`u = d(x / h, q / h)`; for the euclidean metric, an
+        anisotropic kernel). A rule name computes a bandwidth from the spread
+        of the data: one per feature for the coordinate metrics (euclidean,
+        sqeuclidean, cityblock, chebyshev, minkowski), a float for the others
+        (see Notes).
+    {metric}
+    metric_params : dict, default=None
+        Keyword arguments of the metric, e.g. ``{"p": 1.5}`` for ``"minkowski"``
+        or ``{"VI": ...}`` for ``"mahalanobis"``. For ``"mahalanobis"`` and
+        ``"seuclidean"`` the defaults (``VI``, ``V``) are computed once at fit
+        time from the weighted training data (ddof=0), never per query batch.
+    empty_window : {"nearest", "mean", "nan", "raise"}, default="nearest"
+        What a query gets when no training point has a non-zero weight (only
+        possible with a compact kernel): the (weighted) average of the targets
+        of its nearest training points (the limit of a vanishing Gaussian
+        bandwidth), the weighted mean of all targets, NaN, or a ``ValueError``.
+        Every policy but ``"raise"`` emits an
+        :class:`~sknw.exceptions.EmptyWindowWarning` naming how many queries
+        were affected.
+    noise_variance : {"local", "global"} or float, default="local"
+        The noise variance behind the standard errors of ``predict(X,
+        return_std=True)``, :meth:`standard_error` and :meth:`predict_interval`:
+        estimated in each query's window (``"local"``, for heteroscedastic
+        noise), once from the residuals at the training points (``"global"``,
+        an extra pass over the training data in ``fit``), or given. It does not
+        change the estimates.
+
+    algorithm : {"auto", "brute", "tree", "tiles", "sorted", "fgt", "binned"}
+        How the weights are summed (default ``"auto"``). ``"brute"``: every
+        query against every training point, in tiles. ``"tree"``: for a kernel
+        of finite support and a metric a KD-tree can search (euclidean,
+        cityblock, chebyshev, minkowski), only the training points within each
+        query's window, found with :class:`scipy.spatial.cKDTree`.
+        ``"tiles"``: with at least two features, the Gaussian kernel and the
+        euclidean metric, the training points in tiles of 64 in a KD-tree
+        order, skipping for each query the tiles whose terms are all below
+        about ``1e-12 / n`` of its largest (from the tiles' bounding boxes);
+        each query's weight sum is within 1e-12 (relative) of the exact one,
+        and its other sums within 1e-12 of the larger of the sum of their
+        terms' magnitudes and the weight sum times the spread of the values,
+        by a bound checked per query (the others are summed exactly).
+        ``"sorted"``: with one feature and
+        a kernel that is a polynomial on its support (boxcar, triangular,
+        epanechnikov, biweight, triweight, tricube), exact sums from sorted
+        training points and prefix sums of their moments, in
+        :math:`O((n + m) \log n)`. ``"fgt"``: with one feature and the
+        Gaussian kernel, the fast Gauss transform: Hermite expansions of the
+        kernel about the centres of boxes one standard deviation wide (their
+        moments computed at fit time), so that a query costs a few hundred
+        operations per box within 12.5 standard deviations instead of one
+        exponential per training point; each query's weight sum is within
+        1e-12 (relative) of the exact one, and its other sums within 1e-12 of
+        the weight sum times the largest absolute value, by a bound checked
+        per query (queries where it fails, beyond the data, are summed
+        exactly). ``"auto"``: from 512 training points, the sorted path or the
+        fast Gauss transform where they apply (the latter when the boxes hold
+        on average at least 8 training points), else the tree when the kernel
+        and metric allow it and windows hold on average less than 5 % of the
+        training points (probed at fit time on training points), else, from
+        2048 training points, the tiles where a query meets at most 30 % of
+        them (12 % with more than three features; probed likewise), else
+        brute. All give the same estimates up to rounding: ``"sorted"``,
+        ``"fgt"`` and ``"tiles"`` check a bound on their error per query
+        (1e-11, 1e-12 and 1e-12 of the weight sum) and sum the queries that
+        fail it term by term. ``"binned"``
+        (never chosen by ``"auto"``): with one feature and the Gaussian
+        kernel, an approximation within ``binned_tol`` by linear binning and
+        FFT convolution, in :math:`O(n + m + G \log G)` for a grid of
+        :math:`G` nodes. The choice is stored in ``algorithm_``.
+    binned_tol : float, default=1e-6
+        With ``algorithm="binned"``: the largest error of an estimate relative
+        to the range of the targets (of each class's indicator for the
+        classifier). The grid step follows from it; queries whose error bound
+        exceeds it (in sparse regions or outside the data) are computed
+        exactly.
+    {n_jobs}
+    {categorical_features}
+    {ordered_features}
+    {categorical_kernel}
+    {ordered_kernel}
+
+    {span}
+    {robust_iterations}
+
+    Attributes
+    ----------
+    kernel_ : Kernel
+        The resolved kernel object (a copy: the ``kernel`` parameter is never
+        modified).
+    {algorithm_}
+    bandwidth_ : float or ndarray of shape (n_features,)
+        The resolved bandwidth: a float for a scalar ``bandwidth``, otherwise one
+        bandwidth per feature.
+    bandwidth_selection_ : dict
+        How ``bandwidth_`` was chosen: ``"method"`` (``"leave-one-out"``,
+        ``"scott"``, ``"silverman"`` or ``"given"``) and ``"n_samples"`` (the
+        training points of positive weight it used); for leave-one-out also
+        ``"scoring"``, ``"score"`` (the best mean score), ``"multiplier"`` (of
+        the rule bandwidth), ``"n_candidates"`` and ``"rescaled"`` (the factor
+        of a subsample, 1.0 without).
+    {metric_}
+    {metric_params_}
+    X_fit_ : ndarray of shape (n_samples, n_features)
+        Training inputs (the keys).
+    y_fit_ : ndarray of shape (n_samples,) or (n_samples, n_outputs)
+        Training targets (the values), as float64.
+    {sample_weight_}
+    {span_}
+    {robustness_weights_}
+    noise_variance_ : ndarray of shape (n_outputs,) or None
+        The noise variance per output for ``noise_variance="global"`` or a
+        float; ``None`` for ``"local"`` (estimated per query).
+    {n_features_in_}
+    {feature_names_in_}
+    {feature_types_}
+    {categories_}
+
+    See Also
+    --------
+    NadarayaWatsonClassifier : Kernel-weighted class frequencies.
+    sklearn.neighbors.KNeighborsRegressor : Averages a fixed number of
+        neighbours.
+    sklearn.neighbors.RadiusNeighborsRegressor : Averages neighbours within a
+        radius (the boxcar kernel).
+
+    Notes
+    -----
+    With training points :math:`x_j`, targets :math:`y_j` and sample weights
+    :math:`w_j`, the estimate at :math:`q` is
+
+    .. math::
+
+        \hat m(q) = \frac{\sum_j w_j K(d(q, x_j) / h)\, y_j}
+                         {\sum_j w_j K(d(q, x_j) / h)}.
+
+    Weights are computed in the log domain with a per-query shift, so a
+    Gaussian with a tiny bandwidth tends to the nearest neighbour's target
+    instead of 0/0. Memory stays within a few tiles of queries by training
+    points (bounded by scikit-learn's ``working_memory``).
+
+    For coordinate metrics the rules of thumb compute, per feature :math:`j`
+    with standard deviation :math:`s_j`, interquartile range :math:`IQR_j`,
+    :math:`d` features and :math:`n = \sum_j w_j`: ``"scott"``
+    :math:`s_j n^{-1/(d+4)}`, ``"silverman"``
+    :math:`0.9 \min(s_j, IQR_j / 1.349) n^{-1/(d+4)}`. For ``"mahalanobis"``
+    and ``"seuclidean"``, which standardise the features, they give the float
+    :math:`c\, n^{-1/(d+4)}` (:math:`c` = 1 or 0.9), and for every other metric
+    the same times the weighted median distance between training points. Each
+    is multiplied by the ratio of the kernel's canonical scale to the
+    Gaussian's, so that all kernels smooth about as much.
+
+    References
+    ----------
+    .. [1] E. A. Nadaraya, "On estimating regression", Theory of Probability and
+       its Applications, 9(1), 1964.
+    .. [2] G\. S. Watson, "Smooth regression analysis", Sankhya A, 26(4), 1964.
+    .. [3] A. Zhang, Z. C. Lipton, M. Li, A. J. Smola, "Dive into Deep
+       Learning", section "Attention Pooling by Similarity".
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sknw import NadarayaWatsonRegressor
+    >>> X = np.array([[0.0], [1.0], [2.0], [3.0]])
+    >>> y = np.array([0.0, 1.0, 4.0, 9.0])
+    >>> reg = NadarayaWatsonRegressor(bandwidth=0.5).fit(X, y)
+    >>> reg.predict([[1.5]])
+    array([2.535...])
+    >>> reg.attention_weights([[1.5]]).round(3)
+    array([[0.009, 0.491, 0.491, 0.009]])
+    """
+
+    def __init__(
+        self,
+        *,
+        kernel="gaussian",
+        bandwidth="cv",
+        metric="euclidean",
+        metric_params=None,
+        empty_window="nearest",
+        noise_variance="local",
+        algorithm="auto",
+        binned_tol=1e-6,
+        n_jobs=None,
+        categorical_features="from_dtype",
+        ordered_features=None,
+        categorical_kernel="aitchison_aitken",
+        ordered_kernel="wang_ryzin",
+        span=None,
+        robust_iterations=0,
+    ):
+        super().__init__(
+            kernel=kernel,
+            bandwidth=bandwidth,
+            metric=metric,
+            metric_params=metric_params,
+            empty_window=empty_window,
+            algorithm=algorithm,
+            n_jobs=n_jobs,
+            span=span,
+        )
+        self.robust_iterations = robust_iterations
+        self.categorical_features = categorical_features
+        self.ordered_features = ordered_features
+        self.categorical_kernel = categorical_kernel
+        self.ordered_kernel = ordered_kernel
+        self.binned_tol = binned_tol
+        self.noise_variance = noise_variance
+
+
+@fill_docstring
+class NadarayaWatsonRegressorCV(RegressionBase):
     r"""Nadaraya--Watson regression with kernel and bandwidth chosen by CV.
 
     By default, exact leave-one-out cross-validation over a log-spaced grid of
@@ -780,7 +890,7 @@ class NadarayaWatsonRegressorCV(CVSelectionMixin, NadarayaWatsonRegressor):
 
     _algorithms = NW_CV_ALGORITHMS  # binned within binned_tol
     _parameter_constraints = cv_parameter_constraints(
-        NadarayaWatsonRegressor._parameter_constraints, set(KERNELS), _algorithms
+        RegressionBase._parameter_constraints, set(KERNELS), _algorithms
     )
 
     def __init__(
@@ -804,19 +914,17 @@ class NadarayaWatsonRegressorCV(CVSelectionMixin, NadarayaWatsonRegressor):
         ordered_kernel="wang_ryzin",
         spans=None,
     ):
-        super().__init__(
-            kernels=kernels,
-            bandwidths=bandwidths,
-            cv=cv,
-            scoring=scoring,
-            refine=refine,
-            metric=metric,
-            metric_params=metric_params,
-            empty_window=empty_window,
-            algorithm=algorithm,
-            n_jobs=n_jobs,
-            spans=spans,
-        )
+        self.kernels = kernels
+        self.bandwidths = bandwidths
+        self.cv = cv
+        self.scoring = scoring
+        self.refine = refine
+        self.metric = metric
+        self.metric_params = metric_params
+        self.empty_window = empty_window
+        self.algorithm = algorithm
+        self.n_jobs = n_jobs
+        self.spans = spans
         self.binned_tol = binned_tol
         self.categorical_features = categorical_features
         self.ordered_features = ordered_features
@@ -848,4 +956,4 @@ class NadarayaWatsonRegressorCV(CVSelectionMixin, NadarayaWatsonRegressor):
         self : NadarayaWatsonRegressorCV
             The fitted estimator.
         """
-        return self._fit_regression(X, y, sample_weight, groups)
+        return self._fit_cv(X, y, sample_weight, groups)

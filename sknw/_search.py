@@ -6,13 +6,13 @@ The ``*CV`` estimators and the plain estimators' ``bandwidth="cv"`` (see
 the search stays on the estimator but the result it stores. The problem's
 ``passes`` compute the out-of-sample estimates of candidates
 (:class:`~sknw._selection.KernelPasses` for Nadaraya--Watson,
-:class:`~sknw._local_linear_cv.LocalPasses` for the local fits); the search
+:class:`~sknw._local_cv.LocalPasses` for the local fits); the search
 scores them over the grid, extends it at its edges, searches the shape and
 the discrete features' smoothing parameters, polishes and refines.
 """
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from numbers import Integral
 
 import numpy as np
@@ -95,6 +95,26 @@ def _as_given(kernel):
 
 
 @dataclass(frozen=True, kw_only=True)
+class SearchChoices:
+    """What a search chooses among, as the ``*CV`` estimators take it:
+    ``kernels``, ``bandwidths`` (None: the default grid), ``spans``, ``cv``
+    (None: leave-one-out), ``scoring`` and ``refine``. The defaults are
+    those of ``bandwidth="cv"``, with the estimator's kernel."""
+
+    kernels: object = ("gaussian",)
+    bandwidths: object = None
+    spans: object = None
+    cv: object = None
+    scoring: object = None
+    refine: bool = False
+
+    @classmethod
+    def of(cls, params):
+        """The choices of an estimator's parameters ``params``."""
+        return cls(**{f.name: params[f.name] for f in fields(cls)})
+
+
+@dataclass(frozen=True, kw_only=True)
 class SearchProblem:
     """What a search selects over.
 
@@ -105,9 +125,7 @@ class SearchProblem:
     ``"classification"``, ``classes`` a classifier's; ``groups`` those of
     the splitter.
 
-    The choices, as the ``*CV`` estimators take them (``bandwidth="cv"``:
-    one kernel and the defaults): ``kernels``, ``bandwidths``, ``spans``,
-    ``cv``, ``scoring``, ``refine``.
+    The ``choices`` (:class:`SearchChoices`).
 
     How candidates are scored: ``passes``, whose ``smoothing``
     (:class:`~sknw._selection.Smoothing`) the search reads too;
@@ -122,12 +140,7 @@ class SearchProblem:
     kind: str
     classes: np.ndarray | None = None
     groups: np.ndarray | None = None
-    kernels: object = ("gaussian",)
-    bandwidths: object = None
-    spans: object = None
-    cv: object = None
-    scoring: object = None
-    refine: bool = False
+    choices: SearchChoices
     passes: object
     check_kernel: Callable = _as_given
     owner: str
@@ -138,8 +151,9 @@ class SearchProblem:
         """The :class:`~sknw._selection.Smoothing` of the passes."""
         return self.passes.smoothing
 
-    def subset(self, rows, **changes):
-        """The problem on the training points ``rows`` (without ``groups``)."""
+    def subset(self, rows, polish=None):
+        """The problem on the training points ``rows`` (without ``groups``),
+        with ``polish``."""
         return replace(
             self,
             X=self.X[rows],
@@ -147,7 +161,7 @@ class SearchProblem:
             y_score=self.y_score[rows],
             w=None if self.w is None else self.w[rows],
             groups=None,
-            **changes,
+            polish=polish,
         )
 
 
@@ -212,9 +226,9 @@ def _search(problem, cache):
     scoring = _Scoring(problem, cache, folds, state)
     evaluate = scoring.evaluate
     spans = candidate_spans(
-        problem.spans,
-        bandwidths=problem.bandwidths,
-        refine=problem.refine,
+        problem.choices.spans,
+        bandwidths=problem.choices.bandwidths,
+        refine=problem.choices.refine,
         discrete=discrete,
     )
     if spans is not None:
@@ -252,12 +266,12 @@ def _search(problem, cache):
     if state.edge is not None:  # of the last pass over the grid, once
         warn(state.edge, GridEdgeWarning)
     best = select(found[1])
-    if scoring.criterion is None and problem.scoring is None and folds is None:
+    if scoring.criterion is None and problem.choices.scoring is None and folds is None:
         best = scoring.smoothest(found, best)
     result = _chosen(problem, kernels, found, best)
     result.shape = state.shape
     result.multiplier = found[0][result.best_index]["multiplier"]
-    if problem.refine:
+    if problem.choices.refine:
         _refine(problem, evaluate, found[0], result)
     elif isinstance(grid, Integral) and lambdas is None and state.shape is None:
         _polish_size(problem, evaluate, found, result)
@@ -276,15 +290,16 @@ class _Scoring:
         self.problem, self.cache, self.folds = problem, cache, folds
         self.w, self.unit = normalised_weights(problem.w)
         self.V, self.finish = passes.values(X, problem.values, self.w)
+        choices = problem.choices
         self.criterion = check_in_sample(
-            problem.scoring, kind, problem.cv, problem.owner, passes.self_weights
+            choices.scoring, kind, choices.cv, problem.owner, passes.self_weights
         )
         self.scorer = None
         if self.criterion is None:
-            self.scorer = make_scorer(problem.scoring, kind, problem.classes)
+            self.scorer = make_scorer(problem.choices.scoring, kind, problem.classes)
             check_scoring(
                 self.scorer,
-                problem.scoring,
+                problem.choices.scoring,
                 kind,
                 y_score,
                 self.w,
@@ -356,7 +371,7 @@ class _Scoring:
 def _candidate_kernels(problem):
     """The ``kernels`` as given (a list) and resolved, each checked against
     an explicit ``algorithm`` before the search."""
-    kernels = problem.kernels
+    kernels = problem.choices.kernels
     if isinstance(kernels, (str, Kernel)):
         kernels = [kernels]
     kernels = list(kernels)
@@ -381,7 +396,7 @@ def _bandwidth_grid(problem):
     """The grid (a number of multipliers, or the given bandwidths of the
     continuous features) and the starting smoothing parameters of the
     discrete features (None: given with each bandwidth, not searched)."""
-    X, w, bandwidths = problem.X, problem.w, problem.bandwidths
+    X, w, bandwidths = problem.X, problem.w, problem.choices.bandwidths
     discrete = problem.smoothing.discrete
     # The weights' effective sample size (see sknw._weights).
     n = effective_sample_size(X.shape[0] if w is None else w)
@@ -400,7 +415,7 @@ def _folds(problem):
     """None for leave-one-out, else the (train, test) splits of ``cv``
     (given the ``groups``)."""
     X, y_score, w = problem.X, problem.y_score, problem.w
-    if problem.cv is None:
+    if problem.choices.cv is None:
         n_positive = int(np.sum(w > 0)) if w is not None else X.shape[0]
         if n_positive < 2:
             raise ValueError(
@@ -409,7 +424,7 @@ def _folds(problem):
             )
         return None
     classifier = problem.kind == "classification"
-    splitter = check_cv(problem.cv, y_score, classifier=classifier)
+    splitter = check_cv(problem.choices.cv, y_score, classifier=classifier)
     folds = [
         (np.asarray(train, dtype=np.intp), np.asarray(test, dtype=np.intp))
         for train, test in splitter.split(X, y_score, problem.groups)
@@ -457,7 +472,8 @@ def _subsample_search(problem, state, folds):
     if positive.size <= size:
         return None
     rows = subsample_rows(positive, size)
-    sub = problem.subset(rows, refine=False, polish=SUBSAMPLE_POLISH)
+    sub = problem.subset(rows, polish=SUBSAMPLE_POLISH)
+    sub = replace(sub, choices=replace(problem.choices, refine=False))
     try:
         return search(sub)
     except ValueError:  # e.g. every candidate NaN there: every point

@@ -149,7 +149,8 @@ def test_every_public_name_is_validated():
         "sknw.kernels.get_kernel",
         "sknw.datasets.make_d2l_sine",
         "sknw.datasets.d2l_target",
-        "sknw.NadarayaWatsonRegressor.fit",
+        "sknw.NadarayaWatsonRegressorCV.fit",
+        "sknw.NadarayaWatsonRegressor.predict",
         "sknw.NadarayaWatsonClassifier.predict_proba",
         "sknw.kernels.Kernel.variance",
     }
