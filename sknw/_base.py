@@ -2,6 +2,7 @@
 
 import warnings
 from dataclasses import dataclass, fields, replace
+from functools import partial
 from numbers import Integral, Real
 
 import numpy as np
@@ -17,9 +18,9 @@ from ._mixed import encode_features
 from ._scaling import scaling_of
 from ._search import SearchChoices, SearchProblem, search
 from ._selection import Smoothing, check_groups
+from ._smoother import FittedSmoother, continuous_bandwidth
 from ._span import (
     neighbour_count,
-    neighbour_distances,
     span_bandwidth,
     span_shape,
 )
@@ -28,26 +29,14 @@ from ._sums import (
     BACKENDS,
     DENSE,
     FitRequest,
-    Head,
     algorithms,
-    backend_sums,
     check,
     choose,
     default_tile_elements,
-    empty_window_estimates,
-    log_weight_rows,
-    nearest_mask,
-    nearest_scale,
-    nearest_sums,
-    pairwise_distances,
-    power_of_two_scale,
     why_not,
 )
-from ._sums._base import _scaled_rows
-from ._sums._cells import DiscreteHead, cell_nearest_sums, cell_nearest_weights
-from ._sums._traits import is_compact, is_continuous
+from ._sums._traits import is_continuous
 from ._trace import Tunable, record
-from ._uncertainty import SquaredKernel, SquaredWeights
 from ._validation import (
     CDIST_METRICS,
     EMPTY_WINDOW_POLICIES,
@@ -60,7 +49,7 @@ from ._validation import (
     resolve_metric_params,
 )
 from ._weights import distinct_rows
-from .exceptions import EMPTY_WINDOWS, EmptyWindowWarning, QueryWarning, warn
+from .exceptions import QueryWarning, warn
 from .kernels import KERNELS, Kernel, get_kernel
 
 #: Tile size used by the estimators (see :func:`default_tile_elements`).
@@ -158,15 +147,9 @@ class NadarayaWatsonBase(BaseEstimator):
         return X if self._discrete is None else self._discrete.continuous_of(X)
 
     def _continuous_bandwidth(self):
-        """The bandwidth of the continuous features: ``bandwidth_`` without
-        discrete features, else its continuous entries (a float where they
-        are equal)."""
-        if self._discrete is None:
-            return self.bandwidth_
-        bw = self._discrete.split(self.bandwidth_)[0]
-        if not bw.size:  # no continuous feature: its kernel is constant
-            return 1.0
-        return float(bw[0]) if np.all(bw == bw[0]) else bw
+        """The bandwidth of the continuous features of ``bandwidth_`` (see
+        :func:`~sknw._smoother.continuous_bandwidth`)."""
+        return continuous_bandwidth(self.bandwidth_, self._discrete)
 
     def _resolve_bandwidth(self, X, sample_weight):
         """``bandwidth_``, and how it was chosen (``bandwidth_selection_``)."""
@@ -223,36 +206,6 @@ class NadarayaWatsonBase(BaseEstimator):
             metric=self.metric,
             metric_params=self.metric_params_,
             scaling=scaling_of(shape, self.metric, X),
-        )
-
-    def _span_heads(self, Q, heads, own=None):
-        """``heads`` with each query's nearest-neighbour bandwidth (a span,
-        ``span_``; as they are without): each divisor becomes the query's
-        bandwidth times its ratio to the fitted head's. ``own``: the queries
-        are these training points, each left out of its own window (its
-        whole row)."""
-        if self.span_ is None:
-            return heads
-        h = self._span_neighbours(Q, own)
-        base = float(self._scaling.divisor)
-        return [Head(hd.kernel, h * (float(hd.divisor) / base)) for hd in heads]
-
-    def _span_neighbours(self, Q, own=None, with_index=False):
-        """Each query's distance to its ``k``-th nearest training point
-        (:func:`~sknw._span.neighbour_distances`; with ``with_index``, and
-        that point's index), ``own`` as in :meth:`_span_heads`."""
-        w = self._neighbour_weight
-        return neighbour_distances(
-            Q,
-            self.X_fit_,
-            self.span_,
-            metric=self.metric_,
-            metric_params=self.metric_params_,
-            scale=self._scale(),
-            sample_weight=w,
-            own=own,
-            tile_elements=_tile_elements(),
-            with_index=with_index,
         )
 
     def _resolve_mixed_bandwidth(self, X, sample_weight):
@@ -417,6 +370,9 @@ class NadarayaWatsonBase(BaseEstimator):
     #: Whether float32 inputs may have their sums computed in float32 (within
     #: the core's bound on the weights); else always float64.
     _float32_sums = True
+    #: Whether the sums other than the index's own take the dense backend
+    #: where the fitted one approximates (the local fits).
+    _exact_sums = False
 
     def _resolve_algorithm(self, scaling=None):
         """Set the scaling of the data, ``algorithm_`` and its index from the
@@ -429,30 +385,45 @@ class NadarayaWatsonBase(BaseEstimator):
         if scaling is None:
             Xc = self._continuous(self.X_fit_)
             scaling = scaling_of(self._continuous_bandwidth(), self.metric_, Xc)
-        self._scaling = scaling
-        head = self._head()
+        smoother = FittedSmoother(
+            X=self.X_fit_,
+            sample_weight=self.sample_weight_,
+            kernel=self.kernel_,
+            bandwidth=self.bandwidth_,
+            metric=self.metric_,
+            metric_params=self.metric_params_,
+            discrete=self._discrete,
+            scaling=scaling,
+            span=self.span_,
+            neighbour_weight=self._neighbour_weight,
+            empty_window=self._settings.empty_window,
+            n_jobs=self.n_jobs,
+            float32_sums=self._float32_sums,
+            exact_sums=self._exact_sums,
+        )
+        self._smoother = smoother  # the dense backend until one is chosen
+        head = smoother.head()
         if self.span_ is not None:
-            head = self._span_fit_head()
+            head = self._span_fit_head(smoother)
             if head is None:  # per-query bandwidths: the dense backend
-                self.algorithm_, self._index = DENSE, None
+                self.algorithm_ = DENSE
                 return
         request = FitRequest(
             X=self.X_fit_,
             sample_weight=self.sample_weight_,
-            values=self._index_values,
+            values=partial(self._index_values, smoother),
             powers=self._local_powers,
             head=head,
-            scale=self._scale(),
+            scale=smoother.scale(),
             metric=self.metric_,
             metric_params=self.metric_params_,
             tolerance=getattr(self, "binned_tol", None),
             tile_elements=_tile_elements(),
         )
-        self.algorithm_, self._index = choose(
-            self.algorithm, self._fit_algorithms(), request
-        )
+        self.algorithm_, index = choose(self.algorithm, self._fit_algorithms(), request)
+        self._smoother = replace(smoother, algorithm=self.algorithm_, index=index)
 
-    def _span_fit_head(self):
+    def _span_fit_head(self, smoother):
         """With a span, the head of an index of per-query bandwidths (those
         of the training points; see :class:`~sknw._sums._sorted.SortedLadder`),
         where a backend other than the dense one may serve them (one feature,
@@ -473,7 +444,7 @@ class NadarayaWatsonBase(BaseEstimator):
                     f"algorithm='auto' or {DENSE!r}."
                 )
             return None
-        (head,) = self._span_heads(self.X_fit_, [self._head()])
+        (head,) = smoother.span_heads(self.X_fit_, [smoother.head()])
         return head
 
     def _fit_algorithms(self):
@@ -484,10 +455,10 @@ class NadarayaWatsonBase(BaseEstimator):
     #: polynomial fits; 0: the sums of Nadaraya--Watson).
     _local_powers = 0
 
-    def _index_values(self):
+    def _index_values(self, smoother):
         """The values and weights ``(V, w)`` an index that holds them is built
-        from (normalised, :meth:`_normalised`), and the estimator sums."""
-        V, w, _ = self._normalised(self._values())
+        from (normalised by the ``smoother``), and the estimator sums."""
+        V, w, _ = smoother.normalised(self._values())
         return V, w
 
     def _check_algorithm(self, kernel):
@@ -507,19 +478,6 @@ class NadarayaWatsonBase(BaseEstimator):
         )
 
     # -- the weighted average ----------------------------------------------------
-
-    def _scale(self):
-        """What divides the features (None: nothing); the head's divisor
-        completes the bandwidth (see :mod:`sknw._scaling`)."""
-        return self._scaling.scale
-
-    def _head(self):
-        """The head of the sums: the continuous kernel and bandwidth, with
-        the discrete features' factors where there are any."""
-        head = self._scaling.head(self.kernel_)
-        if self._discrete is None:
-            return head
-        return self._discrete.head(head, self._discrete.split(self.bandwidth_)[1])
 
     #: Fewest queries per batch of a prediction (few batches, little overhead,
     #: and each batch split over the ``n_jobs`` workers).
@@ -603,255 +561,6 @@ class NadarayaWatsonBase(BaseEstimator):
             return Q.tocsr() if keep_sparse else Q.toarray()
         return Q
 
-    def _weighted_average(self, X, V, squared=False, validated=False, own=None):
-        """Kernel-weighted averages of the rows of ``V`` at the queries ``X``.
-
-        Queries with an empty window are handled by the ``empty_window`` policy.
-        With ``squared=True``, also returns the sums of the squared weights
-        (:class:`~sknw._uncertainty.SquaredWeights`), from the same pass with a
-        second head, the squared kernel. ``validated``: ``X`` is already an
-        array of validated queries. ``own``: the queries are the training
-        points of these indices, each left out of its own average (its whole
-        row; leave-one-out, without ``squared``).
-        """
-        Q = X if validated else self._validate_queries(X)
-        k = V.shape[1]
-        if squared:
-            # The kernel-weighted mean of 1 / w (0 for weight 0): the second
-            # moment of the noise under precision weights, in units of the
-            # weights divided by their power of two (see _squared_weights).
-            w0 = self.sample_weight_
-            if w0 is None:
-                recip = np.ones(V.shape[0])
-            else:
-                wn = w0 / self._weight_unit()
-                with np.errstate(divide="ignore"):
-                    recip = np.where(wn > 0, 1.0 / np.where(wn > 0, wn, 1.0), 0.0)
-            V = np.hstack([V, recip[:, None]])
-        V, w, column_scale = self._normalised(V)
-        head = self._head()
-        heads = [head]
-        if squared:
-            square = Head(SquaredKernel(head.kernel), head.divisor)
-            if isinstance(head, DiscreteHead):
-                square = head.with_head(square, power=2)
-            heads.append(square)
-        results = self._kernel_sums(Q, V, w, heads, own=own)
-        S, den, M = results[0]
-        empty = ~(den != 0)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            avg = S / den[:, None]
-        if empty.any():
-            mine = None if own is None else own[empty]
-            avg[empty] = self._empty_values(Q[empty], V, empty, w, own=mine)
-        avg *= column_scale
-        if not squared:
-            return avg
-        sq = self._squared_weights(results, column_scale, empty, Q, V, w)
-        return avg[:, :k], sq._replace(
-            average=sq.average[:, :k], inverse_weight=avg[:, k]
-        )
-
-    def _weight_unit(self):
-        """The power of two the sample weights are divided by (1 without):
-        the standard errors' sums are per unit of the weights so divided, in
-        which their reciprocals neither overflow nor underflow; the noise
-        variance per unit of weight is ``c`` times theirs."""
-        w = self.sample_weight_
-        return 1.0 if w is None else float(power_of_two_scale(w))
-
-    def _squared_weights(self, results, column_scale, empty, Q, V, w):
-        """Sums of the squared weights of one observation, from the two heads.
-
-        With sample weights ``w`` divided by ``c`` (:meth:`_weight_unit`),
-        the weight of one unit of those weights of point ``j`` is ``a_j = K_j
-        / den`` (shifts aside), and ``sum_j w_j a_j**2 V_j = S2 / den**2``.
-        Rows of a kernel of unbounded support whose weights all underflowed
-        (an extreme bandwidth) take those of their limit, the nearest
-        training points.
-        """
-        (_, den, M), (S2, den2, M2) = results
-        # The squared kernel's log values are exactly twice the kernel's, so
-        # its shift is exactly 2 M; the factor is 1 unless the paths differ.
-        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-            diff = M2 - 2.0 * M
-            factor = np.exp(np.where(np.isfinite(diff), diff, 0.0))
-            inv = 1.0 / den
-            ratio = inv * inv * factor
-            log_k0 = float(np.asarray(self.kernel_.log_value(np.zeros(1)))[0])
-            if self._discrete is not None:
-                log_k0 += np.log(self._head().factors.self_factor())
-            self_weight = np.exp(log_k0 - M) * inv
-            average = S2 * ratio[:, None] * column_scale
-            total = den2 * ratio
-        undefined = empty.copy()
-        if empty.any() and not is_compact(self.kernel_):
-            # The nearest points, of total weight den_t, each get 1 / den_t.
-            S_t, den_t = self._nearest_sums(Q[empty], V, w)
-            inv_t = 1.0 / den_t
-            average[empty] = S_t * (inv_t * inv_t)[:, None] * column_scale
-            total[empty] = inv_t
-            self_weight[empty] = inv_t
-            undefined[empty] = False
-        for a in (average, total, self_weight):
-            a[undefined] = np.nan
-        return SquaredWeights(average, total, self_weight, undefined, None)
-
-    def _nearest_sums(self, Qe, V, w):
-        """Sums of ``w V`` over the nearest training points of the queries
-        ``Qe`` (see :func:`sknw._sums.nearest_sums`; with discrete features,
-        among the points of positive factor, weighted by it)."""
-        X, scale = self.X_fit_, self._scale()
-        params = {
-            "metric": self.metric_,
-            "metric_params": self.metric_params_,
-            "sample_weight": w,
-            "tile_elements": _tile_elements(),
-        }
-        if self._discrete is None:
-            near = nearest_scale(scale, self.metric_, X, Qe)
-            return nearest_sums(Qe, X, V, scale=near, **params)
-        Xc, Qc = self._continuous(X), self._continuous(Qe)
-        near = nearest_scale(scale, self.metric_, Xc, Qc)
-        factors = self._head().factors
-        S, den, _ = cell_nearest_sums(Qe, X, V, factors, scale=near, **params)
-        return S, den
-
-    def _sums_backend(self):
-        """The backend and index of :meth:`_kernel_sums`: the fitted ones."""
-        return self.algorithm_, self._index
-
-    def _kernel_sums(self, Q, V, w, heads, own=None):
-        """The core's sums for every head, by the fitted ``algorithm_`` (the
-        dense backend where its index does not serve these values and heads,
-        see :func:`sknw._sums.backend_sums`). ``own``: leave-one-out sums of
-        the training points of these indices (see :meth:`_leave_out`)."""
-        if not self._float32_sums:
-            # float32 queries would let the core sum in float32 (see the core's
-            # F32_TOLERANCE); float64 queries keep it in float64.
-            Q = np.asarray(Q, dtype=np.float64)
-        name, index = self._sums_backend()
-        return backend_sums(
-            name,
-            index,
-            Q,
-            self.X_fit_,
-            V,
-            self._span_heads(Q, heads, own),
-            n_jobs=self.n_jobs,
-            metric=self.metric_,
-            metric_params=self.metric_params_,
-            scale=self._scale(),
-            sample_weight=w,
-            tile_elements=_tile_elements(),
-            **self._leave_out(own),
-        )
-
-    def _leave_out(self, own):
-        """The core's leave-one-out parameters for queries that are the
-        training points ``own`` (none for None): each point's whole row
-        leaves its own sums, whatever its weight (see :mod:`sknw._weights`)."""
-        if own is None:
-            return {}
-        return {"exclude_self": True, "self_index": own}
-
-    def _normalised(self, V):
-        """Values and weights divided by powers of two (exactly).
-
-        Returns ``(V / column_scale, w / weight_scale, column_scale)``: the
-        weighted averages of the normalised values times ``column_scale`` are
-        those of ``V``, free of overflow and subnormal products.
-        """
-        column_scale = power_of_two_scale(V, axis=0)
-        w = self.sample_weight_
-        if w is not None:
-            w = w / power_of_two_scale(w)
-        return V / column_scale, w, column_scale
-
-    def _empty_error(self, empty):
-        """The error of ``empty_window="raise"`` for the mask ``empty``."""
-        return ValueError(
-            f"{self._empty_message(empty)}. Use a larger bandwidth, a kernel "
-            "with unbounded support, or empty_window='nearest', 'mean' or 'nan'."
-        )
-
-    def _empty_message(self, empty):
-        n_empty, m = int(empty.sum()), empty.shape[0]
-        return (
-            f"{n_empty} of {m} queries have no training point with a non-zero "
-            f"kernel weight (empty window of {self.kernel_!r} at bandwidth "
-            f"{self.bandwidth_!r})"
-        )
-
-    def _empty_values(self, Qe, V, empty, w=None, own=None):
-        """Estimates (or, with ``V=None``, weight rows) for empty-window queries.
-
-        A kernel with unbounded support has an all-zero row only when the scaled
-        distances overflow at an extreme bandwidth; those queries get the limit
-        of a vanishing bandwidth, their nearest training points, silently.
-        """
-        policy = self._settings.empty_window
-        if not is_compact(self.kernel_):
-            policy = "nearest"
-        elif policy == "raise":
-            raise self._empty_error(empty)
-        else:
-            warn(
-                f"{EMPTY_WINDOWS}; they use empty_window={policy!r}.",
-                EmptyWindowWarning,
-                n_affected=int(empty.sum()),
-                n_queries=empty.shape[0],
-            )
-        if policy == "nan":
-            return np.nan
-        if w is None and self.sample_weight_ is not None:
-            w = self.sample_weight_ / power_of_two_scale(self.sample_weight_)
-        params = {"metric": self.metric_, "metric_params": self.metric_params_}
-        factors = None if self._discrete is None else self._head().factors
-        if V is not None:
-            return empty_window_estimates(
-                policy,
-                Qe,
-                self.X_fit_,
-                V,
-                w,
-                scale=self._scale(),
-                tile_elements=_tile_elements(),
-                factors=factors,
-                on_mean=self._warn_no_factor,
-                **self._leave_out(own),
-                **params,
-            )
-        if policy == "mean":
-            w = np.ones(self.X_fit_.shape[0]) if w is None else w
-            return w / w.sum()
-        if factors is not None:
-            Xc, Qc = self._continuous(self.X_fit_), self._continuous(Qe)
-            scale = nearest_scale(self._scale(), self.metric_, Xc, Qc)
-            mask, none = cell_nearest_weights(
-                Qe, self.X_fit_, factors, scale=scale, sample_weight=w, **params
-            )
-            if none.any():  # no point of positive factor: the mean's weights
-                self._warn_no_factor(int(none.sum()))
-            return mask / mask.sum(axis=1, keepdims=True)
-        scale = nearest_scale(self._scale(), self.metric_, self.X_fit_, Qe)
-        Qs = _scaled_rows(Qe, 0, Qe.shape[0], scale)
-        Xs = _scaled_rows(self.X_fit_, 0, self.X_fit_.shape[0], scale)
-        mask = nearest_mask(pairwise_distances(Qs, Xs, **params), w)
-        return mask / mask.sum(axis=1, keepdims=True)
-
-    def _warn_no_factor(self, count):
-        """Warn of queries whose every discrete factor is 0 (see
-        :func:`sknw._sums.empty_window_estimates`)."""
-        warn(
-            "Some queries have no training point with a non-zero weight: "
-            "their levels match none seen at fit where the smoothing parameter "
-            "is 0; they use the weighted mean of the targets. Use positive "
-            "smoothing parameters to borrow from other levels.",
-            EmptyWindowWarning,
-            n_affected=count,
-        )
-
     def attention_weights(self, X):
         """Normalised kernel weights of the training points for each query.
 
@@ -872,25 +581,7 @@ class NadarayaWatsonBase(BaseEstimator):
             Columns in the order of the training rows, ``X_fit_``.
         """
         Q = self._validate_queries(X)
-        out = np.empty((Q.shape[0], self.X_fit_.shape[0]))
-        for rows, W in log_weight_rows(
-            Q,
-            self.X_fit_,
-            self._span_heads(Q, [self._head()])[0],
-            metric=self.metric_,
-            metric_params=self.metric_params_,
-            scale=self._scale(),
-            sample_weight=self.sample_weight_,
-            tile_elements=_tile_elements(),
-        ):
-            out[rows] = W
-        den = out.sum(axis=1)
-        empty = ~(den != 0)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            out /= den[:, None]
-        if empty.any():
-            out[empty] = self._empty_values(Q[empty], None, empty)
-        return out
+        return self._smoother.attention_weights(Q)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -907,28 +598,34 @@ class NadarayaWatsonBase(BaseEstimator):
         """Bytes of the estimator with the arrays it holds, about what it pickles.
 
         Counts the arrays among the attributes (``X_fit_``, ``y_fit_``,
-        ``sample_weight_``, ...), in dict attributes and in helper objects, and
-        the KD-tree's data and index arrays, so that :func:`sys.getsizeof` and
-        ``dask.sizeof`` see a fitted model as large as it is: joblib's dask
-        backend then scatters it once instead of shipping it with every task.
+        ``sample_weight_``, ...), in dict attributes and in helper objects
+        (the fitted smoother), each array once, and the KD-tree's data and
+        index arrays, so that :func:`sys.getsizeof` and ``dask.sizeof`` see a
+        fitted model as large as it is: joblib's dask backend then scatters
+        it once instead of shipping it with every task.
         """
+        arrays = {}
 
-        def nbytes(values):
-            return sum(v.nbytes for v in values if isinstance(v, np.ndarray))
+        def add(values):
+            for v in values:
+                if isinstance(v, np.ndarray):
+                    arrays[id(v)] = v.nbytes
 
-        size = object.__sizeof__(self)
+        add(vars(self).values())
         for value in vars(self).values():
-            if isinstance(value, np.ndarray):
-                size += value.nbytes
-            elif isinstance(value, dict):
-                size += nbytes(value.values())
+            if isinstance(value, dict):
+                add(value.values())
             elif hasattr(value, "__dict__"):
-                size += nbytes(vars(value).values())
-        index = vars(self).get("_index")
+                add(vars(value).values())
+        smoother = vars(self).get("_smoother")
+        index = None if smoother is None else smoother.index
+        size = object.__sizeof__(self) + sum(arrays.values())
         if isinstance(index, cKDTree):  # its arrays are not attributes
             size += index.data.nbytes + index.indices.nbytes
         for part in getattr(index, "indexes", ()):  # a ladder of indexes
-            size += nbytes(vars(part).values())
+            size += sum(
+                v.nbytes for v in vars(part).values() if isinstance(v, np.ndarray)
+            )
         return size
 
 

@@ -124,7 +124,7 @@ class ClassificationBase(ClassifierMixin, NadarayaWatsonBase):
 
     def _proba_rows(self, Q):
         """``predict_proba`` of validated queries."""
-        proba = self._weighted_average(Q, self._values(), validated=True)
+        proba = self._smoother.weighted_average(Q, self._values())
         # Rounding (or float32 sums, for float32 inputs) can leave a
         # probability a few ulps outside [0, 1] and a row's sum off 1.
         proba = np.clip(proba, 0.0, 1.0)

@@ -189,8 +189,8 @@ def local_constant_gradient(est, Q):
     m, d, k = Qc.shape[0], Qc.shape[1], y.shape[1]
     if not d:  # discrete features only
         return np.zeros((m, k, 0))
-    head = est._head()
-    scale, metric = est._scale(), est.metric_
+    head = est._smoother.head()
+    scale, metric = est._smoother.scale(), est.metric_
     span = est.span_ is not None
     divisor = 1.0 if span else head.divisor  # a span's: one per query, below
     P, a = quadratic_form(metric, est.metric_params_, scale, divisor, d)
@@ -209,8 +209,8 @@ def local_constant_gradient(est, Q):
         near = est._frame.coordinates(Xc, centre, np.eye(d))
         yc = y - y[np.argmin(np.einsum("ij,ij->i", near, near))]
         V = np.hstack([yc, Z, (Z[:, :, None] * yc[:, None, :]).reshape(-1, d * k)])
-        Vn, w, column_scale = est._normalised(V)
-        sums = est._kernel_sums(Q[rows], Vn, w, heads)
+        Vn, w, column_scale = est._smoother.normalised(V)
+        sums = est._smoother.kernel_sums(Q[rows], Vn, w, heads)
         (S, den, M), (SH, denH, MH) = sums[0], sums[n_main - 1]
         with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
             mean = S[:, :k] / den[:, None] * column_scale[:k]
@@ -246,11 +246,13 @@ def span_term(est, Qc, P, a):
     quadratic form ``P`` of the offset, to the power ``1 / a``, away from
     ties, where ``h`` has a kink), and its divisor (m,), the fitted head's
     divisor times ``h`` over the median span bandwidth."""
-    h, index = est._span_neighbours(Qc, with_index=True)
+    h, index = est._smoother.span_neighbours(Qc, with_index=True)
     offset = Qc - np.asarray(est.X_fit_, dtype=np.float64)[index]
     # h**a = offset' P offset: grad h = (2 / a) P offset / h**(a - 1).
     moving = (2.0 / a) * (offset @ P) / h[:, None] ** a
-    divisors = h * (float(est._head().divisor) / float(est._scaling.divisor))
+    divisors = h * (
+        float(est._smoother.head().divisor) / float(est._smoother.scaling.divisor)
+    )
     return moving, divisors
 
 
@@ -267,7 +269,7 @@ def empty_gradient(est, empty, warned=False):
         return np.nan if est._settings.empty_window == "nan" else 0.0
     policy = est._settings.empty_window
     if policy == "raise":
-        raise est._empty_error(empty)
+        raise est._smoother.empty_error(empty)
     value = np.nan if policy == "nan" else 0.0
     warn(
         f"{EMPTY_WINDOWS}; their gradient is {value} (empty_window={policy!r}).",

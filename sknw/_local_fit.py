@@ -36,7 +36,6 @@ from ._regression import RegressionBase
 from ._span import feature_bandwidths
 from ._sums import (
     BACKENDS,
-    DENSE,
     Head,
     local_moments,
     power_of_two_scale,
@@ -107,13 +106,10 @@ class LocalPolynomialFit(RegressionBase):
     # indexes hold the targets only); binned within ``binned_tol``.
     _algorithms = LOCAL_ALGORITHMS
 
-    def _sums_backend(self):
-        # The local fits' other sums (the exact path, standard errors) are
-        # exact: an approximate backend (binned) serves the moments about
-        # each query only, whose fits are checked against its tolerance.
-        if BACKENDS[self.algorithm_].tolerance:
-            return DENSE, None
-        return super()._sums_backend()
+    # The local fits' other sums (the exact path, standard errors) are
+    # exact: an approximate backend (binned) serves the moments about each
+    # query only, whose fits are checked against its tolerance.
+    _exact_sums = True
 
     def _search_passes(self, smoothing):
         """The passes of a search of this estimator's candidates
@@ -337,7 +333,7 @@ class LocalPolynomialFit(RegressionBase):
             return self._exact_local_fit(Q, with_std)
         if self._settings.empty_window == "raise" and fast.empty.any():
             # Counted among all the queries (the exact path sees the rest).
-            raise self._empty_error(fast.empty)
+            raise self._smoother.empty_error(fast.empty)
         rest = np.flatnonzero(~fast.served)
         estimate = fast.estimate
         with warnings.catch_warnings(record=True) as caught:
@@ -356,7 +352,7 @@ class LocalPolynomialFit(RegressionBase):
         _merge_warnings(caught, Q.shape[0])
         return LocalFit(estimate, *([None] * 8))
 
-    def _index_values(self):
+    def _index_values(self, smoother):
         """The targets the moments about each query sum (see
         :func:`~sknw._local_cv.moment_targets`), and the normalised weights."""
         V, w, _ = self._targets
@@ -372,18 +368,25 @@ class LocalPolynomialFit(RegressionBase):
         if self._targets is None:
             return None
         V, w, (mid, y_scale, spread) = self._targets
-        (head,) = self._span_heads(Q, [self._head()])
+        (head,) = self._smoother.span_heads(Q, [self._smoother.head()])
         params = {
             "metric": self.metric_,
             "metric_params": self.metric_params_,
-            "scale": self._scale(),
+            "scale": self._smoother.scale(),
             "sample_weight": w,
             "tile_elements": _tile_elements(),
             "n_jobs": self.n_jobs,
         }
         p = self._degree()
         moments = local_moments(
-            self.algorithm_, self._index, Q, self.X_fit_, V, head, 2 * p, **params
+            self.algorithm_,
+            self._smoother.index,
+            Q,
+            self.X_fit_,
+            V,
+            head,
+            2 * p,
+            **params,
         )
         if moments is None:
             return None
@@ -392,7 +395,7 @@ class LocalPolynomialFit(RegressionBase):
         # Binned moments: estimates within the tolerance fitted with the index
         # (binned_tol at fit; the index of an approximate backend is it).
         approximate = BACKENDS[self.algorithm_].tolerance
-        tol = {"tolerance": self._index if approximate else None}
+        tol = {"tolerance": self._smoother.index if approximate else None}
 
         def fit_of(moments):
             settings = self._settings
@@ -435,7 +438,7 @@ class LocalPolynomialFit(RegressionBase):
             rows = np.flatnonzero(redo)
             exact = local_moments(
                 self.algorithm_,
-                self._index,
+                self._smoother.index,
                 Q[rows],
                 self.X_fit_,
                 V,
@@ -546,9 +549,9 @@ class LocalPolynomialFit(RegressionBase):
         d = self._frame.lo.size
         if self.span_ is None:
             return np.broadcast_to(self._continuous_bandwidth(), (Q.shape[0], d))
-        unit = Head(self.kernel_, self._scaling.divisor)
-        (head,) = self._span_heads(Q, [unit], own)
-        return feature_bandwidths(self._scale(), head.divisor, d)
+        unit = Head(self.kernel_, self._smoother.scaling.divisor)
+        (head,) = self._smoother.span_heads(Q, [unit], own)
+        return feature_bandwidths(self._smoother.scale(), head.divisor, d)
 
     def _local_moments(self, Q, yn, counts, with_std, own=None, centres=None):
         """Moments at every query and their local solution.
@@ -564,7 +567,7 @@ class LocalPolynomialFit(RegressionBase):
         cancellation. Every frame depends on the query alone (and the fitted
         state, and its given centre): a query's answer does not depend on
         the other queries of its batch. Empty windows take the
-        ``empty_window`` policy, as in :meth:`_weighted_average`. The first
+        ``empty_window`` policy, as the smoother's weighted averages do. The first
         frames' centres are recorded (``first_frames``: ``centres``).
         """
         Q64 = np.asarray(self._continuous(Q), dtype=np.float64)
@@ -654,11 +657,10 @@ class LocalPolynomialFit(RegressionBase):
                 )
                 group = np.concatenate([groups[f] for f in batch])
                 record("frame_pass", n_frames=len(batch), n_queries=group.size)
-                got = self._weighted_average(
+                got = self._smoother.weighted_average(
                     Q[group],
                     V,
                     squared=with_std,
-                    validated=True,
                     own=None if own is None else own[group],
                 )
                 if with_std:
@@ -673,7 +675,7 @@ class LocalPolynomialFit(RegressionBase):
         except UndefinedDistanceError:
             Qc, Xc = self._continuous(Q), self._continuous(self.X_fit_)
             raise nan_rows(
-                Qc, Xc, self.metric_, self.metric_params_, self._scale()
+                Qc, Xc, self.metric_, self.metric_params_, self._smoother.scale()
             ) from None
 
     def _moment_values(self, centres, rotations, yn, with_std):
@@ -704,7 +706,7 @@ class LocalPolynomialFit(RegressionBase):
     def _empty_moments(self, Q, empty, yn, with_std, own=None):
         """Moments of the queries ``Q[empty]``, whose window is empty, by the
         ``empty_window`` policy (its warning counts them among all queries),
-        as :meth:`_weighted_average` gives them."""
+        as the smoother's weighted averages give them."""
         d = self._frame.lo.size
         V, (level,) = self._moment_values(
             self._frame.lo[None], np.eye(d)[None], yn, with_std
@@ -716,10 +718,10 @@ class LocalPolynomialFit(RegressionBase):
                 with np.errstate(divide="ignore", over="ignore"):
                     recip = np.where(w0 > 0, 1.0 / np.where(w0 > 0, w0, 1.0), 0.0)
             V = np.hstack([V, recip[:, None]])
-        Vn, w, column_scale = self._normalised(V)
+        Vn, w, column_scale = self._smoother.normalised(V)
         A = np.empty((int(empty.sum()), V.shape[1]))
         mine = None if own is None else own[empty]
-        A[:] = self._empty_values(Q[empty], Vn, empty, w, own=mine)
+        A[:] = self._smoother.empty_values(Q[empty], Vn, empty, w, own=mine)
         A *= column_scale
         if not with_std:
             return A, level
@@ -783,7 +785,7 @@ class LocalPolynomialFit(RegressionBase):
         w = self.sample_weight_
         positive = np.ones(self.X_fit_.shape[0]) if w is None else 1.0 * (w > 0)
         stays = None if own is None else np.zeros(own.size)
-        head = self._head()
+        head = self._smoother.head()
         unbounded = not np.isfinite(head.kernel.support)
         if unbounded and self._discrete is None:
             total = np.full(Q.shape[0], positive.sum())
@@ -794,7 +796,9 @@ class LocalPolynomialFit(RegressionBase):
             window = Head(Boxcar(), head.divisor * head.kernel.support)
         if self._discrete is not None:  # where the factors are positive
             window = head.with_head(window, power=0)
-        ((S, _, M),) = self._kernel_sums(Q, positive[:, None], None, [window], own)
+        ((S, _, M),) = self._smoother.kernel_sums(
+            Q, positive[:, None], None, [window], own
+        )
         # The boxcar's log weight is 0 inside: the shifted sum is the count.
         counts = np.where(np.isfinite(M), S[:, 0], 0.0)
         return counts if own is None else counts + stays

@@ -125,7 +125,8 @@ class RegressionBase(RegressorMixin, NadarayaWatsonBase):
         return self._shaped(self._estimate(Q, validated=True))
 
     def _estimate(self, X, validated=False):
-        return self._weighted_average(X, self._values(), validated=validated)
+        Q = X if validated else self._validate_queries(X)
+        return self._smoother.weighted_average(Q, self._values())
 
     def _shaped(self, A):
         return A.ravel() if self.y_fit_.ndim == 1 else A
@@ -241,7 +242,7 @@ class RegressionBase(RegressorMixin, NadarayaWatsonBase):
         def sizes(Q):
             fit = self._local_fit(Q, validated=True)
             with np.errstate(divide="ignore", under="ignore"):
-                return self._weight_unit() / fit.spread
+                return self._smoother.weight_unit() / fit.spread
 
         return self._batched(X, sizes)
 
@@ -265,8 +266,8 @@ class RegressionBase(RegressorMixin, NadarayaWatsonBase):
         Q = X if validated else self._validate_queries(X)
         ys, mean, y_scale = self._centred_targets()
         k = ys.shape[1]
-        avg, sq = self._weighted_average(
-            Q, np.hstack([ys, ys * ys]), squared=True, validated=True
+        avg, sq = self._smoother.weighted_average(
+            Q, np.hstack([ys, ys * ys]), squared=True
         )
         fitted, second = avg[:, :k], avg[:, k:]
         return LocalFit(
@@ -306,7 +307,7 @@ class RegressionBase(RegressorMixin, NadarayaWatsonBase):
         if nv == "local":
             self.noise_variance_ = self._noise_sd = None
             return
-        c = self._weight_unit()
+        c = self._smoother.weight_unit()
         if nv == "global":
             w = self.sample_weight_
             rows = slice(None) if w is None else w > 0

@@ -119,7 +119,7 @@ def _fitted(kind):
             kernel="epanechnikov", bandwidth=0.3, algorithm="tree"
         )
         est = est.fit(X, y, sample_weight=np.full(X.shape[0], 2.0))
-        assert est._index is not None
+        assert est._smoother.index is not None
         return est, X, y
     return NadarayaWatsonRegressor(bandwidth=[0.3, 0.4, 0.5]).fit(X, y), X, y
 

@@ -143,15 +143,15 @@ def test_queries_beyond_the_bound_are_summed_exactly():
     # weight falls below the Hermite terms' bound times the tolerance), the
     # bound fails: these queries take the exact (shifted) sums.
     Q = np.array([[30.4], [30.5], [31.0], [1e3]])
-    V, w, _ = fgt._normalised(fgt._values())
+    V, w, _ = fgt._smoother.normalised(fgt._values())
     ((S, den, M),) = fgt_kernel_sums(
         Q,
         fgt.X_fit_,
         V,
-        [fgt._head()],
-        index=fgt._index,
+        [fgt._smoother.head()],
+        index=fgt._smoother.index,
         sample_weight=w,
-        scale=fgt._scale(),
+        scale=fgt._smoother.scale(),
     )
     assert M[0] == 0.0  # 4 standard deviations out: the expansion
     assert np.all(M[1:] < 0.0)  # farther: exact, shifted
@@ -189,7 +189,11 @@ def test_auto_takes_the_transform_where_boxes_are_full():
     assert chosen(np.c_[X, X], y, bandwidth=0.2) == "brute"
     assert chosen(X[:300], y[:300], bandwidth=0.2) == "brute"
     assert chosen(X, y, bandwidth=0.2, metric="cosine") == "brute"
-    index = NadarayaWatsonRegressor(bandwidth=1e-4, algorithm="fgt").fit(X, y)._index
+    index = (
+        NadarayaWatsonRegressor(bandwidth=1e-4, algorithm="fgt")
+        .fit(X, y)
+        ._smoother.index
+    )
     assert index.points_per_box < MIN_POINTS_PER_BOX
 
 
@@ -219,7 +223,7 @@ def test_boxes_that_cannot_be_formed_fall_back_to_exact_sums(X):
     y = np.sin(np.arange(X.shape[0]) / 50.0)
     bandwidth = 1.0 if X[0, 0] < 0 else 1e-5
     brute, fgt = fit_pair(X, y, bandwidth=bandwidth)
-    assert not fgt._index.usable
+    assert not fgt._smoother.index.usable
     auto = NadarayaWatsonRegressor(bandwidth=bandwidth).fit(X, y)
     assert auto.algorithm_ == "brute"
     assert_allclose(fgt.predict(X[::7]), brute.predict(X[::7]), rtol=1e-13)
@@ -321,7 +325,7 @@ def test_auto_builds_no_moments_it_will_not_use():
     X = rng.normal(size=(3000, 1))
     y = rng.integers(0, 50, size=3000)
     clf = NadarayaWatsonClassifier(bandwidth=1e-3).fit(X, y)
-    assert clf.algorithm_ == "brute" and clf._index is None
+    assert clf.algorithm_ == "brute" and clf._smoother.index is None
     index = GaussIndex(
         X,
         np.ones((3000, 50)),

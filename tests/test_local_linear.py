@@ -2,6 +2,7 @@
 
 import warnings
 from contextlib import nullcontext
+from functools import partial
 
 import numpy as np
 import pytest
@@ -713,7 +714,7 @@ def test_auto_picks_the_fast_paths_for_local_linear():
         request = FitRequest(
             X=X,
             sample_weight=None,
-            values=est._index_values,
+            values=partial(est._index_values, est._smoother),
             head=Head(est.kernel_, 0.05),
             scale=None,
             metric="euclidean",

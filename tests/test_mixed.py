@@ -286,7 +286,7 @@ def test_fast_backends_per_cell(kernel):
     fast = NadarayaWatsonRegressor(**kw).fit(X, y)
     brute = NadarayaWatsonRegressor(algorithm="brute", **kw).fit(X, y)
     assert fast.algorithm_ != "brute"
-    assert set(fast._index.names) - {"brute"}
+    assert set(fast._smoother.index.names) - {"brute"}
     Q = X[:500]
     assert_allclose(fast.predict(Q), brute.predict(Q), rtol=1e-9, atol=1e-9)
 

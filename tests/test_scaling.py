@@ -85,12 +85,16 @@ def test_cv_estimator_predicts_with_the_scaling_it_scored(make):
     assert cv.best_index_ > 0  # the group's scale came from another candidate
     cands = [{"kernel": cv.kernel_, "bandwidth": b} for b in grid]
     ((scale, members),) = group_candidates(cands, "euclidean", X)
-    assert cv._scale() == scale
-    assert cv._head().divisor == members[cv.best_index_][1].divisor
+    assert cv._smoother.scale() == scale
+    assert cv._smoother.head().divisor == members[cv.best_index_][1].divisor
     if make is NadarayaWatsonRegressorCV:
         Q = X[:7] + 0.05
         ((S, den, _),) = kernel_sums(
-            Q, X, y[:, None], [Head(cv.kernel_, cv._head().divisor)], scale=scale
+            Q,
+            X,
+            y[:, None],
+            [Head(cv.kernel_, cv._smoother.head().divisor)],
+            scale=scale,
         )
         assert_array_equal(cv.predict(Q), (S / den[:, None])[:, 0])
 

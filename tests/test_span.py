@@ -441,7 +441,7 @@ def test_sorted_ladder_equals_dense(kernel, weighted):
         dense = make(kernel=kernel, span=0.1, algorithm="brute")
         dense.fit(X, y, sample_weight=w)
         assert fast.algorithm_ == "sorted"
-        assert len(fast._index.indexes) >= 3
+        assert len(fast._smoother.index.indexes) >= 3
         assert_allclose(fast.predict(Q), dense.predict(Q), rtol=1e-9, atol=1e-9)
     single = np.array([fast.predict(Q[i : i + 1])[0] for i in range(0, 260, 13)])
     assert_allclose(single, fast.predict(Q)[::13], rtol=1e-12, atol=1e-12)

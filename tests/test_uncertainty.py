@@ -429,7 +429,7 @@ def test_precision_weights_simulation():
             fit = est._local_fit(Q)
             var, _ = local_noise_variance(fit)
             # Per unit of the weights divided by their power of two.
-            local.append(var[:, 0] * fit.y_scale[0] ** 2 * est._weight_unit())
+            local.append(var[:, 0] * fit.y_scale[0] ** 2 * est._smoother.weight_unit())
             estimates.append(est.predict(Q))
             stds.append(est.standard_error(Q))
         assert 0.9 < np.mean(pooled) / sigma**2 < 1.1

@@ -175,7 +175,9 @@ def test_sorted_boxcar_windows_on_a_decimal_grid_are_exact(h):
         brute = make(kernel="boxcar", bandwidth=h, algorithm="brute").fit(X, y)
         assert_allclose(fast.predict(Q), brute.predict(Q), rtol=1e-12)
     nw = NadarayaWatsonRegressor(kernel="boxcar", bandwidth=h, algorithm="sorted")
-    ones = nw.fit(X, np.ones(n))._kernel_sums(Q, np.ones((n, 1)), None, [nw._head()])
+    ones = nw.fit(X, np.ones(n))._smoother.kernel_sums(
+        Q, np.ones((n, 1)), None, [nw._smoother.head()]
+    )
     assert_array_equal(ones[0][1] * np.exp(ones[0][2]), counts)
     for make in (NadarayaWatsonRegressorCV, LocalLinearRegressorCV):
         scores = [
