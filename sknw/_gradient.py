@@ -167,10 +167,10 @@ def slope_head(head, a):
     return slope
 
 
-def local_constant_gradient(est, Q):
-    """The derivative of the local-constant estimate of the fitted regressor
-    ``est`` at the validated queries ``Q`` with respect to its continuous
-    features: (m, k, d).
+def local_constant_gradient(smoother, values, frame, Q):
+    """The derivative of the local-constant estimate of the targets
+    ``values`` (columns) by the fitted ``smoother`` at the validated queries
+    ``Q`` with respect to the continuous features: (m, k, d).
 
     Queries are grouped by the cell of :class:`~sknw._local_frame.LocalFrame`
     they fall in; each cell's values (targets minus a level near it, the
@@ -181,36 +181,36 @@ def local_constant_gradient(est, Q):
     :class:`SpanSlopeKernel`, gives the term of its derivative (see
     :func:`span_term`).
     """
-    Qc = np.asarray(est._continuous(Q), dtype=np.float64)
-    Xc = np.asarray(est._continuous(est.X_fit_), dtype=np.float64)
-    y = est._values()
+    Qc = np.asarray(smoother.continuous(Q), dtype=np.float64)
+    Xc = np.asarray(smoother.continuous(smoother.X), dtype=np.float64)
+    y = values
     y_scale = power_of_two_scale(y, axis=0)
     y = y / y_scale
     m, d, k = Qc.shape[0], Qc.shape[1], y.shape[1]
     if not d:  # discrete features only
         return np.zeros((m, k, 0))
-    head = est._smoother.head()
-    scale, metric = est._smoother.scale(), est.metric_
-    span = est.span_ is not None
+    head = smoother.head()
+    scale, metric = smoother.scale(), smoother.metric
+    span = smoother.span is not None
     divisor = 1.0 if span else head.divisor  # a span's: one per query, below
-    P, a = quadratic_form(metric, est.metric_params_, scale, divisor, d)
+    P, a = quadratic_form(metric, smoother.metric_params, scale, divisor, d)
     slope = slope_head(head, a)
     heads = [head] if slope is head else [head, slope]
     n_main = len(heads)
     if span:
         heads.append(Head(SpanSlopeKernel(head.kernel), head.divisor))
-        moving, divisors = span_term(est, Qc, P, a)
-    centres, groups = row_groups(est._frame.cell_centres(Qc))
+        moving, divisors = span_term(smoother, Qc, P, a)
+    centres, groups = row_groups(frame.cell_centres(Qc))
     T = np.zeros((m, d, k))
     A = np.zeros((m, k))
     empty = np.zeros(m, dtype=bool)
     for centre, rows in zip(centres, groups, strict=True):
         Z = Xc - centre
-        near = est._frame.coordinates(Xc, centre, np.eye(d))
+        near = frame.coordinates(Xc, centre, np.eye(d))
         yc = y - y[np.argmin(np.einsum("ij,ij->i", near, near))]
         V = np.hstack([yc, Z, (Z[:, :, None] * yc[:, None, :]).reshape(-1, d * k)])
-        Vn, w, column_scale = est._smoother.normalised(V)
-        sums = est._smoother.kernel_sums(Q[rows], Vn, w, heads)
+        Vn, w, column_scale = smoother.normalised(V)
+        sums = smoother.kernel_sums(Q[rows], Vn, w, heads)
         (S, den, M), (SH, denH, MH) = sums[0], sums[n_main - 1]
         with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
             mean = S[:, :k] / den[:, None] * column_scale[:k]
@@ -236,40 +236,38 @@ def local_constant_gradient(est, Q):
         grad = grad / divisors[:, None, None] ** a + A[:, :, None] * moving[:, None, :]
     grad *= np.reshape(y_scale, (1, -1, 1))
     if empty.any():
-        grad[empty] = empty_gradient(est, empty)
+        grad[empty] = empty_gradient(smoother, empty)
     return grad
 
 
-def span_term(est, Qc, P, a):
+def span_term(smoother, Qc, P, a):
     """For the derivative of a span's estimate: each query's ``grad h / h``
     (m, d), ``h`` its distance to its ``k``-th nearest training point (a
     quadratic form ``P`` of the offset, to the power ``1 / a``, away from
     ties, where ``h`` has a kink), and its divisor (m,), the fitted head's
     divisor times ``h`` over the median span bandwidth."""
-    h, index = est._smoother.span_neighbours(Qc, with_index=True)
-    offset = Qc - np.asarray(est.X_fit_, dtype=np.float64)[index]
+    h, index = smoother.span_neighbours(Qc, with_index=True)
+    offset = Qc - np.asarray(smoother.X, dtype=np.float64)[index]
     # h**a = offset' P offset: grad h = (2 / a) P offset / h**(a - 1).
     moving = (2.0 / a) * (offset @ P) / h[:, None] ** a
-    divisors = h * (
-        float(est._smoother.head().divisor) / float(est._smoother.scaling.divisor)
-    )
+    divisors = h * (float(smoother.head().divisor) / float(smoother.scaling.divisor))
     return moving, divisors
 
 
-def empty_gradient(est, empty, warned=False):
+def empty_gradient(smoother, empty, warned=False):
     """The gradient at queries whose window holds no training point: that of
     their ``empty_window`` estimate, which does not vary with the query
     (0), or NaN for ``"nan"``; ``"raise"`` raises. Kernels of unbounded
     support have such windows only where every weight underflows (the limit
     of the nearest training points): 0, silently. ``warned``: the caller
     has applied the policy (raised or warned)."""
-    if not is_compact(est.kernel_):
+    if not is_compact(smoother.kernel):
         return 0.0
+    policy = smoother.empty_window
     if warned:
-        return np.nan if est._settings.empty_window == "nan" else 0.0
-    policy = est._settings.empty_window
+        return np.nan if policy == "nan" else 0.0
     if policy == "raise":
-        raise est._smoother.empty_error(empty)
+        raise smoother.empty_error(empty)
     value = np.nan if policy == "nan" else 0.0
     warn(
         f"{EMPTY_WINDOWS}; their gradient is {value} (empty_window={policy!r}).",

@@ -751,7 +751,7 @@ def exact_estimates(passes, cand, X, Y, w, unit, train, rows, centres=None, know
     give them. ``w`` are the normalised weights, ``unit`` one unit of them;
     empty windows under ``empty_window`` ``"nan"`` and ``"raise"`` give NaN.
     ``centres``: where each point's first frame is (see
-    :meth:`~sknw.LocalLinearRegressor._exact_local_fit`). ``known``: the
+    :meth:`~sknw._local_fit.LocalPolynomialFits.exact_local_fit`). ``known``: the
     caller's estimates at ``X[rows]``, kept where a window holds points but
     fewer than the polynomial's coefficients (the local constant, whatever
     the frame); a compact kernel's windows at small bandwidths.
@@ -784,20 +784,20 @@ def exact_estimates(passes, cand, X, Y, w, unit, train, rows, centres=None, know
         warnings.simplefilter("ignore")
         plain.fit(X[keep], Y[keep], sample_weight=None if w is None else w[keep])
         Q = X[rows]
-        counts = plain._window_counts(Q, own)
+        counts = plain._fits.window_counts(Q, own)
         solve = np.ones(rows.size, dtype=bool)
         if known is not None and passes.smoothing.discrete is None:
             p = passes.degree
             solve = (counts == 0) | (counts >= comb(X.shape[1] + p, p))
         if solve.all():
-            estimate = plain._exact_local_fit(Q, False, own=own, centres=centres)
+            estimate = plain._fits.exact_local_fit(Q, False, own=own, centres=centres)
             estimate = estimate.estimate
         else:
             estimate = np.array(known, dtype=np.float64)
             if solve.any():
                 at = None if centres is None else np.asarray(centres)[solve]
                 own = None if own is None else own[solve]
-                fit = plain._exact_local_fit(Q[solve], False, own=own, centres=at)
+                fit = plain._fits.exact_local_fit(Q[solve], False, own=own, centres=at)
                 estimate[solve] = fit.estimate
     return estimate, int(np.sum(counts == 0))
 
@@ -1022,7 +1022,8 @@ class LocalPasses:
                 t = np.broadcast_to(t, (d,))
                 basis = None
                 if p > 1:  # solved about each point (see local_solution)
-                    # A span: each point's own bandwidth (see _query_bandwidths).
+                    # A span: each point's own bandwidth (see
+                    # LocalPolynomialFits.query_bandwidths).
                     own_bw = cand.get("query_bandwidths")
                     tq = t[None, :] if own_bw is None else unit / own_bw
                     tq = np.broadcast_to(tq, (Z.shape[0], d))

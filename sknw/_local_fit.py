@@ -3,6 +3,7 @@ share (:class:`LocalPolynomialFit`): moments in frames near each query, their
 solution, the fast paths of one feature, standard errors and gradients."""
 
 import warnings
+from dataclasses import dataclass
 from functools import partial
 from math import comb
 from numbers import Real
@@ -20,6 +21,7 @@ from ._local_cv import (
 )
 from ._local_frame import (
     MAX_RECENTRINGS,
+    LocalFrame,
     Moments,
     frame_batches,
     local_solution,
@@ -33,6 +35,7 @@ from ._local_frame import (
 )
 from ._query_poly import query_centred_poly_fit
 from ._regression import RegressionBase
+from ._smoother import FittedSmoother
 from ._span import feature_bandwidths
 from ._sums import (
     BACKENDS,
@@ -273,78 +276,102 @@ class LocalPolynomialFit(RegressionBase):
                 "NadarayaWatsonRegressor."
             )
 
-    def predict(self, X, return_std=False):
-        """Local polynomial estimate at each query: the intercept of the fit.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_queries, n_features)
-            Queries.
-        return_std : bool, default=False
-            Also return the pointwise standard error of each estimate (see
-            :meth:`standard_error`).
-
-        Returns
-        -------
-        y_pred : ndarray of shape (n_queries,) or (n_queries, n_outputs)
-            Estimates, as float64.
-        y_std : ndarray of shape (n_queries,) or (n_queries, n_outputs)
-            Standard errors of the estimates; only with ``return_std=True``.
-        """
-        return super().predict(X, return_std=return_std)
-
-    def _estimate(self, X, validated=False):
-        return self._local_fit(X, validated=validated, with_std=False).estimate
-
-    def _resolve_algorithm(self, scaling=None):
-        # The values of the moments about each query, resolved at fit: kept
-        # where the chosen backend sums those moments.
-        V, mid, y_scale, spread = moment_targets(self._values(), self.sample_weight_)
+    def _moment_targets(self):
+        """The targets of the moments about each query (see
+        :func:`~sknw._local_cv.moment_targets`), the normalised weights, and
+        ``(mid, y_scale, spread)``."""
         w = self.sample_weight_
+        V, mid, y_scale, spread = moment_targets(self._values(), w)
         wn = None if w is None else w / power_of_two_scale(w)
-        self._targets = (V, wn, (mid, y_scale, spread))
-        super()._resolve_algorithm(scaling)
-        if not BACKENDS[self.algorithm_].local_moments:
-            self._targets = None
-        Xc = np.asarray(self._continuous(self.X_fit_), dtype=np.float64)
-        self._collinear = collinear_with_intercept(Xc, w)
+        return V, wn, (mid, y_scale, spread)
 
-    #: Whether fit found the continuous features collinear with the intercept
-    #: (:func:`collinear_with_intercept`).
-    _collinear = False
+    def _index_values(self, smoother):
+        """The targets the moments about each query sum, and the normalised
+        weights (see :meth:`_moment_targets`)."""
+        V, w, _ = self._moment_targets()
+        return V, w
+
+    def _local_fits(self, frame):
+        """The local polynomial fits of the predictions
+        (:class:`LocalPolynomialFits`), with the targets of the moments
+        about each query where the fitted backend sums them."""
+        settings, w = self._settings, self.sample_weight_
+        targets = None
+        if BACKENDS[self.algorithm_].local_moments:
+            targets = self._moment_targets()
+        Xc = np.asarray(self._continuous(self.X_fit_), dtype=np.float64)
+        return LocalPolynomialFits(
+            smoother=self._smoother,
+            values=self._values(),
+            frame=frame,
+            degree=self._degree(),
+            targets=targets,
+            min_eigenvalue=settings.min_eigenvalue,
+            max_leverage=settings.max_leverage,
+            collinear=collinear_with_intercept(Xc, w),
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class LocalPolynomialFits:
+    """The local polynomial fits over a fitted smoother: the moments of the
+    monomials of the continuous features about a centre near each query,
+    summed by the core, and the least-squares solve from them.
+
+    ``smoother``: the :class:`~sknw._smoother.FittedSmoother`; ``values``:
+    the targets as columns; ``frame``: the cells the fits take their sums
+    about (:class:`~sknw._local_frame.LocalFrame`); ``degree``,
+    ``min_eigenvalue`` and ``max_leverage``: the fits'; ``targets``: those
+    of the moments about each query where the fitted backend sums them
+    (None: the exact path); ``collinear``: whether fit found the continuous
+    features collinear with the intercept
+    (:func:`collinear_with_intercept`)."""
+
+    smoother: FittedSmoother
+    values: np.ndarray
+    frame: LocalFrame
+    degree: int
+    targets: tuple | None = None
+    min_eigenvalue: float = 1e-8
+    max_leverage: float | None = 100.0
+    collinear: bool = False
+
+    def estimate(self, Q):
+        """The estimates at the validated queries ``Q``."""
+        return self.local_fit(Q, with_std=False).estimate
 
     @property
-    def _singular(self):
+    def singular(self):
         """The message of the singular-design warning, with the hint of
         collinear features where fit found them."""
-        return _SINGULAR + (_COLLINEAR if self._collinear else "")
+        return _SINGULAR + (_COLLINEAR if self.collinear else "")
 
-    def _local_fit(self, X, validated=False, with_std=True):
-        """The local linear fit, and with ``with_std`` its weight sums.
+    def local_fit(self, Q, with_std=True):
+        """The local fit at the validated queries ``Q``, and with
+        ``with_std`` its weight sums.
 
         Estimates alone come from the moments about each query where the
-        fitted backend sums them (:meth:`_query_centred`) and their bound
+        fitted backend sums them (:meth:`query_centred`) and their bound
         serves; every other query takes the exact path
-        (:meth:`_exact_local_fit`).
+        (:meth:`exact_local_fit`).
         """
-        Q = X if validated else self._validate_queries(X)
-        fast = None if with_std else self._query_centred(Q)
+        fast = None if with_std else self.query_centred(Q)
         if fast is None:
-            return self._exact_local_fit(Q, with_std)
-        if self._settings.empty_window == "raise" and fast.empty.any():
+            return self.exact_local_fit(Q, with_std)
+        if self.smoother.empty_window == "raise" and fast.empty.any():
             # Counted among all the queries (the exact path sees the rest).
-            raise self._smoother.empty_error(fast.empty)
+            raise self.smoother.empty_error(fast.empty)
         rest = np.flatnonzero(~fast.served)
         estimate = fast.estimate
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             if rest.size:
-                estimate[rest] = self._exact_local_fit(Q[rest], False).estimate
+                estimate[rest] = self.exact_local_fit(Q[rest], False).estimate
             m = Q.shape[0]
             n_few = int(fast.singular.sum())
             if n_few:
                 warn(
-                    self._singular, SingularDesignWarning, n_affected=n_few, n_queries=m
+                    self.singular, SingularDesignWarning, n_affected=n_few, n_queries=m
                 )
             n_ridged = 0 if fast.ridged is None else int(fast.ridged.sum())
             if n_ridged:
@@ -352,37 +379,31 @@ class LocalPolynomialFit(RegressionBase):
         _merge_warnings(caught, Q.shape[0])
         return LocalFit(estimate, *([None] * 8))
 
-    def _index_values(self, smoother):
-        """The targets the moments about each query sum (see
-        :func:`~sknw._local_cv.moment_targets`), and the normalised weights."""
-        V, w, _ = self._targets
-        return V, w
-
-    def _query_centred(self, Q):
+    def query_centred(self, Q):
         """:class:`~sknw._local_frame.QueryCentredFit` from the moments about
         each query by the fitted backend (one feature: sorted, fgt), or None
         where it does not sum them. Each fit is recorded
         (``query_centred_fit``: ``degree``, ``n_queries``, ``n_served``, and
         ``exact`` for the moments term by term of the queries beyond the
         bound)."""
-        if self._targets is None:
+        if self.targets is None:
             return None
-        V, w, (mid, y_scale, spread) = self._targets
-        (head,) = self._smoother.span_heads(Q, [self._smoother.head()])
+        V, w, (mid, y_scale, spread) = self.targets
+        (head,) = self.smoother.span_heads(Q, [self.smoother.head()])
         params = {
-            "metric": self.metric_,
-            "metric_params": self.metric_params_,
-            "scale": self._smoother.scale(),
+            "metric": self.smoother.metric,
+            "metric_params": self.smoother.metric_params,
+            "scale": self.smoother.scale(),
             "sample_weight": w,
             "tile_elements": _tile_elements(),
-            "n_jobs": self.n_jobs,
+            "n_jobs": self.smoother.n_jobs,
         }
-        p = self._degree()
+        p = self.degree
         moments = local_moments(
-            self.algorithm_,
-            self._smoother.index,
+            self.smoother.algorithm,
+            self.smoother.index,
             Q,
-            self.X_fit_,
+            self.smoother.X,
             V,
             head,
             2 * p,
@@ -394,11 +415,11 @@ class LocalPolynomialFit(RegressionBase):
 
         # Binned moments: estimates within the tolerance fitted with the index
         # (binned_tol at fit; the index of an approximate backend is it).
-        approximate = BACKENDS[self.algorithm_].tolerance
-        tol = {"tolerance": self._smoother.index if approximate else None}
+        approximate = BACKENDS[self.smoother.algorithm].tolerance
+        tol = {"tolerance": self.smoother.index if approximate else None}
 
         def fit_of(moments):
-            settings = self._settings
+            settings = self
             if p == 1:
                 return query_centred_fit(
                     moments,
@@ -437,10 +458,10 @@ class LocalPolynomialFit(RegressionBase):
         if redo.any():
             rows = np.flatnonzero(redo)
             exact = local_moments(
-                self.algorithm_,
-                self._smoother.index,
+                self.smoother.algorithm,
+                self.smoother.index,
                 Q[rows],
-                self.X_fit_,
+                self.smoother.X,
                 V,
                 head_rows(head, rows),
                 2 * p,
@@ -464,16 +485,16 @@ class LocalPolynomialFit(RegressionBase):
         fit.empty = np.zeros(Q.shape[0], dtype=bool) if counts is None else counts == 0
         return fit
 
-    def _exact_local_fit(self, Q, with_std, own=None, centres=None):
+    def exact_local_fit(self, Q, with_std, own=None, centres=None):
         """The local fit by the exact path: moments about a centre near each
         query's window (see :meth:`_local_moments`), of the targets divided
         by a power of two per output, minus a level near the query. ``own``:
         the queries are these training points, each left out of its own fit
         (leave-one-out, without ``with_std``). ``centres``: where each
         query's first frame is (one feature; NaN: its cell's centre)."""
-        y = self._values()
+        y = self.values
         y_scale = power_of_two_scale(y, axis=0)
-        counts = self._window_counts(Q, own)
+        counts = self.window_counts(Q, own)
         mom, sol, cols = self._local_moments(
             Q, y / y_scale, counts, with_std, own, centres
         )
@@ -490,25 +511,25 @@ class LocalPolynomialFit(RegressionBase):
         m = counts.shape[0]
         n_singular = int((sol.finite & ~sol.ok & (counts > 0)).sum())
         if n_singular:
-            message = self._singular
+            message = self.singular
             warn(message, SingularDesignWarning, n_affected=n_singular, n_queries=m)
         n_ridged = int(sol.ridged.sum())
         if n_ridged:
             warn(_RIDGED, RidgedDesignWarning, n_affected=n_ridged, n_queries=m)
 
-    def _gradient_rows(self, Q):
+    def gradient_rows(self, Q):
         """The slopes of the local fits at the validated queries ``Q``, in
         the continuous features (m, k, d), by the exact path. Singular
         designs, whose estimate is the local-constant one, take its
         gradient; empty windows that of their ``empty_window`` estimate."""
-        if not self._degree():  # the local-constant fit
-            return local_constant_gradient(self, Q)
-        y = self._values()
+        if not self.degree:  # the local-constant fit
+            return local_constant_gradient(self.smoother, self.values, self.frame, Q)
+        y = self.values
         y_scale = power_of_two_scale(y, axis=0)
-        counts = self._window_counts(Q)
+        counts = self.window_counts(Q)
         mom, sol, _ = self._local_moments(Q, y / y_scale, counts, False)
         self._warn_designs(sol, counts)
-        m, k, frame = Q.shape[0], y.shape[1], self._frame
+        m, k, frame = Q.shape[0], y.shape[1], self.frame
         d = frame.lo.size
         grad = np.zeros((m, k, d))
         ok = sol.ok
@@ -516,7 +537,7 @@ class LocalPolynomialFit(RegressionBase):
             # The linear coefficients of the polynomial in the offsets from
             # the query in bandwidth units.
             coef = np.linalg.solve(sol.cov[ok], sol.cross[ok])[:, :d, :]
-            bw = self._query_bandwidths(Q)[ok]
+            bw = self.query_bandwidths(Q)[ok]
             grad[ok] = np.swapaxes(coef, 1, 2) / bw[:, None, :]
         elif ok.any():  # degree 1: the slopes in the query's frame
             slope = np.linalg.solve(sol.cov[ok], sol.cross[ok])  # (m, d, k)
@@ -530,28 +551,33 @@ class LocalPolynomialFit(RegressionBase):
             # With a span, the local-constant derivative is not available.
             grad[constant] = (
                 np.nan
-                if self.span_ is not None
-                else local_constant_gradient(self, Q[constant])
+                if self.smoother.span is not None
+                else local_constant_gradient(
+                    self.smoother, self.values, self.frame, Q[constant]
+                )
             )
         empty = counts == 0
         if empty.any():
             # The moments of these queries applied the empty-window policy.
-            grad[empty] = empty_gradient(self, empty, warned=True)
+            grad[empty] = empty_gradient(self.smoother, empty, warned=True)
         return grad
 
-    def _query_bandwidths(self, Q, own=None):
+    def query_bandwidths(self, Q, own=None):
         """Each query's bandwidth in the continuous features, (m, d): the
         fitted one or, with a span, its nearest-neighbour bandwidth (the
         features' scale times the query's divisor: the fixed bandwidth that
         weighs its window alike), the unit of its monomials of degree 2 and
         above, so that their ridge and singular test are those of a fit at
-        that bandwidth. ``own``: leave-one-out (see :meth:`_span_heads`)."""
-        d = self._frame.lo.size
-        if self.span_ is None:
-            return np.broadcast_to(self._continuous_bandwidth(), (Q.shape[0], d))
-        unit = Head(self.kernel_, self._smoother.scaling.divisor)
-        (head,) = self._smoother.span_heads(Q, [unit], own)
-        return feature_bandwidths(self._smoother.scale(), head.divisor, d)
+        that bandwidth. ``own``: leave-one-out (see
+        :meth:`~sknw._smoother.FittedSmoother.span_heads`)."""
+        d = self.frame.lo.size
+        if self.smoother.span is None:
+            return np.broadcast_to(
+                self.smoother.continuous_bandwidth(), (Q.shape[0], d)
+            )
+        unit = Head(self.smoother.kernel, self.smoother.scaling.divisor)
+        (head,) = self.smoother.span_heads(Q, [unit], own)
+        return feature_bandwidths(self.smoother.scale(), head.divisor, d)
 
     def _local_moments(self, Q, yn, counts, with_std, own=None, centres=None):
         """Moments at every query and their local solution.
@@ -570,8 +596,8 @@ class LocalPolynomialFit(RegressionBase):
         ``empty_window`` policy, as the smoother's weighted averages do. The first
         frames' centres are recorded (``first_frames``: ``centres``).
         """
-        Q64 = np.asarray(self._continuous(Q), dtype=np.float64)
-        frame, d, k, p = self._frame, Q64.shape[1], yn.shape[1], self._degree()
+        Q64 = np.asarray(self.smoother.continuous(Q), dtype=np.float64)
+        frame, d, k, p = self.frame, Q64.shape[1], yn.shape[1], self.degree
         # A local polynomial of degree p has a coefficient per monomial (and
         # the intercept).
         n_terms = len(monomial_terms(d, p))
@@ -588,7 +614,7 @@ class LocalPolynomialFit(RegressionBase):
             A, level, *sq = self._empty_moments(Q, empty, yn, with_std, own)
             mom.put(empty, A, *sq, level=level)
 
-        bandwidths = self._query_bandwidths(Q, own) if p > 1 else None
+        bandwidths = self.query_bandwidths(Q, own) if p > 1 else None
 
         def solve(rows):
             z = frame.coordinates(Q64[rows], mom.C[rows], mom.R[rows])
@@ -596,7 +622,7 @@ class LocalPolynomialFit(RegressionBase):
             if p > 1:  # solved about the query (see local_solution)
                 bandwidth = bandwidths[rows]
                 basis, scale = frame.query_frame(bandwidth, mom.R[rows], p)
-            settings = self._settings
+            settings = self
             return local_solution(
                 mom.A[rows],
                 cols,
@@ -642,7 +668,7 @@ class LocalPolynomialFit(RegressionBase):
         # columns side by side, taken from their points stacked, and their
         # normalised copy: four such arrays within the working memory); each
         # frame's own pass otherwise.
-        c, n = mom.A.shape[1], self.X_fit_.shape[0]
+        c, n = mom.A.shape[1], self.smoother.X.shape[0]
         batches = [[f] for f in range(len(groups))]
         if not with_std:
             sizes = [g.size for g in groups]
@@ -657,7 +683,7 @@ class LocalPolynomialFit(RegressionBase):
                 )
                 group = np.concatenate([groups[f] for f in batch])
                 record("frame_pass", n_frames=len(batch), n_queries=group.size)
-                got = self._smoother.weighted_average(
+                got = self.smoother.weighted_average(
                     Q[group],
                     V,
                     squared=with_std,
@@ -673,9 +699,16 @@ class LocalPolynomialFit(RegressionBase):
                     mom.put(groups[f], block, level=levels[j])
                     a += size
         except UndefinedDistanceError:
-            Qc, Xc = self._continuous(Q), self._continuous(self.X_fit_)
+            Qc, Xc = (
+                self.smoother.continuous(Q),
+                self.smoother.continuous(self.smoother.X),
+            )
             raise nan_rows(
-                Qc, Xc, self.metric_, self.metric_params_, self._smoother.scale()
+                Qc,
+                Xc,
+                self.smoother.metric,
+                self.smoother.metric_params,
+                self.smoother.scale(),
             ) from None
 
     def _moment_values(self, centres, rotations, yn, with_std):
@@ -686,10 +719,10 @@ class LocalPolynomialFit(RegressionBase):
         frames' columns side by side, ``(n, f c)``, from one call over their
         points stacked (several frames of few queries cost little more than
         one), and the levels ``(f, k)``."""
-        X = np.asarray(self._continuous(self.X_fit_), dtype=np.float64)
+        X = np.asarray(self.smoother.continuous(self.smoother.X), dtype=np.float64)
         Z = np.stack(
             [
-                self._frame.coordinates(X, centre, rotation)
+                self.frame.coordinates(X, centre, rotation)
                 for centre, rotation in zip(centres, rotations, strict=True)
             ]
         )
@@ -699,7 +732,7 @@ class LocalPolynomialFit(RegressionBase):
             Z.reshape(f * n, d),
             (yn[None] - levels[:, None]).reshape(f * n, -1),
             with_std,
-            self._degree(),
+            self.degree,
         )[0]
         return V.reshape(f, n, -1).transpose(1, 0, 2).reshape(n, -1), levels
 
@@ -707,21 +740,21 @@ class LocalPolynomialFit(RegressionBase):
         """Moments of the queries ``Q[empty]``, whose window is empty, by the
         ``empty_window`` policy (its warning counts them among all queries),
         as the smoother's weighted averages give them."""
-        d = self._frame.lo.size
+        d = self.frame.lo.size
         V, (level,) = self._moment_values(
-            self._frame.lo[None], np.eye(d)[None], yn, with_std
+            self.frame.lo[None], np.eye(d)[None], yn, with_std
         )
         if with_std:
-            w0 = self.sample_weight_
+            w0 = self.smoother.sample_weight
             recip = np.ones(V.shape[0])
             if w0 is not None:
                 with np.errstate(divide="ignore", over="ignore"):
                     recip = np.where(w0 > 0, 1.0 / np.where(w0 > 0, w0, 1.0), 0.0)
             V = np.hstack([V, recip[:, None]])
-        Vn, w, column_scale = self._smoother.normalised(V)
+        Vn, w, column_scale = self.smoother.normalised(V)
         A = np.empty((int(empty.sum()), V.shape[1]))
         mine = None if own is None else own[empty]
-        A[:] = self._smoother.empty_values(Q[empty], Vn, empty, w, own=mine)
+        A[:] = self.smoother.empty_values(Q[empty], Vn, empty, w, own=mine)
         A *= column_scale
         if not with_std:
             return A, level
@@ -774,7 +807,7 @@ class LocalPolynomialFit(RegressionBase):
             leverage[ok] *= 1.0 + np.einsum("md,mde,me->m", ao, Co, ao)
         return rss, second, spread, dof, sq.inverse_weight, leverage, sq.undefined
 
-    def _window_counts(self, Q, own=None):
+    def window_counts(self, Q, own=None):
         """Training points of positive weight with a non-zero kernel weight.
 
         For a compact kernel, one boxcar pass over the support (``u < 1``,
@@ -782,21 +815,21 @@ class LocalPolynomialFit(RegressionBase):
         ``own``: leave-one-out counts of these training points, each
         without itself.
         """
-        w = self.sample_weight_
-        positive = np.ones(self.X_fit_.shape[0]) if w is None else 1.0 * (w > 0)
+        w = self.smoother.sample_weight
+        positive = np.ones(self.smoother.X.shape[0]) if w is None else 1.0 * (w > 0)
         stays = None if own is None else np.zeros(own.size)
-        head = self._smoother.head()
+        head = self.smoother.head()
         unbounded = not np.isfinite(head.kernel.support)
-        if unbounded and self._discrete is None:
+        if unbounded and self.smoother.discrete is None:
             total = np.full(Q.shape[0], positive.sum())
             return total if own is None else total - positive[own] + stays
         if unbounded:  # every point of a positive discrete factor
             window = Head(Boxcar(), np.finfo(np.float64).max)
         else:
             window = Head(Boxcar(), head.divisor * head.kernel.support)
-        if self._discrete is not None:  # where the factors are positive
+        if self.smoother.discrete is not None:  # where the factors are positive
             window = head.with_head(window, power=0)
-        ((S, _, M),) = self._smoother.kernel_sums(
+        ((S, _, M),) = self.smoother.kernel_sums(
             Q, positive[:, None], None, [window], own
         )
         # The boxcar's log weight is 0 inside: the shifted sum is the count.

@@ -1,5 +1,6 @@
 """Nadaraya--Watson kernel regression."""
 
+from dataclasses import dataclass
 from numbers import Integral, Real
 
 import numpy as np
@@ -16,6 +17,7 @@ from ._local_frame import LocalFrame
 from ._mixed import DISCRETE_CONSTRAINTS, encode_features
 from ._robust import robust_refit
 from ._selection import NW_CV_ALGORITHMS, KernelPasses, cv_parameter_constraints
+from ._smoother import FittedSmoother
 from ._sums import power_of_two_scale
 from ._uncertainty import LocalFit, global_noise_variance, local_noise_variance
 from ._validation import (
@@ -25,6 +27,63 @@ from ._validation import (
 )
 from .exceptions import UndefinedStdWarning, warn
 from .kernels import KERNELS
+
+
+def centred_targets(values, sample_weight):
+    """The targets ``values`` (columns) divided by a power of two per output
+    (so that squares neither overflow nor underflow) minus their weighted
+    mean; the mean (in the units of the targets) and the power of two."""
+    scale = power_of_two_scale(values, axis=0)
+    w = sample_weight
+    if w is not None:
+        w = w / power_of_two_scale(w)
+    yn = values / scale
+    mean = np.average(yn, axis=0, weights=w)
+    # Differences of values within a factor 2 of 1 neither overflow nor,
+    # squared, underflow (they are multiples of 2**-52 or 0).
+    return yn - mean, mean * scale, scale
+
+
+@dataclass(frozen=True, kw_only=True)
+class LocalConstantFits:
+    """The local-constant (Nadaraya--Watson) fits over a fitted smoother:
+    ``smoother`` (:class:`~sknw._smoother.FittedSmoother`), ``values`` the
+    targets as columns, ``frame`` the cells its gradient takes its sums
+    about (:class:`~sknw._local_frame.LocalFrame`)."""
+
+    smoother: FittedSmoother
+    values: np.ndarray
+    frame: LocalFrame
+
+    def estimate(self, Q):
+        """The estimates at the validated queries ``Q``."""
+        return self.smoother.weighted_average(Q, self.values)
+
+    def local_fit(self, Q):
+        """The local-constant fit at the validated queries ``Q`` and its
+        weight sums (see :mod:`sknw._uncertainty`)."""
+        ys, mean, y_scale = centred_targets(self.values, self.smoother.sample_weight)
+        k = ys.shape[1]
+        avg, sq = self.smoother.weighted_average(
+            Q, np.hstack([ys, ys * ys]), squared=True
+        )
+        fitted, second = avg[:, :k], avg[:, k:]
+        return LocalFit(
+            estimate=fitted * y_scale + mean,
+            rss=second - fitted * fitted,
+            second=second,
+            spread=sq.total,
+            dof=sq.total,
+            inverse_weight=sq.inverse_weight,
+            leverage=sq.self_weight,
+            undefined=sq.undefined,
+            y_scale=y_scale,
+        )
+
+    def gradient_rows(self, Q):
+        """(m, k, d) gradient of the estimate in the continuous features at
+        the validated queries ``Q``."""
+        return local_constant_gradient(self.smoother, self.values, self.frame, Q)
 
 
 class RegressionBase(RegressorMixin, NadarayaWatsonBase):
@@ -84,8 +143,16 @@ class RegressionBase(RegressorMixin, NadarayaWatsonBase):
         super()._resolve_algorithm(scaling)
         # The cells the local fits and the gradient take their sums about
         # (in the continuous features).
-        self._frame = LocalFrame.fit(
+        frame = LocalFrame.fit(
             self._continuous(self.X_fit_), self._continuous_bandwidth(), self.kernel_
+        )
+        self._fits = self._local_fits(frame)
+
+    def _local_fits(self, frame):
+        """The fits of the predictions: the local-constant ones
+        (:class:`LocalConstantFits`)."""
+        return LocalConstantFits(
+            smoother=self._smoother, values=self._values(), frame=frame
         )
 
     def _values(self):
@@ -93,7 +160,11 @@ class RegressionBase(RegressorMixin, NadarayaWatsonBase):
         return self.y_fit_.reshape(self.y_fit_.shape[0], -1)
 
     def predict(self, X, return_std=False):
-        """Kernel-weighted average of the training targets at each query.
+        """The estimate at each query.
+
+        Nadaraya--Watson's is the kernel-weighted average of the training
+        targets; a local polynomial regressor's, the intercept of its local
+        fit.
 
         Parameters
         ----------
@@ -120,13 +191,9 @@ class RegressionBase(RegressorMixin, NadarayaWatsonBase):
     def _predict_rows(self, Q, return_std):
         """``predict`` of validated queries."""
         if return_std:
-            fit = self._local_fit(Q, validated=True)
+            fit = self._fits.local_fit(Q)
             return self._shaped(fit.estimate), self._shaped(self._std(fit))
-        return self._shaped(self._estimate(Q, validated=True))
-
-    def _estimate(self, X, validated=False):
-        Q = X if validated else self._validate_queries(X)
-        return self._smoother.weighted_average(Q, self._values())
+        return self._shaped(self._fits.estimate(Q))
 
     def _shaped(self, A):
         return A.ravel() if self.y_fit_.ndim == 1 else A
@@ -183,7 +250,7 @@ class RegressionBase(RegressorMixin, NadarayaWatsonBase):
         """
         check_is_fitted(self)
         return self._batched(
-            X, lambda Q: self._shaped(self._std(self._local_fit(Q, validated=True)))
+            X, lambda Q: self._shaped(self._std(self._fits.local_fit(Q)))
         )
 
     def predict_interval(self, X, confidence=0.95):
@@ -211,7 +278,7 @@ class RegressionBase(RegressorMixin, NadarayaWatsonBase):
         z = norm.ppf(0.5 + confidence / 2)
 
         def bounds(Q):
-            fit = self._local_fit(Q, validated=True)
+            fit = self._fits.local_fit(Q)
             half = z * self._std(fit)
             return self._shaped(fit.estimate - half), self._shaped(fit.estimate + half)
 
@@ -240,47 +307,11 @@ class RegressionBase(RegressorMixin, NadarayaWatsonBase):
         check_is_fitted(self)
 
         def sizes(Q):
-            fit = self._local_fit(Q, validated=True)
+            fit = self._fits.local_fit(Q)
             with np.errstate(divide="ignore", under="ignore"):
                 return self._smoother.weight_unit() / fit.spread
 
         return self._batched(X, sizes)
-
-    def _centred_targets(self):
-        """Targets divided by a power of two per output (so that squares
-        neither overflow nor underflow) minus their weighted mean; the mean (in
-        the units of the targets) and the power of two."""
-        y = self._values()
-        scale = power_of_two_scale(y, axis=0)
-        w = self.sample_weight_
-        if w is not None:
-            w = w / power_of_two_scale(w)
-        yn = y / scale
-        mean = np.average(yn, axis=0, weights=w)
-        # Differences of values within a factor 2 of 1 neither overflow nor,
-        # squared, underflow (they are multiples of 2**-52 or 0).
-        return yn - mean, mean * scale, scale
-
-    def _local_fit(self, X, validated=False):
-        """The local-constant fit and its weight sums (see ``_uncertainty``)."""
-        Q = X if validated else self._validate_queries(X)
-        ys, mean, y_scale = self._centred_targets()
-        k = ys.shape[1]
-        avg, sq = self._smoother.weighted_average(
-            Q, np.hstack([ys, ys * ys]), squared=True
-        )
-        fitted, second = avg[:, :k], avg[:, k:]
-        return LocalFit(
-            estimate=fitted * y_scale + mean,
-            rss=second - fitted * fitted,
-            second=second,
-            spread=sq.total,
-            dof=sq.total,
-            inverse_weight=sq.inverse_weight,
-            leverage=sq.self_weight,
-            undefined=sq.undefined,
-            y_scale=y_scale,
-        )
 
     def _search_targets(self, y):
         """``(kind, values, classes)`` of a search on the targets ``y``."""
@@ -298,7 +329,7 @@ class RegressionBase(RegressorMixin, NadarayaWatsonBase):
         """Resolve ``noise_variance_`` (the global one needs a pass over X).
 
         ``_noise_sd`` holds its square root in units of the target scale of
-        :meth:`_centred_targets`, per unit of the weights divided by
+        :func:`centred_targets`, per unit of the weights divided by
         :meth:`_weight_unit` (None for ``"local"``): a square root, which
         neither overflows nor underflows where the weights are near the ends
         of the float range.
@@ -311,7 +342,7 @@ class RegressionBase(RegressorMixin, NadarayaWatsonBase):
         if nv == "global":
             w = self.sample_weight_
             rows = slice(None) if w is None else w > 0
-            fit = self._local_fit(self.X_fit_[rows], validated=True)
+            fit = self._fits.local_fit(self.X_fit_[rows])
             y, y_scale = self._values()[rows], fit.y_scale
             wn = None if w is None else w[rows] / c
             scaled = global_noise_variance(fit, y, wn)
@@ -327,7 +358,7 @@ class RegressionBase(RegressorMixin, NadarayaWatsonBase):
                 self.noise_variance_ = scaled * y_scale**2 * c
             return
         # Per unit of weight: per unit of the divided weights, divided by c.
-        _, _, y_scale = self._centred_targets()
+        _, _, y_scale = centred_targets(self._values(), self.sample_weight_)
         self._noise_sd = np.sqrt(float(nv)) / y_scale / np.sqrt(c)
         self.noise_variance_ = np.full(y_scale.shape, float(nv))
 
@@ -442,17 +473,12 @@ class RegressionBase(RegressorMixin, NadarayaWatsonBase):
     def _full_gradient(self, Q):
         """(m, k, n_features) gradient of validated queries, NaN for the
         discrete features."""
-        grad = self._gradient_rows(Q)
+        grad = self._fits.gradient_rows(Q)
         if self._discrete is None:
             return grad
         out = np.full(grad.shape[:2] + (self.n_features_in_,), np.nan)
         out[:, :, list(self._discrete.continuous)] = grad
         return out
-
-    def _gradient_rows(self, Q):
-        """(m, k, d) gradient in the continuous features of validated
-        queries: that of the local-constant estimate."""
-        return local_constant_gradient(self, Q)
 
     def _fit_cv(self, X, y, sample_weight, groups):
         """The fit of a ``*CV`` regressor: validate, select kernel and

@@ -63,7 +63,7 @@ def robust_refit(est):
     y = est._values()
     rows = np.arange(y.shape[0]) if w0 is None else np.flatnonzero(w0 > 0)
     for _ in range(iterations):
-        fitted = est._estimate(est.X_fit_[rows], validated=True)
+        fitted = est._fits.estimate(est.X_fit_[rows])
         fitted = np.reshape(fitted, (rows.size, -1))
         r = np.zeros(y.shape)
         r[rows] = y[rows] - fitted

@@ -472,7 +472,7 @@ def test_local_polynomial_fits_within_binned_tol(degree, tol):
     assert binned.algorithm_ == "binned"
     # Most queries served by the binned moments (those beyond the data and
     # in the sparse bridge, exactly: about as many as the fgt serves).
-    assert binned._query_centred(Q).served.mean() > 0.6
+    assert binned._fits.query_centred(Q).served.mean() > 0.6
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # ridged designs beyond the data
         gap = binned.predict(Q) - exact.predict(Q)
@@ -532,7 +532,7 @@ def test_binned_local_fits_do_not_depend_on_the_batch():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         full = est.predict(Q)
-        served = est._query_centred(Q).served
+        served = est._fits.query_centred(Q).served
         assert served.any() and not served.all()  # both paths in the batch
         for i in (0, 37, 60, 119):
             assert_close(est.predict(Q[i : i + 1]), full[i : i + 1])

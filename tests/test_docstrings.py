@@ -150,7 +150,7 @@ def test_every_public_name_is_validated():
         "sknw.datasets.make_d2l_sine",
         "sknw.datasets.d2l_target",
         "sknw.NadarayaWatsonRegressorCV.fit",
-        "sknw.NadarayaWatsonRegressor.predict",
+        "sknw.LocalLinearRegressor.predict",
         "sknw.NadarayaWatsonClassifier.predict_proba",
         "sknw.kernels.Kernel.variance",
     }

@@ -568,7 +568,7 @@ def test_fast_paths_equal_weighted_least_squares(kernel):
     assert est.algorithm_ == FAST_PATHS[kernel]  # "auto" from 512 points
     # Inside, at the edges, and a little beyond (one-sided windows).
     Q = np.r_[np.linspace(-0.03, 1.03, 120), X[::37, 0]][:, None]
-    fast = est._query_centred(Q)
+    fast = est._fits.query_centred(Q)
     assert fast.served.mean() > 0.9
     ref = weighted_lstsq(Q, X, y, w, kernel, h)
     assert_allclose(est.predict(Q), ref, rtol=0, atol=1e-8 * np.ptp(y))
@@ -611,7 +611,7 @@ def test_fast_paths_serve_ridged_designs(kernel, max_leverage):
     # Within the support of compact kernels (no empty window).
     side = np.linspace(0.0, (2.5 if kernel == "gaussian" else 0.95) * h, 40)
     Q = np.r_[X.max() + side, X.min() - side, 0.5][:, None]
-    fast = est._query_centred(Q)
+    fast = est._fits.query_centred(Q)
     assert fast.ridged.sum() >= 40 and np.all(fast.served[fast.ridged])
     ref = ridged_lstsq(Q, X, y, w, kernel, h, max_leverage)
     with pytest.warns(RidgedDesignWarning):
@@ -637,8 +637,8 @@ def test_exact_path_from_given_centres_gives_the_same_fits():
     centres[::7] = np.nan
     with warnings.catch_warnings(), traced() as trace:
         warnings.simplefilter("ignore")
-        plain = est._exact_local_fit(Q, False).estimate
-        moved = est._exact_local_fit(Q, False, centres=centres).estimate
+        plain = est._fits.exact_local_fit(Q, False).estimate
+        moved = est._fits.exact_local_fit(Q, False, centres=centres).estimate
     starts = trace.values("first_frames", "centres")
     assert_allclose(moved, plain, rtol=0, atol=1e-11 * np.ptp(y))
     given = np.isfinite(centres)
@@ -675,7 +675,7 @@ def test_fast_paths_leave_extrapolating_queries_to_the_exact_path():
     brute = LocalLinearRegressor(bandwidth=0.02, algorithm="brute")
     brute.fit(X, y, sample_weight=w)
     Q = np.array([1.2, 1.4, -0.25, 0.5])[:, None]
-    fast = est._query_centred(Q)
+    fast = est._fits.query_centred(Q)
     assert not fast.served[:3].any() and fast.served[3]
     with warns_about(RidgedDesignWarning, 3, 4):
         got, ref = est.predict(Q), brute.predict(Q)
@@ -694,13 +694,13 @@ def test_sorted_moments_serve_one_sided_windows_and_leave_empty_ones():
     brute.fit(X, y, sample_weight=w)
     assert est.algorithm_ == "sorted"
     one_sided = np.array([1.3, 1.45, -0.3, -0.45])[:, None]
-    fast = est._query_centred(one_sided)
+    fast = est._fits.query_centred(one_sided)
     assert fast.served.all() and not fast.empty.any()
     with warns_about(RidgedDesignWarning, 2, 4):  # the thinnest two, ridged
         got, ref = est.predict(one_sided), brute.predict(one_sided)
     assert_allclose(got, ref, rtol=1e-12)
     empty = np.array([1.499, 1.4995, -0.4995, 0.5])[:, None]
-    fast = est._query_centred(empty)
+    fast = est._fits.query_centred(empty)
     assert not fast.served[:3].any() and fast.served[3]
     with warns_about(EmptyWindowWarning, 3, 4):
         got, ref = est.predict(empty), brute.predict(empty)
@@ -835,8 +835,8 @@ def test_exact_path_leaves_each_point_out_as_a_refit(kernel):
     est = LocalLinearRegressor(kernel=kernel, bandwidth=0.25, algorithm="brute")
     est.fit(X, y, sample_weight=w)
     rows = np.arange(0, 200, 9)
-    got = est._exact_local_fit(X[rows], False, own=rows).estimate[:, 0]
-    counts = est._window_counts(X[rows], rows)
+    got = est._fits.exact_local_fit(X[rows], False, own=rows).estimate[:, 0]
+    counts = est._fits.window_counts(X[rows], rows)
     for r, i in enumerate(rows):
         left = w.copy()
         left[i] = 0.0
@@ -844,7 +844,7 @@ def test_exact_path_leaves_each_point_out_as_a_refit(kernel):
         refit = LocalLinearRegressor(kernel=kernel, bandwidth=0.25, algorithm="brute")
         refit.fit(X[keep], y[keep], sample_weight=left[keep])
         assert_allclose(got[r], refit.predict(X[i : i + 1])[0], rtol=1e-12)
-        assert counts[r] == refit._window_counts(X[i : i + 1])[0]
+        assert counts[r] == refit._fits.window_counts(X[i : i + 1])[0]
 
 
 def _window_mean_and_sd(X, y, h, Q, kernel="gaussian"):
@@ -1029,10 +1029,10 @@ def test_frames_sharing_passes_give_each_query_its_own_frame(own):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         with traced() as trace:
-            batched = est._exact_local_fit(Q, False, **kw).estimate
+            batched = est._fits.exact_local_fit(Q, False, **kw).estimate
         n_batched = trace.count("frame_pass")
         with FRAME_BATCH_WORK.set(0), traced() as trace:
-            alone = est._exact_local_fit(Q, False, **kw).estimate
+            alone = est._fits.exact_local_fit(Q, False, **kw).estimate
     assert set(trace.values("frame_pass", "n_frames")) == {1}
     # One pass per frame: many frames.
     assert n_batched < trace.count("frame_pass") / 4

@@ -233,7 +233,7 @@ def test_fast_paths_equal_weighted_least_squares(degree, kernel, algorithm, span
     assert served and served[0] >= 0.8  # the moments about each query served
     bandwidths = np.full(Q.shape[0], 0.15)
     if span is not None:
-        bandwidths = est._query_bandwidths(Q)[:, 0]
+        bandwidths = est._fits.query_bandwidths(Q)[:, 0]
     for i in range(Q.shape[0]):
         u = np.abs(X[:, 0] - Q[i, 0]) / bandwidths[i]
         if np.sum(get_kernel(kernel)(u) > 0) < 3 * (degree + 1) or Q[i, 0] > 1.8:

@@ -426,7 +426,7 @@ def test_precision_weights_simulation():
             est = est_class(bandwidth=0.3, noise_variance="global")
             est.fit(X, y, sample_weight=w)
             pooled.append(est.noise_variance_[0])
-            fit = est._local_fit(Q)
+            fit = est._fits.local_fit(Q)
             var, _ = local_noise_variance(fit)
             # Per unit of the weights divided by their power of two.
             local.append(var[:, 0] * fit.y_scale[0] ** 2 * est._smoother.weight_unit())
