@@ -12,18 +12,15 @@ from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._bandwidth import BANDWIDTH_RULES, rule_bandwidth
-from ._default import default_bandwidth, plugin_for
-from ._mixed import encode_features
-from ._scaling import scaling_of
-from ._search import SearchChoices, SearchProblem, search
-from ._selection import Smoothing, check_groups
+from ._bandwidth.rules import BANDWIDTH_RULES, rule_bandwidth
+from ._bandwidth.scaling import scaling_of
+from ._bandwidth.span import neighbour_count, span_bandwidth, span_shape
+from ._features.mixed import encode_features
+from ._selection.default import default_bandwidth, plugin_for
+from ._selection.passes import Smoothing, check_groups
+from ._selection.search import SearchChoices, SearchProblem, search
+from ._selection.weights import distinct_rows
 from ._smoother import FittedSmoother, continuous_bandwidth
-from ._span import (
-    neighbour_count,
-    span_bandwidth,
-    span_shape,
-)
 from ._sums import (
     ALGORITHMS,
     BACKENDS,
@@ -48,7 +45,6 @@ from ._validation import (
     check_sample_weight,
     resolve_metric_params,
 )
-from ._weights import distinct_rows
 from .exceptions import QueryWarning, warn
 from .kernels import KERNELS, Kernel, get_kernel
 
@@ -134,7 +130,7 @@ class NadarayaWatsonBase(BaseEstimator):
         """Hook for estimators that accept only some kernels."""
         return kernel
 
-    #: The fitted discrete features (:class:`sknw._mixed.Discrete`), None
+    #: The fitted discrete features (:class:`sknw._features.mixed.Discrete`), None
     #: without.
     _discrete = None
 
@@ -183,7 +179,7 @@ class NadarayaWatsonBase(BaseEstimator):
         return check_bandwidth(bw, X.shape[1])
 
     def _span_bandwidth(self, X, sample_weight):
-        """``bandwidth_`` of a span (see :mod:`sknw._span`): the shape of the
+        """``bandwidth_`` of a span (see :mod:`sknw._bandwidth.span`): the shape of the
         given per-feature bandwidth or of its rule (Scott's for ``"cv"`` and
         ``"plugin"``), sized so that the median bandwidth of the training
         points is one."""
@@ -212,7 +208,7 @@ class NadarayaWatsonBase(BaseEstimator):
         """``bandwidth_`` with discrete features, from a rule or a given
         bandwidth: the continuous entries as without them (from the
         continuous columns), the smoothing parameters given or their rule's
-        (see :mod:`sknw._mixed`)."""
+        (see :mod:`sknw._features.mixed`)."""
         discrete, bw = self._discrete, self.bandwidth
         w = sample_weight
         n = X.shape[0] if w is None else int(np.sum(w > 0))
@@ -255,8 +251,8 @@ class NadarayaWatsonBase(BaseEstimator):
         return full.copy()
 
     def _search_problem(self, X, y, w, *, choices, algorithm=None):
-        """The :class:`~sknw._search.SearchProblem` of the ``choices`` (a
-        :class:`~sknw._search.SearchChoices`) on validated training data
+        """The :class:`~sknw._selection.search.SearchProblem` of the ``choices`` (a
+        :class:`~sknw._selection.search.SearchChoices`) on validated training data
         (``y``: the targets, or a classifier's encoded labels; ``w`` the
         sample weights or None), its passes by ``algorithm`` (None: the
         estimator's)."""
@@ -285,7 +281,7 @@ class NadarayaWatsonBase(BaseEstimator):
 
     def _default_search(self, X, sample_weight):
         """``bandwidth_`` and ``bandwidth_selection_`` of ``bandwidth="cv"``
-        (see :func:`~sknw._default.default_bandwidth`): the search of this
+        (see :func:`~sknw._selection.default.default_bandwidth`): the search of this
         estimator's kernel over the default grid, each distinct observation
         once, by the estimator's ``algorithm`` where it is exact (else
         ``"auto"``)."""
@@ -299,11 +295,11 @@ class NadarayaWatsonBase(BaseEstimator):
     def _fit_searched(self, X, y, w, groups):
         """The fit of a ``*CV`` estimator on validated training data (``y``:
         the targets, or a classifier's encoded labels): search its choices
-        (:class:`~sknw._search.SearchChoices` of its parameters), store the
+        (:class:`~sknw._selection.search.SearchChoices` of its parameters), store the
         choice (``cv_results_``, ``best_index_``, ``best_score_``,
         ``kernel_``, ``bandwidth_``, ``span_``) and fit with it.
         Leave-one-out scores each distinct observation once
-        (:func:`~sknw._weights.distinct_rows`), K-fold every row, its splits
+        (:func:`~sknw._selection.weights.distinct_rows`), K-fold every row, its splits
         being of the rows; the splitter takes the ``groups``."""
         choices = SearchChoices.of(self.get_params(deep=False))
         groups = check_groups(groups, X.shape[0], choices.cv)
@@ -326,7 +322,7 @@ class NadarayaWatsonBase(BaseEstimator):
         itself is stored as ``metric_``, which predictions read. With
         discrete features, from the continuous columns of ``X`` (and the
         discrete ones' levels are counted, see
-        :meth:`sknw._mixed.Discrete.count_levels`)."""
+        :meth:`sknw._features.mixed.Discrete.count_levels`)."""
         self.metric_ = self.metric
         if self._discrete is not None:
             self._check_discrete()
@@ -380,7 +376,7 @@ class NadarayaWatsonBase(BaseEstimator):
 
         Called at the end of ``fit``, once the values to average are known.
         ``scaling``: the one the bandwidth was scored with (CV estimators);
-        else that of :func:`sknw._scaling.scaling_of`.
+        else that of :func:`sknw._bandwidth.scaling.scaling_of`.
         """
         if scaling is None:
             Xc = self._continuous(self.X_fit_)

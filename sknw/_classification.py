@@ -10,8 +10,8 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_dat
 
 from ._base import NadarayaWatsonBase
 from ._docs import fill_docstring
-from ._mixed import DISCRETE_CONSTRAINTS, encode_features
-from ._selection import NW_CV_ALGORITHMS, KernelPasses, cv_parameter_constraints
+from ._features.mixed import DISCRETE_CONSTRAINTS, encode_features
+from ._selection.passes import NW_CV_ALGORITHMS, KernelPasses, cv_parameter_constraints
 from ._validation import (
     SPARSE_FORMATS,
     check_dense_target,

@@ -4,8 +4,8 @@ search, :class:`LocalLinearRegressorCV`."""
 from sklearn.base import _fit_context
 
 from ._docs import fill_docstring
-from ._local_fit import LocalPolynomialFit
-from ._selection import cv_parameter_constraints
+from ._local.fits import LocalPolynomialFit
+from ._selection.passes import cv_parameter_constraints
 from .kernels import KERNELS
 
 

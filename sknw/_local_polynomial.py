@@ -8,8 +8,8 @@ from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval
 
 from ._docs import fill_docstring
-from ._local_fit import LocalPolynomialFit
-from ._selection import cv_parameter_constraints
+from ._local.fits import LocalPolynomialFit
+from ._selection.passes import cv_parameter_constraints
 from .kernels import KERNELS
 
 

@@ -9,22 +9,18 @@ from sklearn.base import RegressorMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from ._bandwidth import BANDWIDTH_RULES
+from ._bandwidth.rules import BANDWIDTH_RULES
 from ._base import NadarayaWatsonBase
 from ._docs import fill_docstring
-from ._gradient import local_constant_gradient
-from ._local_frame import LocalFrame
-from ._mixed import DISCRETE_CONSTRAINTS, encode_features
-from ._robust import robust_refit
-from ._selection import NW_CV_ALGORITHMS, KernelPasses, cv_parameter_constraints
+from ._features.mixed import DISCRETE_CONSTRAINTS, encode_features
+from ._local.frame import LocalFrame
+from ._local.gradient import local_constant_gradient
+from ._local.robust import robust_refit
+from ._local.uncertainty import LocalFit, global_noise_variance, local_noise_variance
+from ._selection.passes import NW_CV_ALGORITHMS, KernelPasses, cv_parameter_constraints
 from ._smoother import FittedSmoother
 from ._sums import power_of_two_scale
-from ._uncertainty import LocalFit, global_noise_variance, local_noise_variance
-from ._validation import (
-    NotBoolInterval,
-    check_sample_weight,
-    validate_regression_data,
-)
+from ._validation import NotBoolInterval, check_sample_weight, validate_regression_data
 from .exceptions import UndefinedStdWarning, warn
 from .kernels import KERNELS
 
@@ -49,7 +45,7 @@ class LocalConstantFits:
     """The local-constant (Nadaraya--Watson) fits over a fitted smoother:
     ``smoother`` (:class:`~sknw._smoother.FittedSmoother`), ``values`` the
     targets as columns, ``frame`` the cells its gradient takes its sums
-    about (:class:`~sknw._local_frame.LocalFrame`)."""
+    about (:class:`~sknw._local.frame.LocalFrame`)."""
 
     smoother: FittedSmoother
     values: np.ndarray
@@ -61,7 +57,7 @@ class LocalConstantFits:
 
     def local_fit(self, Q):
         """The local-constant fit at the validated queries ``Q`` and its
-        weight sums (see :mod:`sknw._uncertainty`)."""
+        weight sums (see :mod:`sknw._local.uncertainty`)."""
         ys, mean, y_scale = centred_targets(self.values, self.smoother.sample_weight)
         k = ys.shape[1]
         avg, sq = self.smoother.weighted_average(

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._span import neighbour_distances
+from ._bandwidth.span import neighbour_distances
+from ._local.uncertainty import SquaredKernel, SquaredWeights
 from ._sums import (
     BACKENDS,
     DENSE,
@@ -28,7 +29,6 @@ from ._sums import (
 from ._sums._base import _scaled_rows
 from ._sums._cells import DiscreteHead, cell_nearest_sums, cell_nearest_weights
 from ._sums._traits import is_compact
-from ._uncertainty import SquaredKernel, SquaredWeights
 from .exceptions import EMPTY_WINDOWS, EmptyWindowWarning, warn
 from .kernels import Kernel
 
@@ -56,9 +56,9 @@ class FittedSmoother:
     ``X`` and ``sample_weight``: the (encoded) training inputs and their
     weights (None: none); ``kernel`` and ``bandwidth`` as ``kernel_`` and
     ``bandwidth_``; ``metric`` and ``metric_params`` the fitted ones;
-    ``discrete``: the fitted discrete features (:class:`sknw._mixed.Discrete`,
+    ``discrete``: the fitted discrete features (:class:`sknw._features.mixed.Discrete`,
     None without); ``scaling``: how the bandwidth divides the features
-    (:mod:`sknw._scaling`); ``span`` (None: one bandwidth) and
+    (:mod:`sknw._bandwidth.scaling`); ``span`` (None: one bandwidth) and
     ``neighbour_weight``, the weights that count the neighbours;
     ``empty_window``, the policy of empty windows; ``algorithm`` and
     ``index``, the fitted backend; ``float32_sums``: whether float32 queries
@@ -106,7 +106,7 @@ class FittedSmoother:
 
     def span_neighbours(self, Q, own=None, with_index=False):
         """Each query's distance to its ``k``-th nearest training point
-        (:func:`~sknw._span.neighbour_distances`; with ``with_index``, and
+        (:func:`~sknw._bandwidth.span.neighbour_distances`; with ``with_index``, and
         that point's index), ``own`` as in :meth:`span_heads`."""
         w = self.neighbour_weight
         return neighbour_distances(
@@ -124,7 +124,7 @@ class FittedSmoother:
 
     def scale(self):
         """What divides the features (None: nothing); the head's divisor
-        completes the bandwidth (see :mod:`sknw._scaling`)."""
+        completes the bandwidth (see :mod:`sknw._bandwidth.scaling`)."""
         return self.scaling.scale
 
     def head(self):
@@ -141,7 +141,7 @@ class FittedSmoother:
 
         Queries with an empty window are handled by the ``empty_window`` policy.
         With ``squared=True``, also returns the sums of the squared weights
-        (:class:`~sknw._uncertainty.SquaredWeights`), from the same pass with a
+        (:class:`~sknw._local.uncertainty.SquaredWeights`), from the same pass with a
         second head, the squared kernel. ``own``: the queries are the training
         points of these indices, each left out of its own average (its whole
         row; leave-one-out, without ``squared``).
@@ -284,7 +284,8 @@ class FittedSmoother:
     def leave_out(self, own):
         """The core's leave-one-out parameters for queries that are the
         training points ``own`` (none for None): each point's whole row
-        leaves its own sums, whatever its weight (see :mod:`sknw._weights`)."""
+        leaves its own sums, whatever its weight (see
+        :mod:`sknw._selection.weights`)."""
         if own is None:
             return {}
         return {"exclude_self": True, "self_index": own}

@@ -1,5 +1,5 @@
 """The weights of a refit without one left-out observation, the reference of
-the leave-one-out tests (see :mod:`sknw._weights`)."""
+the leave-one-out tests (see :mod:`sknw._selection.weights`)."""
 
 import numpy as np
 

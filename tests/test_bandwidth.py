@@ -9,7 +9,7 @@ from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.utils._param_validation import InvalidParameterError
 
 from sknw import NadarayaWatsonRegressor
-from sknw._bandwidth import kernel_factor, rule_bandwidth
+from sknw._bandwidth.rules import kernel_factor, rule_bandwidth
 from sknw.kernels import KERNELS, Constant, Epanechnikov, Gaussian
 
 #: Roughness of the unit-variance Gaussian density.

@@ -16,11 +16,11 @@ from sknw import (
     NadarayaWatsonRegressor,
     NadarayaWatsonRegressorCV,
 )
+from sknw._selection.weights import distinct_rows
 from sknw._sums import Head
 from sknw._sums._binned import binned_grid, binned_moment_sums
 from sknw._sums._traits import gaussian_eligible as binned_eligible
 from sknw._trace import traced
-from sknw._weights import distinct_rows
 from sknw.kernels import KERNELS, Gaussian, get_kernel
 
 
@@ -233,7 +233,7 @@ def test_local_linear_binned_loo_estimates_within_tolerance(h):
     assert trace.count("binned_moments")  # binned passes
     seen = trace.values("estimates", "estimates")
     pred = seen[0][0, :, 0]
-    # The search's rows: the distinct ones, sorted (see sknw._weights).
+    # The search's rows: the distinct ones, sorted (see sknw._selection.weights).
     X, y, w = distinct_rows(X, y, w)
     x = X[:, 0]
     rng = np.random.default_rng(7)

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose
 
-from sknw._discrete import CATEGORICAL_KERNELS, ORDERED_KERNELS
+from sknw._features.discrete import CATEGORICAL_KERNELS, ORDERED_KERNELS
 from sknw._sums import FitRequest, Head, backend_sums, choose, grid_sums
 from sknw._sums._cells import (
     CELL_ROWS,

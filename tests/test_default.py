@@ -16,8 +16,8 @@ from sknw import (
     NadarayaWatsonRegressor,
     NadarayaWatsonRegressorCV,
 )
-from sknw._default import LINE_SUBSAMPLE, SUBSAMPLE, subsample_size
-from sknw._weights import subsample_rows
+from sknw._selection.default import LINE_SUBSAMPLE, SUBSAMPLE, subsample_size
+from sknw._selection.weights import subsample_rows
 from sknw.exceptions import GridEdgeWarning
 from sknw.kernels import Gaussian
 

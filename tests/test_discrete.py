@@ -4,11 +4,7 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose
 
-from sknw._discrete import (
-    CATEGORICAL_KERNELS,
-    ORDERED_KERNELS,
-    default_lambda,
-)
+from sknw._features.discrete import CATEGORICAL_KERNELS, ORDERED_KERNELS, default_lambda
 
 T = np.array([0.0, 1.0, 2.0, 3.0])
 

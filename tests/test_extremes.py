@@ -226,7 +226,7 @@ def test_leave_one_out_with_tied_nearest_points(kernel, h, per_feature):
     # The windows of the points at 2, 3.5 and 5 are empty: their estimates are
     # those of their nearest other points, and 3.5 is exactly 1.5 from both 2
     # and 5, a tie however the bandwidth is written. The five copies of (0, 0)
-    # are one observation (sknw._weights): left out, its window is empty too,
+    # are one observation (sknw._selection.weights): left out, its window is empty too,
     # and its nearest other point, at 2, has its value.
     X = np.array([[0.0], [0.0], [0.0], [0.0], [2.0], [3.5], [5.0], [0.0]])
     y = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.25, 0.0])

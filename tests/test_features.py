@@ -7,7 +7,7 @@ import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 
 from sknw import NadarayaWatsonRegressor
-from sknw._features import FeatureEncoder, feature_types
+from sknw._features.types import FeatureEncoder, feature_types
 
 pd = pytest.importorskip("pandas")
 

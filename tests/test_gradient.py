@@ -20,7 +20,7 @@ from sknw import (
     NadarayaWatsonRegressorCV,
 )
 from sknw._base import BATCH_ROWS
-from sknw._gradient import SlopeKernel, quadratic_form
+from sknw._local.gradient import SlopeKernel, quadratic_form
 from sknw.exceptions import EmptyWindowWarning, SingularDesignWarning
 from sknw.kernels import KERNELS, Gaussian, Kernel
 

@@ -15,7 +15,12 @@ from sknw import (
     NadarayaWatsonRegressor,
     NadarayaWatsonRegressorCV,
 )
-from sknw._grid import DEFAULT_GRID_RANGE, EXTENSION_LIMIT, EXTENSION_STEPS, ScoreMemo
+from sknw._selection.grid import (
+    DEFAULT_GRID_RANGE,
+    EXTENSION_LIMIT,
+    EXTENSION_STEPS,
+    ScoreMemo,
+)
 from sknw._trace import traced
 from sknw.exceptions import GridEdgeWarning
 from sknw.kernels import get_kernel

@@ -9,10 +9,11 @@ import pytest
 from numpy.testing import assert_allclose
 from sklearn.model_selection import KFold
 
-from sknw import LocalLinearRegressor, _local_cv
-from sknw._local_cv import FIT_ROWS, WINDOWED_FITS, LocalPasses
-from sknw._scaling import group_candidates
-from sknw._selection import Smoothing, normalised_weights
+from sknw import LocalLinearRegressor
+from sknw._bandwidth.scaling import group_candidates
+from sknw._local import passes as _local_cv
+from sknw._local.passes import FIT_ROWS, WINDOWED_FITS, LocalPasses
+from sknw._selection.passes import Smoothing, normalised_weights
 from sknw._trace import traced
 from sknw.kernels import get_kernel
 

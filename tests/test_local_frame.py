@@ -1,4 +1,4 @@
-"""The local solutions of :mod:`sknw._local_frame`; the fits built on them
+"""The local solutions of :mod:`sknw._local.frame`; the fits built on them
 are tested in ``test_local_linear.py`` and ``test_local_polynomial.py``."""
 
 import numpy as np
@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sknw._local_frame import (
+from sknw._local.frame import (
     FRAME_BATCH_WORK,
     _line_solution,
     _solution,

@@ -19,9 +19,9 @@ from sknw import (
     NadarayaWatsonRegressor,
     NadarayaWatsonRegressorCV,
 )
-from sknw._local_cv import JOINT_CANDIDATES, KEEP_PREPARED
-from sknw._local_fit import collinear_with_intercept
-from sknw._local_frame import FRAME_BATCH_WORK, local_solution, moment_columns
+from sknw._local.fits import collinear_with_intercept
+from sknw._local.frame import FRAME_BATCH_WORK, local_solution, moment_columns
+from sknw._local.passes import JOINT_CANDIDATES, KEEP_PREPARED
 from sknw._sums import FitRequest, Head, choose
 from sknw._trace import traced
 from sknw.exceptions import (
@@ -793,7 +793,7 @@ def test_fast_paths_count_empty_windows_among_all_queries(policy):
 @pytest.mark.parametrize("weight", [1.0, 5.0])
 def test_cv_fast_path_with_two_points_of_positive_weight(weight):
     # Leave-one-out sees the two points of positive weight only (see
-    # sknw._weights): each left out leaves the other one, whose value is its
+    # sknw._selection.weights): each left out leaves the other one, whose value is its
     # estimate, whatever their weight.
     rng = np.random.default_rng(15)
     X = rng.uniform(0, 1, (600, 1))

@@ -20,7 +20,7 @@ from sknw import (
     LocalPolynomialRegressorCV,
     NadarayaWatsonRegressor,
 )
-from sknw._local_frame import QUERY_CENTRED_TOLERANCE
+from sknw._local.frame import QUERY_CENTRED_TOLERANCE
 from sknw._trace import traced
 from sknw.exceptions import QueryWarning, SingularDesignWarning
 from sknw.kernels import Epanechnikov, Gaussian, get_kernel

@@ -8,11 +8,7 @@ import numpy as np
 import pytest
 import sklearn
 
-from sknw import (
-    LocalLinearRegressor,
-    NadarayaWatsonClassifier,
-    NadarayaWatsonRegressor,
-)
+from sknw import LocalLinearRegressor, NadarayaWatsonClassifier, NadarayaWatsonRegressor
 
 
 def extra_memory(fn):

@@ -18,7 +18,7 @@ from sknw import (
     NadarayaWatsonRegressor,
     NadarayaWatsonRegressorCV,
 )
-from sknw._mixed import (
+from sknw._selection.coordinate import (
     MIXED_LOG_TOLERANCE,
     MIXED_ROUNDS,
     POLISH_FACTOR,

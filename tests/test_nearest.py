@@ -11,12 +11,7 @@ from _core_reference import (
 from numpy.testing import assert_allclose, assert_array_equal
 from scipy.spatial.distance import cdist
 
-from sknw._sums import (
-    TILE_ELEMENTS,
-    empty_window_estimates,
-    nearest_mask,
-    nearest_sums,
-)
+from sknw._sums import TILE_ELEMENTS, empty_window_estimates, nearest_mask, nearest_sums
 
 
 def brute_nearest(Q, X, V, w=None, metric="euclidean", metric_params=None):

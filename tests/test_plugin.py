@@ -9,8 +9,8 @@ import pytest
 from numpy.testing import assert_allclose
 
 from sknw import LocalLinearRegressor, NadarayaWatsonRegressor
-from sknw._bandwidth import kernel_factor
-from sknw._plugin import plugin_bandwidth
+from sknw._bandwidth.plugin import plugin_bandwidth
+from sknw._bandwidth.rules import kernel_factor
 from sknw.kernels import get_kernel
 
 

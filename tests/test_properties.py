@@ -297,7 +297,7 @@ def test_classifier_duplicate_equals_double_weight(case, kernel, bandwidth):
 @given(case=duplicated(), kernel=st.sampled_from(CONTINUOUS))
 def test_cv_duplicate_equals_double_weight(case, kernel):
     # A duplicated row and a doubled weight reach the same distinct rows
-    # (sknw._weights): leaving the row out removes both copies.
+    # (sknw._selection.weights): leaving the row out removes both copies.
     # The same candidates for both: with several features the default grid
     # is followed by a search whose path (strict improvements) may differ by
     # the rounding of nearly equal scores, so the second fit takes the

@@ -5,7 +5,7 @@ polish of its size; their effect on the CV estimators is tested with them in
 import numpy as np
 import pytest
 
-from sknw._refine import (
+from sknw._selection.refine import (
     REFINE_RANGE,
     SIZE_POLISH_STEPS,
     SIZE_POLISH_TOLERANCE,

@@ -6,7 +6,7 @@ import pytest
 from numpy.testing import assert_allclose
 
 from sknw import LocalLinearRegressor, LocalPolynomialRegressor, NadarayaWatsonRegressor
-from sknw._robust import bisquare, robustness_weights
+from sknw._local.robust import bisquare, robustness_weights
 
 
 def test_bisquare():

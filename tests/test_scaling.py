@@ -9,7 +9,7 @@ from sknw import (
     NadarayaWatsonRegressor,
     NadarayaWatsonRegressorCV,
 )
-from sknw._scaling import group_candidates, scaling_of, scalings
+from sknw._bandwidth.scaling import group_candidates, scaling_of, scalings
 from sknw._sums import Head, kernel_sums
 from sknw._sums._base import Frame, scale_of
 from sknw.kernels import Gaussian

@@ -31,27 +31,23 @@ from sklearn.model_selection import (
 )
 from sklearn.utils._param_validation import InvalidParameterError
 
-import sknw._search as search_module
+import sknw._selection.search as search_module
 from sknw import (
     LocalLinearRegressorCV,
     NadarayaWatsonClassifier,
     NadarayaWatsonClassifierCV,
     NadarayaWatsonRegressor,
     NadarayaWatsonRegressorCV,
-    _scoring,
 )
-from sknw._bandwidth import grid_reference
-from sknw._mixed import POLISH_FACTOR, POLISH_ROUNDS
-from sknw._search import SUBSAMPLE_POLISH
-from sknw._selection import (
-    DEFAULT_GRID_RANGE,
-    candidate_grid,
-    grid_multipliers,
-    group_candidates,
-)
+from sknw._bandwidth.rules import grid_reference
+from sknw._bandwidth.scaling import group_candidates
+from sknw._selection import scoring as _scoring
+from sknw._selection.coordinate import POLISH_FACTOR, POLISH_ROUNDS
+from sknw._selection.grid import DEFAULT_GRID_RANGE, candidate_grid, grid_multipliers
+from sknw._selection.search import SUBSAMPLE_POLISH
+from sknw._selection.weights import distinct_rows
 from sknw._sums._parallel import MIN_BATCH
 from sknw._trace import traced
-from sknw._weights import distinct_rows
 from sknw.datasets import make_d2l_sine
 from sknw.exceptions import EmptyWindowWarning, GridEdgeWarning
 from sknw.kernels import KERNELS, Epanechnikov, Gaussian, Triangular
@@ -976,7 +972,7 @@ def test_large_training_sets_search_the_shape_on_a_subsample(search):
             with traced() as trace:
                 est = search().fit(X, y, sample_weight=w)
             # Leave-one-out searches the distinct rows (sorted, see
-            # sknw._weights); the search on 120 of them ends first.
+            # sknw._selection.weights); the search on 120 of them ends first.
             sub, full = trace.details("searched")
             n = distinct_rows(X, y, w)[0].shape[0]
             assert sub["n_samples"] == 120 and full["n_samples"] == n

@@ -14,7 +14,7 @@ from sknw import (
     NadarayaWatsonClassifierCV,
     NadarayaWatsonRegressorCV,
 )
-from sknw._smoothest import (
+from sknw._selection.smoothest import (
     interior_optima,
     per_point_losses,
     smoothest_near_best,

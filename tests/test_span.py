@@ -23,8 +23,8 @@ from sknw import (
     NadarayaWatsonRegressor,
     NadarayaWatsonRegressorCV,
 )
-from sknw._local_frame import QUERY_CENTRED_TOLERANCE
-from sknw._span import SHARED_TARGETS, neighbour_count, neighbour_distances
+from sknw._bandwidth.span import SHARED_TARGETS, neighbour_count, neighbour_distances
+from sknw._local.frame import QUERY_CENTRED_TOLERANCE
 from sknw._sums import Head, kernel_sums
 from sknw._sums._sorted import SortedIndex, SortedLadder, ladder_sums
 from sknw._trace import traced

@@ -18,6 +18,7 @@ from sknw import (
     NadarayaWatsonRegressor,
     NadarayaWatsonRegressorCV,
 )
+from sknw._local.uncertainty import SquaredKernel
 from sknw._sums import ALGORITHMS, FitRequest, Head, grid_sums, kernel_sums
 from sknw._sums._dispatcher import every_point
 from sknw._sums._parallel import MIN_BATCH
@@ -38,7 +39,6 @@ from sknw._sums._tiles import (
     tiles_kernel_sums,
 )
 from sknw._trace import traced
-from sknw._uncertainty import SquaredKernel
 from sknw.kernels import Epanechnikov, Gaussian
 
 

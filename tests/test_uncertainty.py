@@ -14,7 +14,7 @@ from sknw import (
     NadarayaWatsonRegressorCV,
     UndefinedStdWarning,
 )
-from sknw._uncertainty import SquaredKernel, local_noise_variance
+from sknw._local.uncertainty import SquaredKernel, local_noise_variance
 from sknw.kernels import KERNELS, Gaussian, get_kernel
 
 ESTIMATORS = [NadarayaWatsonRegressor, LocalLinearRegressor]

@@ -134,7 +134,7 @@ def test_every_path_agrees_with_exact_windows(problem):
 def test_leave_one_out_scores_use_the_same_windows(problem):
     X, y, _, h, kernel, metric = problem
     W = exact_weights(X, X, kernel, h, metric)
-    # Each point left out with its copies (see sknw._weights).
+    # Each point left out with its copies (see sknw._selection.weights).
     left = np.array([weights_without(X, y, None, i) for i in range(y.size)])
     W = W * left
     loo = average(W, y)

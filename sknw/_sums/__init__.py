@@ -92,12 +92,7 @@ from ._dispatcher import (
     local_moments,
     why_not,
 )
-from ._nearest import (
-    empty_window_estimates,
-    nearest_mask,
-    nearest_scale,
-    nearest_sums,
-)
+from ._nearest import empty_window_estimates, nearest_mask, nearest_scale, nearest_sums
 from ._pairs import PairCache
 from ._parallel import parallel_kernel_sums
 from ._support import line_moments, line_support

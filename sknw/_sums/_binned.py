@@ -103,7 +103,7 @@ GRID_ARRAYS = 4
 class GridSizeError(ValueError):
     """A grid too large for a bandwidth and tolerance (:func:`binned_grid`):
     an estimator's fit raises it; a search scores NaN a candidate its final
-    fit would refuse (:func:`~sknw._grid.refused_candidates`)."""
+    fit would refuse (:func:`~sknw._selection.grid.refused_candidates`)."""
 
 
 def binned_grid(x_min, x_max, sigma, tol, fine=1.0, memory=True):

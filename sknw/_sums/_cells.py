@@ -4,7 +4,7 @@ With discrete features (unordered categories, ordered levels) the kernel of
 a query ``q`` and a training point ``x`` is the continuous kernel of their
 continuous columns times one factor per discrete column,
 ``K(d(q_c, x_c) / h) * prod_j k_j(q_j, x_j; lambda_j)`` (see
-:mod:`sknw._discrete`). The discrete factors depend only on the query's
+:mod:`sknw._features.discrete`). The discrete factors depend only on the query's
 levels and the training point's *cell* (its combination of levels), so the
 sums split over cells::
 
@@ -52,7 +52,7 @@ class DiscreteFactors:
     """The discrete columns of a product kernel and their smoothing.
 
     ``columns`` and ``continuous`` index the columns of ``X`` and ``Q``;
-    ``kernels`` (:class:`sknw._discrete.DiscreteKernel`), ``levels`` (the
+    ``kernels`` (:class:`sknw._features.discrete.DiscreteKernel`), ``levels`` (the
     number of levels seen at fit), ``lambdas`` and ``coded`` (whether the
     column holds level codes, ``-1`` for a level unseen at fit, rather than
     ordered integer values) are per discrete column. ``power`` raises every
@@ -70,7 +70,7 @@ class DiscreteFactors:
 
     def level_distances(self, j, q, x):
         """Level distances of discrete column ``j`` between the query codes
-        ``q`` and a training level ``x`` (see :mod:`sknw._discrete`)."""
+        ``q`` and a training level ``x`` (see :mod:`sknw._features.discrete`)."""
         if not self.kernels[j].ordered:
             return (q != x).astype(np.float64)
         t = np.abs(q - x)

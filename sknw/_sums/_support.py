@@ -65,13 +65,7 @@ from ._base import (
     working_elements,
 )
 from ._cells import discrete_of
-from ._traits import (
-    is_compact,
-    is_user,
-    line_metric,
-    log_linear_form,
-    use_squared,
-)
+from ._traits import is_compact, is_user, line_metric, log_linear_form, use_squared
 
 #: What the terms left out by :func:`line_support` weigh at most, in all,
 #: relative to each query's largest term, as a log: ``exp(-750)`` is below
@@ -89,7 +83,7 @@ EDGE_SHARE = 1e-12
 #: 15 bandwidths of the Gaussian beyond the nearest point rather than 40.
 #: The bound on a window's variance then stays near ``exp(-100)``, whose
 #: root bounds the slope of a design singular for rounding (see
-#: :func:`~sknw._local_frame.query_centred_fit`): ``exp(-40)`` left the
+#: :func:`~sknw._local.frame.query_centred_fit`): ``exp(-40)`` left the
 #: thinnest windows to the exact path.
 TRUNCATION = Tunable(100.0)
 

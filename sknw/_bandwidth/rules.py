@@ -3,9 +3,9 @@
 import numpy as np
 from scipy.spatial.distance import cdist
 
-from ._sums._base import median_offsets
-from ._weights import effective_sample_size
-from .kernels import Gaussian
+from .._selection.weights import effective_sample_size
+from .._sums._base import median_offsets
+from ..kernels import Gaussian
 
 __all__ = [
     "BANDWIDTH_RULES",
@@ -110,7 +110,7 @@ def grid_reference(
     """The bandwidth the default grids of the searches multiply: Scott's rule
     with a robust spread, ``min(s_j, IQR_j / 1.349) n**(-1/(d+4))`` (``s_j``
     where the IQR is 0), ``n`` the effective sample size of the weights (see
-    :mod:`sknw._weights`), times the kernel's canonical-scale ratio; for
+    :mod:`sknw._selection.weights`), times the kernel's canonical-scale ratio; for
     other metrics as :func:`rule_bandwidth`'s ``"scott"``.
 
     A few points far from the others inflate the standard deviation but not

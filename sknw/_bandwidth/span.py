@@ -9,7 +9,7 @@ counts them so), and the weights are ``K(d / h_q)`` with ``h_q`` the query's
 their sum and a window holds the nearest points whose weights sum to ``k``.
 Leaving a training point out (leave-one-out) takes its whole row from its
 own window and from ``n``, as a refit without it would (the searches merge
-copies of a row first, see :mod:`sknw._weights`).
+copies of a row first, see :mod:`sknw._selection.weights`).
 
 The bandwidths come from one pass over the distances (full rows of a tile of
 queries, then a partial sort), or in one feature under a metric that is
@@ -18,13 +18,13 @@ queries, then a partial sort), or in one feature under a metric that is
 
 import numpy as np
 
-from ._bandwidth import BANDWIDTH_RULES, rule_bandwidth
-from ._scaling import scaling_of
-from ._sums import Head, pairwise_distances
-from ._sums._base import _scaled_rows, _tile_shape, scale_of
-from ._sums._traits import HOMOGENEOUS_DEGREE
-from ._trace import Tunable, record
-from ._validation import check_bandwidth
+from .._sums import Head, pairwise_distances
+from .._sums._base import _scaled_rows, _tile_shape, scale_of
+from .._sums._traits import HOMOGENEOUS_DEGREE
+from .._trace import Tunable, record
+from .._validation import check_bandwidth
+from .rules import BANDWIDTH_RULES, rule_bandwidth
+from .scaling import scaling_of
 
 #: Metrics whose distance in one feature is exactly ``|x - q|`` as float64
 #: computes it (the sorted path's radii are then the dense path's distances).

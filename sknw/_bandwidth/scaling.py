@@ -21,9 +21,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._sums import Head
-from ._sums._base import Frame, median_offsets, scale_of
-from ._sums._traits import HOMOGENEOUS_DEGREE
+from .._sums import Head
+from .._sums._base import Frame, median_offsets, scale_of
+from .._sums._traits import HOMOGENEOUS_DEGREE
 
 _TINY = np.finfo(np.float64).tiny
 

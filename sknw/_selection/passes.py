@@ -18,23 +18,9 @@ from sklearn.metrics import get_scorer_names
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import column_or_1d
 
-from ._criteria import IN_SAMPLE
-from ._grid import (  # noqa: F401 - the grid's names, here too
-    DEFAULT_GRID_RANGE,
-    WINDOW_STEPS,
-    PassCache,
-    ScoreMemo,
-    candidate_grid,
-    edge_text,
-    extend_at_edges,
-    grid_multipliers,
-    grid_step,
-    grid_window,
-    refused_candidates,
-)
-from ._scaling import group_candidates
-from ._span import split_heads
-from ._sums import (
+from .._bandwidth.scaling import group_candidates
+from .._bandwidth.span import split_heads
+from .._sums import (
     BACKENDS,
     algorithms,
     default_tile_elements,
@@ -42,11 +28,9 @@ from ._sums import (
     grid_sums,
     power_of_two_scale,
 )
-from ._validation import (
-    NotBoolInterval,
-    check_bandwidth,
-)
-from .kernels import Kernel
+from .._validation import NotBoolInterval, check_bandwidth
+from ..kernels import Kernel
+from .criteria import IN_SAMPLE
 
 #: The ``algorithm`` values of the CV estimators of Nadaraya--Watson (their
 #: passes need exact sums: no tolerance).
@@ -83,7 +67,8 @@ def cv_predictions(
     :func:`normalised_weights`, so that their products with the values can
     neither overflow nor fall into the subnormal range, in which one unit of
     weight is ``unit`` (the spans count the weights in these units); leaving
-    a point out removes its whole row (see :mod:`sknw._weights`). Returns ``preds`` of
+    a point out removes its whole row (see :mod:`sknw._selection.weights`).
+    Returns ``preds`` of
     shape (n_candidates, n_samples, k) (each sample predicted from the fold
     that holds it out), the number of empty windows per candidate and their
     mask, of shape (n_candidates, n_samples). Empty windows follow
@@ -95,7 +80,7 @@ def cv_predictions(
     approximations' bounds are relative to the spread of the values, not
     their magnitude. With leave-one-out, ``shares`` (an array of shape
     (n_candidates, n_samples), or None) receives each point's removed share
-    (see :mod:`sknw._criteria`). ``pairs``: the
+    (see :mod:`sknw._selection.criteria`). ``pairs``: the
     :class:`~sknw._sums.PairCache` of a search whose candidates share these
     points and folds (product kernels; None: none kept). ``tolerance``: that
     of the approximate backends (``binned_tol``; None: the estimator has
@@ -402,7 +387,7 @@ class KernelPasses:
     averages of the values (:func:`cv_predictions`), by the backends
     ``accepted``. ``self_weights``: leave-one-out drops each point's own
     weight and renormalises, so that the self weights give the in-sample
-    criteria (:mod:`sknw._criteria`)."""
+    criteria (:mod:`sknw._selection.criteria`)."""
 
     smoothing: Smoothing
     accepted: tuple
@@ -420,10 +405,10 @@ class KernelPasses:
         """Out-of-sample estimates of every candidate, ``(n_candidates, n,
         k)``, and their numbers of empty windows (see :func:`cv_predictions`,
         whose averages ``finish`` turns into estimates; ``cache`` the
-        search's :class:`~sknw._grid.PassCache`). With ``shares``
+        search's :class:`~sknw._selection.grid.PassCache`). With ``shares``
         (leave-one-out, for the in-sample criteria), the fitted values of the
         fits to every point instead, and ``shares`` receives each point's
-        self weight (see :mod:`sknw._criteria`). An ``algorithm`` the passes
+        self weight (see :mod:`sknw._selection.criteria`). An ``algorithm`` the passes
         may not take (a backend of the estimator's other sums) leaves them
         to ``"auto"``."""
         smoothing = self.smoothing

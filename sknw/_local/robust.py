@@ -13,7 +13,7 @@ so that rounding never decides a point's weight.
 
 import numpy as np
 
-from ._bandwidth import _weighted_quantile
+from .._bandwidth.rules import _weighted_quantile
 
 #: Residuals up to this share of the targets' range (per output) are exact.
 RESIDUAL_FLOOR = 1e-10

@@ -2,11 +2,11 @@
 :class:`SearchProblem`, returning a :class:`SearchResult`.
 
 The ``*CV`` estimators and the plain estimators' ``bandwidth="cv"`` (see
-:mod:`sknw._default`) build a problem and call the same function; nothing of
+:mod:`sknw._selection.default`) build a problem and call the same function; nothing of
 the search stays on the estimator but the result it stores. The problem's
 ``passes`` compute the out-of-sample estimates of candidates
-(:class:`~sknw._selection.KernelPasses` for Nadaraya--Watson,
-:class:`~sknw._local_cv.LocalPasses` for the local fits); the search
+(:class:`~sknw._selection.passes.KernelPasses` for Nadaraya--Watson,
+:class:`~sknw._local.passes.LocalPasses` for the local fits); the search
 scores them over the grid, extends it at its edges, searches the shape and
 the discrete features' smoothing parameters, polishes and refines.
 """
@@ -18,9 +18,23 @@ from numbers import Integral
 import numpy as np
 from sklearn.model_selection import check_cv
 
-from ._bandwidth import COORDINATE_METRICS
-from ._criteria import check_in_sample, in_sample_scores
-from ._grid import (
+from .._bandwidth.rules import COORDINATE_METRICS
+from .._bandwidth.scaling import scalings
+from .._bandwidth.span import candidate_spans, span_candidates
+from .._sums import PairCache, check
+from .._sums._parallel import core_blas_threads
+from .._trace import Tunable, record
+from ..exceptions import GridEdgeWarning, warn
+from ..kernels import Kernel, get_kernel
+from .coordinate import (
+    SEARCH_ROUNDS,
+    SearchState,
+    coordinate_search,
+    mixed_grid,
+    polish,
+)
+from .criteria import check_in_sample, in_sample_scores
+from .grid import (
     WINDOW_STEPS,
     PassCache,
     ScoreMemo,
@@ -31,24 +45,11 @@ from ._grid import (
     grid_window,
     refused_candidates,
 )
-from ._mixed import SEARCH_ROUNDS, SearchState, coordinate_search, mixed_grid, polish
-from ._refine import polish_size, refine_bandwidth
-from ._scaling import scalings
-from ._scoring import check_scoring, cv_results, make_scorer, object_array
-from ._selection import (
-    _check_bandwidth_grid,
-    normalised_weights,
-    score_candidates,
-    select,
-)
-from ._smoothest import per_point_losses, smoothest_near_best
-from ._span import candidate_spans, span_candidates
-from ._sums import PairCache, check
-from ._sums._parallel import core_blas_threads
-from ._trace import Tunable, record
-from ._weights import effective_sample_size, subsample_rows
-from .exceptions import GridEdgeWarning, warn
-from .kernels import Kernel, get_kernel
+from .passes import _check_bandwidth_grid, normalised_weights, score_candidates, select
+from .refine import polish_size, refine_bandwidth
+from .scoring import check_scoring, cv_results, make_scorer, object_array
+from .smoothest import per_point_losses, smoothest_near_best
+from .weights import effective_sample_size, subsample_rows
 
 #: The default grid's shape (the ratios of the per-feature bandwidths) is
 #: searched with at most this many continuous features. Measured out of
@@ -128,7 +129,7 @@ class SearchProblem:
     The ``choices`` (:class:`SearchChoices`).
 
     How candidates are scored: ``passes``, whose ``smoothing``
-    (:class:`~sknw._selection.Smoothing`) the search reads too;
+    (:class:`~sknw._selection.passes.Smoothing`) the search reads too;
     ``check_kernel``, the estimator's check of a kernel it can take;
     ``owner``, the estimator's name in messages; ``polish``, ``(rounds, log
     tolerance)`` of a lighter polish (None: the full one)."""
@@ -148,7 +149,7 @@ class SearchProblem:
 
     @property
     def smoothing(self):
-        """The :class:`~sknw._selection.Smoothing` of the passes."""
+        """The :class:`~sknw._selection.passes.Smoothing` of the passes."""
         return self.passes.smoothing
 
     def subset(self, rows, polish=None):
@@ -168,7 +169,7 @@ class SearchProblem:
 @dataclass(kw_only=True)
 class SearchResult:
     """What a search chose: ``cv_results`` (scikit-learn's keys, see
-    :func:`~sknw._scoring.cv_results`), the best candidate's index and
+    :func:`~sknw._selection.scoring.cv_results`), the best candidate's index and
     score, its ``kernel``, ``bandwidth`` (as ``bandwidth_`` holds it) and
     ``span`` (None: a bandwidth), the ``scaling`` of the features it was
     scored with (which the fitted estimator divides the data by), and the
@@ -195,8 +196,8 @@ def search(problem):
     """Score every candidate of ``problem`` out of sample and return the
     best as a :class:`SearchResult` (refined with ``refine``); the splitter
     takes the problem's ``groups``. With discrete features the smoothing
-    parameters are searched too (see :mod:`sknw._mixed`). The passes share a
-    :class:`~sknw._grid.PassCache` (the local fits' targets, the pair tables
+    parameters are searched too (see :mod:`sknw._features.mixed`). The passes share a
+    :class:`~sknw._selection.grid.PassCache` (the local fits' targets, the pair tables
     of the search's splits), dropped at its end; on the core's BLAS
     threads, as its sums (one by default, see :func:`sknw.set_config`;
     entered once, not once per pass). Each search is recorded at its end
@@ -280,7 +281,7 @@ def _search(problem, cache):
 
 class _Scoring:
     """How one search scores its candidates: ``evaluate`` (a
-    :class:`~sknw._grid.ScoreMemo`) gives their out-of-sample scores, by
+    :class:`~sknw._selection.grid.ScoreMemo`) gives their out-of-sample scores, by
     the problem's scoring or in-sample ``criterion`` (None: a scorer), from
     the estimates of its passes on the ``folds`` (None: leave-one-out)."""
 
@@ -325,7 +326,8 @@ class _Scoring:
 
     def estimates(self, cands, folds, shares=None):
         """The passes' out-of-sample estimates of ``cands`` and their numbers
-        of empty windows (see :meth:`~sknw._selection.KernelPasses.estimates`)."""
+        of empty windows (see
+        :meth:`~sknw._selection.passes.KernelPasses.estimates`)."""
         return self.problem.passes.estimates(
             self.problem.X,
             self.V,
@@ -353,7 +355,7 @@ class _Scoring:
 
     def smoothest(self, found, best):
         """The leave-one-out choice among the local optima of the grid
-        ``found`` (see :func:`~sknw._smoothest.smoothest_near_best`), the
+        ``found`` (see :func:`~sknw._selection.smoothest.smoothest_near_best`), the
         per-point losses computed for the candidates it asks for."""
 
         def point_losses(rows):
@@ -398,7 +400,7 @@ def _bandwidth_grid(problem):
     discrete features (None: given with each bandwidth, not searched)."""
     X, w, bandwidths = problem.X, problem.w, problem.choices.bandwidths
     discrete = problem.smoothing.discrete
-    # The weights' effective sample size (see sknw._weights).
+    # The weights' effective sample size (see sknw._selection.weights).
     n = effective_sample_size(X.shape[0] if w is None else w)
     if bandwidths is None or isinstance(bandwidths, Integral):
         grid = 30 if bandwidths is None else int(bandwidths)
@@ -571,7 +573,7 @@ def _off_grid(problem, result, cand, score):
 def _polish_size(problem, evaluate, found, result):
     """The size of the chosen bandwidth of a default grid (one scalar
     multiplier of the rule: no shape, no discrete features), polished by
-    :func:`~sknw._refine.polish_size` between its grid neighbours; taken
+    :func:`~sknw._selection.refine.polish_size` between its grid neighbours; taken
     where it scores strictly better (``best_index`` stays the grid
     candidate it starts from)."""
     cands, mean, _, _, n_bw = found

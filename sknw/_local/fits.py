@@ -11,15 +11,21 @@ from numbers import Real
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ._base import NadarayaWatsonBase, _merge_warnings, _tile_elements
-from ._gradient import empty_gradient, local_constant_gradient
-from ._local_cv import (
-    EXACT_ALGORITHMS,
-    LOCAL_ALGORITHMS,
-    LocalPasses,
-    moment_targets,
+from .._bandwidth.span import feature_bandwidths
+from .._base import NadarayaWatsonBase, _merge_warnings, _tile_elements
+from .._regression import RegressionBase
+from .._smoother import FittedSmoother
+from .._sums import BACKENDS, Head, local_moments, power_of_two_scale
+from .._sums._base import head_rows, nan_rows, working_elements
+from .._trace import record, tracing
+from ..exceptions import (
+    RidgedDesignWarning,
+    SingularDesignWarning,
+    UndefinedDistanceError,
+    warn,
 )
-from ._local_frame import (
+from ..kernels import Boxcar
+from .frame import (
     MAX_RECENTRINGS,
     LocalFrame,
     Moments,
@@ -33,26 +39,10 @@ from ._local_frame import (
     row_groups,
     symmetric,
 )
-from ._query_poly import query_centred_poly_fit
-from ._regression import RegressionBase
-from ._smoother import FittedSmoother
-from ._span import feature_bandwidths
-from ._sums import (
-    BACKENDS,
-    Head,
-    local_moments,
-    power_of_two_scale,
-)
-from ._sums._base import head_rows, nan_rows, working_elements
-from ._trace import record, tracing
-from ._uncertainty import LocalFit, SquaredWeights
-from .exceptions import (
-    RidgedDesignWarning,
-    SingularDesignWarning,
-    UndefinedDistanceError,
-    warn,
-)
-from .kernels import Boxcar
+from .gradient import empty_gradient, local_constant_gradient
+from .passes import EXACT_ALGORITHMS, LOCAL_ALGORITHMS, LocalPasses, moment_targets
+from .query_poly import query_centred_poly_fit
+from .uncertainty import LocalFit, SquaredWeights
 
 _EPS = np.finfo(np.float64).eps
 
@@ -116,7 +106,7 @@ class LocalPolynomialFit(RegressionBase):
 
     def _search_passes(self, smoothing):
         """The passes of a search of this estimator's candidates
-        (:class:`~sknw._local_cv.LocalPasses`): local fits of the fitted
+        (:class:`~sknw._local.passes.LocalPasses`): local fits of the fitted
         degree, ``min_eigenvalue`` and ``max_leverage``, whose exact path is
         this estimator's plain one (on the encoded data: discrete features
         by their columns)."""
@@ -278,7 +268,7 @@ class LocalPolynomialFit(RegressionBase):
 
     def _moment_targets(self):
         """The targets of the moments about each query (see
-        :func:`~sknw._local_cv.moment_targets`), the normalised weights, and
+        :func:`~sknw._local.passes.moment_targets`), the normalised weights, and
         ``(mid, y_scale, spread)``."""
         w = self.sample_weight_
         V, mid, y_scale, spread = moment_targets(self._values(), w)
@@ -320,7 +310,7 @@ class LocalPolynomialFits:
 
     ``smoother``: the :class:`~sknw._smoother.FittedSmoother`; ``values``:
     the targets as columns; ``frame``: the cells the fits take their sums
-    about (:class:`~sknw._local_frame.LocalFrame`); ``degree``,
+    about (:class:`~sknw._local.frame.LocalFrame`); ``degree``,
     ``min_eigenvalue`` and ``max_leverage``: the fits'; ``targets``: those
     of the moments about each query where the fitted backend sums them
     (None: the exact path); ``collinear``: whether fit found the continuous
@@ -380,7 +370,7 @@ class LocalPolynomialFits:
         return LocalFit(estimate, *([None] * 8))
 
     def query_centred(self, Q):
-        """:class:`~sknw._local_frame.QueryCentredFit` from the moments about
+        """:class:`~sknw._local.frame.QueryCentredFit` from the moments about
         each query by the fitted backend (one feature: sorted, fgt), or None
         where it does not sum them. Each fit is recorded
         (``query_centred_fit``: ``degree``, ``n_queries``, ``n_served``, and
@@ -766,7 +756,7 @@ class LocalPolynomialFits:
 
     def _std_terms(self, mom, sol, cols):
         """What the standard errors need besides the estimate (see
-        :class:`~sknw._uncertainty.LocalFit`), from the same local solution:
+        :class:`~sknw._local.uncertainty.LocalFit`), from the same local solution:
         ``rss, second, spread, dof, inverse_weight, leverage, undefined``."""
         A, sq, d = mom.A, mom.sq, sol.mean_z.shape[1]
         mean_y, mean_z, cov, cross = sol.mean_y, sol.mean_z, sol.cov, sol.cross

@@ -5,7 +5,7 @@ The moments ``S_j = sum_l w_l K(u_l) u_l**j [v_l, 1]``, ``u = (x - q) / h``,
 for ``j <= 2 p`` give the normal equations of the local fit in the powers of
 ``u``: ``G b = r`` with ``G_ab = m_(a+b)`` and ``r_a = a_a`` (the moments
 of the weights and of the values, divided by ``S_0``). The estimate is
-solved by :func:`~sknw._local_frame.local_solution`, in the same monomials
+solved by :func:`~sknw._local.frame.local_solution`, in the same monomials
 of the offsets from the query in bandwidth units as the exact path, so that
 its singular test and ridge are the same; its error, from the bounds of the
 moments, is bounded by the perturbation of that system (see
@@ -14,7 +14,7 @@ moments, is bounded by the perturbation of that system (see
 
 import numpy as np
 
-from ._local_frame import (
+from .frame import (
     COVARIANCE_ROUNDING,
     QUERY_CENTRED_TOLERANCE,
     QueryCentredFit,
@@ -38,7 +38,7 @@ def query_centred_poly_fit(
     max_leverage=None,
     tolerance=None,
 ):
-    """:func:`~sknw._local_frame.query_centred_fit` for a local polynomial
+    """:func:`~sknw._local.frame.query_centred_fit` for a local polynomial
     of ``degree`` ``p >= 2`` in one feature.
 
     With ``e_j`` the bounds of the moments relative to ``S_0`` and ``g = 1 /
@@ -48,7 +48,7 @@ def query_centred_poly_fit(
     intercept of the solution is then within the bound of
     :func:`_solution_error` of the exact one, plus the solve's own rounding,
     a few units of ``|G^-1| (|G| |b| + |r|)``. A query is served where that
-    is within ``tolerance`` (None: :data:`~sknw._local_frame.QUERY_CENTRED_TOLERANCE`;
+    is within ``tolerance`` (None: :data:`~sknw._local.frame.QUERY_CENTRED_TOLERANCE`;
     the binned moments' tolerance) times ``value_range``, its window
     holds a positive weight and its design is neither singular, but for too
     few points (the local-constant estimate, whose error is ``da_0``), nor

@@ -8,9 +8,9 @@ from numbers import Integral
 
 import numpy as np
 
-from ._bandwidth import grid_reference
-from ._scaling import group_candidates
-from ._sums import BACKENDS, FitRequest, GridSizeError
+from .._bandwidth.rules import grid_reference
+from .._bandwidth.scaling import group_candidates
+from .._sums import BACKENDS, FitRequest, GridSizeError
 
 #: Multipliers of the rule-of-thumb bandwidth in the default grid.
 DEFAULT_GRID_RANGE = (0.05, 5.0)
@@ -275,7 +275,7 @@ class PassCache:
     local fits (None for Nadaraya--Watson); ``pairs``, the discrete
     features' pair tables of its splits (a :class:`~sknw._sums.PairCache`,
     None without discrete features); ``prepared``, the local passes' data
-    prepared once (see :func:`~sknw._local_cv.query_centred_cv`)."""
+    prepared once (see :func:`~sknw._local.passes.query_centred_cv`)."""
 
     targets: object = None
     pairs: object = None

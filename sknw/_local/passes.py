@@ -4,11 +4,11 @@ With one feature, the 1-D backends that sum local moments (fgt, sorted, and
 binned within ``binned_tol``) give every left-out point's moments about
 itself in one pass per candidate and training fold (the point's own term
 holds only in the moments of order 0, its offset being 0);
-:func:`~sknw._local_frame.query_centred_fit` solves them and bounds their
-error (within :data:`~sknw._local_frame.QUERY_CENTRED_TOLERANCE` of the
+:func:`~sknw._local.frame.query_centred_fit` solves them and bounds their
+error (within :data:`~sknw._local.frame.QUERY_CENTRED_TOLERANCE` of the
 targets' range, ``binned_tol`` for the binned moments). The searches score
 NaN a candidate whose binned grid the final fit would refuse
-(:func:`~sknw._grid.refused_candidates`; a split's grid spans no more than
+(:func:`~sknw._selection.grid.refused_candidates`; a split's grid spans no more than
 all the data's). For leave-one-out, the candidates of one scale and kernel
 go to the core together (:func:`~sknw._sums.grid_local_moments`): the
 transform takes many of them in one stacked pass. Points beyond the bound
@@ -29,17 +29,9 @@ from typing import NamedTuple
 import numpy as np
 from joblib import effective_n_jobs
 
-from ._local_frame import (
-    coordinate_frame,
-    local_solution,
-    moment_columns,
-    monomial_terms,
-    monomials,
-    query_centred_fit,
-)
-from ._scaling import group_candidates, scaling_of
-from ._selection import KernelPasses, Smoothing
-from ._sums import (
+from .._bandwidth.scaling import group_candidates, scaling_of
+from .._selection.passes import KernelPasses, Smoothing
+from .._sums import (
     BACKENDS,
     FitRequest,
     Head,
@@ -53,8 +45,16 @@ from ._sums import (
     local_moments,
     power_of_two_scale,
 )
-from ._sums._base import line_scale, removed_entirely
-from ._trace import Tunable, record, tracing
+from .._sums._base import line_scale, removed_entirely
+from .._trace import Tunable, record, tracing
+from .frame import (
+    coordinate_frame,
+    local_solution,
+    moment_columns,
+    monomial_terms,
+    monomials,
+    query_centred_fit,
+)
 
 _EPS = np.finfo(np.float64).eps
 
@@ -120,7 +120,7 @@ def query_centred_cv(passes, X, Y, w, unit, cands, folds, cache=None):
     ``passes`` are the search's :class:`LocalPasses` (its smoothing,
     ``min_eigenvalue`` and the backends of local moments); ``w`` the
     normalised weights, ``unit`` one unit of them (see
-    :func:`~sknw._selection.normalised_weights`). Returns ``{i: (estimates
+    :func:`~sknw._selection.passes.normalised_weights`). Returns ``{i: (estimates
     (n, k), missing)}`` for the candidates ``i`` served, with
     ``missing`` a list of ``(train, rows, means)`` whose estimates the exact
     path must give (``train`` None for leave-one-out, see
@@ -128,7 +128,7 @@ def query_centred_cv(passes, X, Y, w, unit, cands, folds, cache=None):
     give them (NaN where they hold no weight): where its frames start. The
     candidates are taken in batches of :data:`FIT_ROWS` rows, whose local
     fits are solved together. ``cache``: the search's
-    :class:`~sknw._grid.PassCache`, whose passes share their prepared data
+    :class:`~sknw._selection.grid.PassCache`, whose passes share their prepared data
     (None: none kept). Each chunk of the points the fast path left
     is recorded (``line_fits``: the split's ``train``, and per candidate the
     ``points`` taken and those still ``left``, as rows of the data).
@@ -271,7 +271,7 @@ def _fit_tolerance(passes):
     """The tolerance of the fits from the fast passes' moments: ``binned_tol``
     where the estimator's explicit algorithm approximates within it (its
     moments are then all binned: ``"auto"`` never takes it), else None
-    (:data:`~sknw._local_frame.QUERY_CENTRED_TOLERANCE`)."""
+    (:data:`~sknw._local.frame.QUERY_CENTRED_TOLERANCE`)."""
     backend = BACKENDS.get(passes.smoothing.algorithm)
     return (
         passes.smoothing.tolerance
@@ -312,7 +312,7 @@ def _prepared(passes, X, Y, w, unit, folds, cache=None):
     (``orders``, None for K-fold), the splits, and per split the dict of
     what its indexes share across candidates: a :class:`_Prepared`.
 
-    Kept in the search's ``cache`` (:class:`~sknw._grid.PassCache`, None:
+    Kept in the search's ``cache`` (:class:`~sknw._selection.grid.PassCache`, None:
     not kept) for the passes that follow on the same arrays, where
     :data:`KEEP_PREPARED`. Each call is recorded (``prepared_data``: the
     search's ``cache``, and whether it ``reused`` the kept data)."""
@@ -477,7 +477,7 @@ def _split_moments(passes, accepted, X, V, w, *, head, scale, split, params):
 def _joint_fits(got, passes, spread, offsets=None, tolerance=None):
     """``[(estimates, served), ...]`` of the moments ``got`` (of
     :func:`_split_moments`) of several candidates, by one
-    :func:`~sknw._local_frame.query_centred_fit` over all their rows (each
+    :func:`~sknw._local.frame.query_centred_fit` over all their rows (each
     row's fit depends on its own moments only). A window's count of points,
     where the backend gives one, is its number of training points of
     positive weight. ``offsets``: one array per candidate, its queries'
@@ -751,7 +751,7 @@ def exact_estimates(passes, cand, X, Y, w, unit, train, rows, centres=None, know
     give them. ``w`` are the normalised weights, ``unit`` one unit of them;
     empty windows under ``empty_window`` ``"nan"`` and ``"raise"`` give NaN.
     ``centres``: where each point's first frame is (see
-    :meth:`~sknw._local_fit.LocalPolynomialFits.exact_local_fit`). ``known``: the
+    :meth:`~sknw._local.fits.LocalPolynomialFits.exact_local_fit`). ``known``: the
     caller's estimates at ``X[rows]``, kept where a window holds points but
     fewer than the polynomial's coefficients (the local constant, whatever
     the frame); a compact kernel's windows at small bandwidths.
@@ -857,7 +857,7 @@ LOCAL_ALGORITHMS = algorithms(fixed_values=False, local_moments=True)
 def _full_fit(solve, averages, V, shares):
     """The full fits at the training points from their leave-one-out
     averages of the moment columns ``V`` and their removed shares ``r``
-    (see :mod:`sknw._criteria`): each point's own row back with weight
+    (see :mod:`sknw._selection.criteria`): each point's own row back with weight
     ``r``, solved by ``solve`` (the search's :func:`local_solution`). Its
     weight in its own fitted value (the smoother matrix's diagonal) is
     ``H_ii = r (1 + l)``, ``l`` the solution's squared Mahalanobis distance
@@ -877,7 +877,7 @@ class LocalPasses:
     moments of the monomials, and the moments about each left-out point on
     the one-feature backends (degree 1).
 
-    ``smoothing``: the search's :class:`~sknw._selection.Smoothing`;
+    ``smoothing``: the search's :class:`~sknw._selection.passes.Smoothing`;
     ``degree``, ``min_eigenvalue`` and ``max_leverage``: the local fits';
     ``plain``: the plain estimator of the fits, given the candidate's
     ``kernel``, ``bandwidth``, ``empty_window`` and ``span`` (the exact path
@@ -916,10 +916,10 @@ class LocalPasses:
     def estimates(self, X, V, w, cands, *, unit, folds, finish, cache, shares=None):
         """The estimates of the candidates the one-feature backends serve
         from the moments about each left-out point
-        (:func:`~sknw._local_cv.query_centred_cv`); the others' by the exact
+        (:func:`~sknw._local.passes.query_centred_cv`); the others' by the exact
         passes, whose left-out points of ill-conditioned frames, and the
         points beyond the fast paths' bound, take the exact path of
-        predictions (see :func:`~sknw._local_cv.exact_estimates`). With
+        predictions (see :func:`~sknw._local.passes.exact_estimates`). With
         ``shares`` (the in-sample criteria), every candidate takes the exact
         passes, ``shares`` receives each point's self weight and the
         estimates are the full fits' (see :func:`_full_fit`)."""

@@ -7,9 +7,9 @@ For Nadaraya--Watson, whose leave-one-out estimate drops a point's own weight
 and renormalises, ``H_ii`` is the share ``r_i`` of the point's own term in its
 full weight sum (leaving a point out removes its whole row) and the fitted
 value is ``(1 - r_i) yloo_i + r_i y_i``. The local fits solve their full fits
-from the same sums (see :func:`sknw._local_cv._full_fit`). With ``n``
+from the same sums (see :func:`sknw._local.passes._full_fit`). With ``n``
 the effective sample size of the weights (``(sum w)**2 / sum(w**2)``, the
-number of points for equal weights; see :mod:`sknw._weights`), the residual
+number of points for equal weights; see :mod:`sknw._selection.weights`), the residual
 sum of squares ``RSS = n sum_i w_i (y_i - yhat_i)**2 / sum_i w_i``,
 ``sigma2 = RSS / n`` and ``tr = sum_i H_ii``:
 
@@ -30,7 +30,7 @@ bandwidth.
 
 import numpy as np
 
-from ._weights import effective_sample_size
+from .weights import effective_sample_size
 
 #: The in-sample criteria ``scoring`` may name.
 IN_SAMPLE = ("aicc", "gcv")

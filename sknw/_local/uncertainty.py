@@ -30,8 +30,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._sums._traits import is_user
-from .kernels import Kernel
+from .._sums._traits import is_user
+from ..kernels import Kernel
 
 
 class SquaredKernel(Kernel):

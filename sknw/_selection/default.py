@@ -4,11 +4,11 @@ path), on a deterministic subsample of large training sets."""
 
 import numpy as np
 
-from ._bandwidth import kernel_factor, rule_bandwidth
-from ._plugin import plugin_bandwidth
-from ._search import default_scoring_name, search
-from ._sums._traits import gaussian_eligible, line_metric, sorted_eligible
-from ._weights import subsample_rows
+from .._bandwidth.plugin import plugin_bandwidth
+from .._bandwidth.rules import kernel_factor, rule_bandwidth
+from .._sums._traits import gaussian_eligible, line_metric, sorted_eligible
+from .search import default_scoring_name, search
+from .weights import subsample_rows
 
 #: Fewest training points of positive weight for a leave-one-out selection;
 #: below, the Scott rule.
@@ -40,7 +40,7 @@ def subsample_size(kernel, metric, metric_params, n_features, algorithm="auto"):
 def default_bandwidth(problem, algorithm):
     """``(bandwidth, selection)`` of ``bandwidth="cv"``: the search of
     ``problem`` (one kernel, the default choices, on validated training
-    data, each distinct observation once: see :mod:`sknw._weights`) on a
+    data, each distinct observation once: see :mod:`sknw._selection.weights`) on a
     subsample of at most :func:`subsample_size` points for the estimator's
     ``algorithm``, its bandwidth rescaled to every point. ``selection`` is
     the fitted ``bandwidth_selection_`` (see the estimators' docstrings)."""
@@ -85,7 +85,7 @@ def default_bandwidth(problem, algorithm):
 
 def plugin_for(est, X, y, w):
     """``bandwidth="plugin"`` for a regressor on validated training data:
-    the direct plug-in of :mod:`sknw._plugin`, for the Gaussian and, through
+    the direct plug-in of :mod:`sknw._bandwidth.plugin`, for the Gaussian and, through
     the ratio of the canonical scales, any other kernel. One feature, a
     metric that is ``|x - q|`` there, one target and no sample weights."""
     d = X.shape[1]

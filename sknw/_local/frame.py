@@ -8,9 +8,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._sums import power_of_two_scale
-from ._trace import Tunable
-from ._uncertainty import SquaredWeights
+from .._sums import power_of_two_scale
+from .._trace import Tunable
+from .uncertainty import SquaredWeights
 
 _EPS = np.finfo(np.float64).eps
 
@@ -702,7 +702,7 @@ class Moments:
     in its frame (centre ``C`` and rotation ``R``, see :class:`LocalFrame`),
     of the targets minus a level near the query (``level``), and with ``sq``
     the sums of the squared weights
-    (:class:`~sknw._uncertainty.SquaredWeights`)."""
+    (:class:`~sknw._local.uncertainty.SquaredWeights`)."""
 
     A: np.ndarray
     C: np.ndarray

@@ -18,12 +18,12 @@ taken about a centre near each query.
 
 import numpy as np
 
-from ._local_frame import row_groups
-from ._sums import Head, power_of_two_scale
-from ._sums._base import scale_of
-from ._sums._traits import is_compact, is_user
-from .exceptions import EMPTY_WINDOWS, EmptyWindowWarning, warn
-from .kernels import Gaussian, Kernel
+from .._sums import Head, power_of_two_scale
+from .._sums._base import scale_of
+from .._sums._traits import is_compact, is_user
+from ..exceptions import EMPTY_WINDOWS, EmptyWindowWarning, warn
+from ..kernels import Gaussian, Kernel
+from .frame import row_groups
 
 #: Metrics whose scaled distance is a quadratic form, and the power ``a`` of
 #: the distance that is (see the module docstring).
@@ -172,7 +172,7 @@ def local_constant_gradient(smoother, values, frame, Q):
     ``values`` (columns) by the fitted ``smoother`` at the validated queries
     ``Q`` with respect to the continuous features: (m, k, d).
 
-    Queries are grouped by the cell of :class:`~sknw._local_frame.LocalFrame`
+    Queries are grouped by the cell of :class:`~sknw._local.frame.LocalFrame`
     they fall in; each cell's values (targets minus a level near it, the
     features' offsets from its centre and their products) cost one pass over
     the training points, so that the covariance of the derivative sums, a

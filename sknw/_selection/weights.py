@@ -21,7 +21,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._sums._base import power_of_two_scale
+from .._sums._base import power_of_two_scale
 
 __all__ = [
     "DistinctRows",

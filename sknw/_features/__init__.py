@@ -1,0 +1,2 @@
+"""Features and their types: continuous, categorical and ordered features,
+their encoding and the kernels of the discrete ones."""
