@@ -188,7 +188,7 @@ class NadarayaWatsonClassifier(ClassificationBase):
         then raises), or a ``ValueError``. Every policy but ``"raise"`` emits an
         :class:`~sknw.exceptions.EmptyWindowWarning`.
 
-    algorithm : {"auto", "brute", "tree", "tiles", "sorted", "fgt", "binned"}
+    {algorithm}
         How the weights are summed, as in :class:`NadarayaWatsonRegressor`
         (the values averaged are the class indicators). The choice is stored in
         ``algorithm_``.
@@ -326,7 +326,7 @@ class NadarayaWatsonClassifierCV(ClassificationBase):
     empty_window : {"nearest", "mean", "nan", "raise"}, default="nearest"
         As in :class:`NadarayaWatsonRegressorCV`.
 
-    algorithm : {"auto", "brute", "tree", "tiles", "sorted", "fgt", "binned"}
+    {algorithm}
         Default ``"auto"``. As in :class:`NadarayaWatsonRegressorCV`.
     binned_tol : float, default=1e-6
         As in :class:`NadarayaWatsonRegressorCV`: each out-of-sample

@@ -12,6 +12,11 @@ elsewhere, as in ``{"auto", "brute"}``, are not placeholders), so the rendered
 docstring reads as if written in full; an unknown key raises a ``KeyError`` at
 import.
 
+The type line of ``algorithm`` (``{algorithm}``, followed by the estimator's
+own description) and that of ``algorithm_`` list the backends of the registry
+(:data:`sknw._sums.ALGORITHMS`, in its order), so that the docs name every
+backend there is.
+
 Entries that differ between estimators, and those that refer to another
 estimator's ("As in :class:`NadarayaWatsonRegressor`."), stay in the estimator's
 docstring. A parameter with two shared entries has a suffix on the second key:
@@ -31,9 +36,23 @@ polynomial estimators, ``y_fit_labels`` for the classifiers.
 
 import re
 
+from ._sums import ALGORITHMS
+
+
+def _options(names):
+    """A type of string options, ``{"a", "b"}``."""
+    return "{" + ", ".join(f'"{name}"' for name in names) + "}"
+
+
+#: The backends, in the registry's order (that of ``"auto"``'s precedence).
+_BACKENDS = [name for name in ALGORITHMS if name != "auto"]
+
 #: The shared entries by key: the parameter's name, with a suffix on a second
 #: entry of the same parameter.
 PARAMETERS = {
+    # The type line of ``algorithm``, from the registry; its description
+    # stays in each estimator's docstring.
+    "algorithm": f"algorithm : {_options(ALGORITHMS)}",
     "metric": """\
 metric : str or callable, default="euclidean"
     Any metric of :func:`scipy.spatial.distance.cdist`.
@@ -142,12 +161,12 @@ kernel_ : Kernel
 kernel_ : Kernel
     The selected kernel.
 """,
-    "algorithm_": """\
-algorithm_ : {"brute", "tree", "tiles", "sorted", "fgt", "binned"}
+    "algorithm_": f"""\
+algorithm_ : {_options(_BACKENDS)}
     The summation used by predictions (see ``algorithm``).
 """,
-    "algorithm_local": """\
-algorithm_ : {"fgt", "sorted", "binned", "tree", "tiles", "brute"}
+    "algorithm_local": f"""\
+algorithm_ : {_options(_BACKENDS)}
     The summation used by predictions.
 """,
     "bandwidth_": """\

@@ -60,7 +60,7 @@ class LocalLinearRegressor(LocalPolynomialFit):
         :class:`NadarayaWatsonRegressor`; ``"local"`` is the weighted residual
         mean square of each query's local linear fit, corrected for its
         degrees of freedom.
-    algorithm : {"auto", "fgt", "sorted", "binned", "tree", "tiles", "brute"}
+    {algorithm}
         Default ``"auto"``. As in :class:`NadarayaWatsonRegressor`. With one
         feature, ``"fgt"`` (the Gaussian) and ``"sorted"`` (the polynomial
         kernels) sum the moments about each query in ``O((n + m) log n)``;
@@ -244,7 +244,7 @@ class LocalLinearRegressorCV(LocalPolynomialFit):
     noise_variance : {"local", "global"} or float, default="local"
         As in :class:`LocalLinearRegressor`, with the selected kernel and
         bandwidth.
-    algorithm : {"auto", "fgt", "sorted", "binned", "tree", "tiles", "brute"}
+    {algorithm}
         Default ``"auto"``. As in :class:`LocalLinearRegressor`, for
         predictions and the cross-validation passes. ``"binned"``: the
         moments about each left-out point are binned, and each out-of-sample

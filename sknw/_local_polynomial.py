@@ -58,7 +58,7 @@ class LocalPolynomialRegressor(LocalPolynomialFit):
     noise_variance : {"local", "global"} or float, default="local"
         As in :class:`LocalLinearRegressor`; ``"local"`` corrects the residual
         mean square of each local fit for its degrees of freedom.
-    algorithm : {"auto", "fgt", "sorted", "binned", "tree", "tiles", "brute"}
+    {algorithm}
         Default ``"auto"``. As in :class:`LocalLinearRegressor`: in one feature,
         ``"sorted"`` and ``"fgt"`` sum the moments of degree up to ``2 *
         degree`` about each query, and the estimates whose error bound is within
@@ -239,7 +239,7 @@ class LocalPolynomialRegressorCV(LocalPolynomialFit):
         As in :class:`LocalPolynomialRegressor`.
     noise_variance : {"local", "global"} or float, default="local"
         As in :class:`LocalPolynomialRegressor`.
-    algorithm : {"auto", "fgt", "sorted", "binned", "tree", "tiles", "brute"}
+    {algorithm}
         Default ``"auto"``. As in :class:`LocalPolynomialRegressor`, for
         predictions, and as in :class:`LocalLinearRegressorCV` for the
         cross-validation passes of degree 1 (``"binned"``: within

@@ -551,7 +551,7 @@ class NadarayaWatsonRegressor(RegressionBase):
         an extra pass over the training data in ``fit``), or given. It does not
         change the estimates.
 
-    algorithm : {"auto", "brute", "tree", "tiles", "sorted", "fgt", "binned"}
+    {algorithm}
         How the weights are summed (default ``"auto"``). ``"brute"``: every
         query against every training point, in tiles. ``"tree"``: for a kernel
         of finite support and a metric a KD-tree can search (euclidean,
@@ -802,7 +802,7 @@ class NadarayaWatsonRegressorCV(RegressionBase):
     noise_variance : {"local", "global"} or float, default="local"
         As in :class:`NadarayaWatsonRegressor`, with the selected kernel and
         bandwidth.
-    algorithm : {"auto", "brute", "tree", "tiles", "sorted", "fgt", "binned"}
+    {algorithm}
         Default ``"auto"``. As in :class:`NadarayaWatsonRegressor`, for the
         search's passes and the selected kernel and bandwidth (an explicit
         choice must serve every kernel in ``kernels``, checked before the

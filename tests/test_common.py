@@ -1,11 +1,14 @@
 """scikit-learn's estimator checks over every public estimator."""
 
+import re
+
 import pytest
 from sklearn.utils.estimator_checks import (
     check_param_validation,
     parametrize_with_checks,
 )
 
+import sknw
 from sknw import (
     LocalLinearRegressor,
     LocalLinearRegressorCV,
@@ -16,6 +19,7 @@ from sknw import (
     NadarayaWatsonRegressor,
     NadarayaWatsonRegressorCV,
 )
+from sknw._sums import BACKENDS
 from sknw.kernels import Triangular
 
 # scikit-learn's checks fit and predict on their own small random data, with
@@ -138,3 +142,20 @@ def test_sklearn_compatible_estimator(estimator, check):
 )
 def test_param_validation(estimator):
     check_param_validation(type(estimator).__name__, estimator)
+
+
+@pytest.mark.parametrize(
+    "name", [n for n in sknw.__all__ if hasattr(getattr(sknw, n), "fit")]
+)
+def test_algorithm_types_list_the_accepted_backends(name):
+    """Each estimator's ``algorithm`` entry lists the values its validation
+    accepts, and ``algorithm_`` the backends of the registry."""
+    cls = getattr(sknw, name)
+    doc = cls.__doc__
+    line = re.search(r"^    algorithm : \{(.*)\}$", doc, re.MULTILINE).group(1)
+    documented = [part.strip().strip('"') for part in line.split(",")]
+    (accepted,) = cls._parameter_constraints["algorithm"]
+    assert set(documented) == set(accepted.options)
+    assert len(documented) == len(set(documented))
+    fitted = re.search(r"^    algorithm_ : \{(.*)\}$", doc, re.MULTILINE).group(1)
+    assert {part.strip().strip('"') for part in fitted.split(",")} == set(BACKENDS)
