@@ -457,14 +457,17 @@ def keep_ratios(self_weight, w, n):
         return np.where(base > 0, self_weight / base, 0.0)
 
 
-def own_rows(m, exclude_self=False, self_offset=0, self_index=None, **unused):
+def own_rows(m, params):
     """The training index of each of ``m`` queries that are training points
-    (leave-one-out sums), or None without ``exclude_self``."""
-    if not exclude_self:
+    (leave-one-out sums), from the leave-one-out keywords of ``params`` (those
+    of :func:`~sknw._sums.kernel_sums`: ``exclude_self``, and ``self_index`` or
+    ``self_offset``), or None without ``exclude_self``."""
+    if not params.get("exclude_self", False):
         return None
+    self_index = params.get("self_index")
     if self_index is not None:
         return np.asarray(self_index, dtype=np.intp)
-    return self_offset + np.arange(m)
+    return params.get("self_offset", 0) + np.arange(m)
 
 
 def all_point_sums(m, V, w, own=None, self_weight=None):
@@ -479,7 +482,7 @@ def all_point_sums(m, V, w, own=None, self_weight=None):
     return total_S - removed[own, None] * V[own], total - removed[own]
 
 
-def removed_entirely(own, sample_weight=None, self_weight=None, **unused):
+def removed_entirely(own, sample_weight=None, self_weight=None):
     """Whether each query's own point weighs and leaves its window: leaving
     out takes all of its weight (it keeps no ``self_weight``)."""
     weighs = (
@@ -490,7 +493,7 @@ def removed_entirely(own, sample_weight=None, self_weight=None, **unused):
     return weighs if self_weight is None else weighs & ~(self_weight[own] > 0)
 
 
-def removed_weight(own, sample_weight=None, self_weight=None, **unused):
+def removed_weight(own, sample_weight=None, self_weight=None):
     """The weight leaving out takes from each query's own term: all of its
     weight, or its weight less ``self_weight`` (frequency weights)."""
     w = np.ones(own.size) if sample_weight is None else sample_weight[own]

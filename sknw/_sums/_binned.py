@@ -305,7 +305,7 @@ def binned_moment_sums(
         [_gaussian_taps(math.sqrt(2.0) * sigma, delta)],
         pos[inside],
     )[:, 0, 0]
-    own = own_rows(m, **params)
+    own = own_rows(m, params)
     if own is not None:
         mine = own[inside]
         removed = removed_weight(mine, sample_weight, params.get("self_weight"))
@@ -392,7 +392,7 @@ def binned_kernel_sums(
     S = np.zeros((m, k))
     den = np.zeros(m)
     bound = np.full(m, np.inf)
-    own = own_rows(m, **params)
+    own = own_rows(m, params)
     if inside.any():
         at = np.empty((int(inside.sum()), k + 2))
         at[:, : k + 1] = _correlated(

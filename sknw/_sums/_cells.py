@@ -337,7 +337,7 @@ def direct_sums(
     cont = list(factors.continuous)
     Qc, Xc = np.asarray(Q[:, cont]), partition.all_continuous(X, factors)
     w = None if sample_weight is None else _as_float64(sample_weight)
-    own = own_rows(m, **loo)
+    own = own_rows(m, loo)
     ratio = None
     if own is not None:
         kept = loo.get("self_weight")
@@ -519,7 +519,7 @@ def cell_sums(compute, Q, X, V, heads, partition=None, **params):
     Qc = np.asarray(Q[:, list(factors.continuous)])
     unique, slot = _continuous_heads(heads)
     folds = [_Fold(m, k) for _ in heads]
-    own = own_rows(m, **params)
+    own = own_rows(m, params)
     w = params.get("sample_weight")
     position = np.empty(X.shape[0], dtype=np.intp)
     everyone = np.arange(m)
@@ -606,7 +606,7 @@ def _nearest_tiles(
     factors = factors.counted(X, sample_weight)
     partition = CellPartition(X, factors)
     w = np.ones(n) if sample_weight is None else _as_float64(sample_weight)
-    own = own_rows(m, exclude_self, 0, self_index)
+    own = own_rows(m, {"exclude_self": exclude_self, "self_index": self_index})
     Qc = np.asarray(Q[:, list(factors.continuous)], dtype=np.float64)
     table = factors.table(Q, partition.levels)
     for c, rows_c in enumerate(partition.rows):
@@ -647,9 +647,9 @@ def cell_nearest_sums(Q, X, V, factors, **params):
         acc[q0:q1] += (ties * W) @ Vx
     none = ~(acc[:, k] > 0)
     if none.any():
-        own = own_rows(
-            m, params.get("exclude_self", False), 0, params.get("self_index")
-        )
+        # Own rows by self_index only (this fallback takes no self_offset).
+        loo = {k: params.get(k) for k in ("exclude_self", "self_index")}
+        own = own_rows(m, loo)
         w = params.get("sample_weight")
         acc[none, :k], acc[none, k] = all_point_sums(
             int(none.sum()),

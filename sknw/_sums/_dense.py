@@ -356,7 +356,7 @@ def exact_rows(sums, rows, Q, X, V, heads, **params):
     record("exact_rows", n_queries=n_rows)  # 0: the fast path served every query
     if not n_rows:
         return
-    own = own_rows(rows.size, **params)
+    own = own_rows(rows.size, params)
     if own is not None:  # leave-one-out: the queries' own training rows
         params = {**params, "self_index": own[rows], "self_offset": 0}
     try:

@@ -318,7 +318,7 @@ def grid_sums(
 def every_point(m, n, n_jobs=None, **params):
     """Whether ``m`` queries are leave-one-out of every one of the ``n``
     training points (``exclude_self``), each once, in one batch."""
-    own = own_rows(m, **params)
+    own = own_rows(m, params)
     if own is None or m != n or batch_bounds(m, n_jobs) is not None:
         return False
     every = np.arange(n)

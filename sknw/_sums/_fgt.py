@@ -704,7 +704,7 @@ def fgt_kernel_sums(
     den = np.zeros(m)
     M = np.zeros(m)
     exact = np.ones(m, dtype=bool)
-    own = own_rows(m, **params)
+    own = own_rows(m, params)
     if index.built and m:
         with np.errstate(over="ignore", invalid="ignore"):
             q = line_offsets(Q, index.origin, scale)

@@ -104,7 +104,7 @@ class FGTBackend(Backend):
         deviations; queries it cannot reach have an infinite bound."""
         self.check_params(params)
         m, k = Q.shape[0], V.shape[1]
-        own = own_rows(m, **params)
+        own = own_rows(m, params)
         if index.built and m:
             with np.errstate(over="ignore", invalid="ignore"):
                 q = line_offsets(Q, index.origin, params.get("scale"))

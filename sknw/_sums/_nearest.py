@@ -67,7 +67,7 @@ def nearest_sums(
     w = np.ones(n) if sample_weight is None else _as_float64(sample_weight)
     acc = np.zeros((m, k + 1))
     best = np.full(m, np.inf)
-    own = own_rows(m, exclude_self, 0, self_index)
+    own = own_rows(m, {"exclude_self": exclude_self, "self_index": self_index})
     bq, bn = _tile_shape(m, n, tile_elements)
     for x0 in range(0, n, bn):
         x1 = min(x0 + bn, n)
@@ -195,7 +195,9 @@ def empty_window_estimates(
             tile_elements=tile_elements,
         )
     else:
-        own = own_rows(Q.shape[0], exclude_self, 0, self_index)
+        own = own_rows(
+            Q.shape[0], {"exclude_self": exclude_self, "self_index": self_index}
+        )
         S, den = all_point_sums(Q.shape[0], V, w, own, self_weight)
     with np.errstate(invalid="ignore", divide="ignore"):
         out = S / den[:, None]

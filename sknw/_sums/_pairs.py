@@ -122,7 +122,7 @@ class PairTables:
             return None
         heads = recounted(heads, self.X, sample_weight)
         w = None if sample_weight is None else np.asarray(sample_weight, np.float64)
-        own = own_rows(m, **loo)
+        own = own_rows(m, loo)
         ratio = None
         if own is not None:
             ratio = (

@@ -545,7 +545,7 @@ def sorted_kernel_sums(
         (inside > 0)[order] & ~(bound[order] <= SORTED_TOLERANCE * acc[order, k])
     ]
     if redo.size:
-        own = own_rows(m, **params)
+        own = own_rows(m, params)
         own = None if own is None else own[redo]
         # The queries summed term by term (``own``: their training rows).
         record("sorted_term_by_term", n_queries=redo.size, own=own)
@@ -618,10 +618,12 @@ def _sorted_pass(
             qd_all[rows],
             None if ratio is None else ratio[rows],
         )
-    own = own_rows(m, **params)
+    own = own_rows(m, params)
     if own is not None:
         leave_own_term_out(acc, bound, own, V, index.coef[0], **params)
-        inside -= removed_entirely(own, **params)
+        inside -= removed_entirely(
+            own, params.get("sample_weight"), params.get("self_weight")
+        )
     return _SortedPass(
         sums=acc,
         counts=inside,
@@ -812,7 +814,7 @@ class SortedLadder:
         with np.errstate(divide="ignore", over="ignore"):
             ratio = self.top * LADDER_FACTOR ** -level.astype(float) / h
         level = np.where(ratio <= LADDER_MAX_RATIO, level, -1)
-        own = own_rows(m, **params)
+        own = own_rows(m, params)
         for j in np.unique(level):
             rows = np.flatnonzero(level == j)
             p = params

@@ -150,7 +150,6 @@ def line_support(
     exclude_self=False,
     self_index=None,
     self_weight=None,
-    **unused,
 ):
     """The training points whose terms can weigh in the sums of some query.
 
@@ -320,7 +319,6 @@ def line_moments(
     self_weight=None,
     budget=None,
     blocks=None,
-    **unused,
 ):
     """Kernel-weighted moments of the queries about given centres, term by
     term over each query's window (or by blocks of close points, see the

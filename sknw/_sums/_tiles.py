@@ -704,7 +704,7 @@ def tiles_kernel_sums(
     the bound is checked against the sums that remain.
     """
     m = Q.shape[0]
-    own = own_rows(m, **params)
+    own = own_rows(m, params)
     record("tiles_sums", n_queries=m, n_heads=len(heads), leave_one_out=own is not None)
     w = None if sample_weight is None else np.asarray(sample_weight, np.float64)
     keep = None

@@ -71,7 +71,7 @@ def tree_kernel_sums(
     Vx = _weighted_values(V, w, slice(None))
     radius = head.kernel.support * head.divisor * (1.0 + 1e-12)
     acc = np.zeros((m, k + 1))
-    own = own_rows(m, **params)
+    own = own_rows(m, params)
     keep = keep_ratios(params.get("self_weight"), w, X.shape[0])
     # Queries per chunk: about tile_elements pairs, from the first chunk's size.
     chunk = max(1, min(m, 256))
