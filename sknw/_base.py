@@ -60,15 +60,18 @@ BATCH_ROWS = Tunable(None)
 
 @dataclass(frozen=True)
 class FitSettings:
-    """The parameters that predictions read, as they were at fit: a
-    parameter changed after fit takes effect at the next fit only.
+    """The parameters that the fit and predictions read, as they were at
+    fit: a parameter changed after fit takes effect at the next fit only.
 
-    ``max_leverage`` and ``min_eigenvalue`` are the local fits' (their
-    defaults elsewhere)."""
+    ``max_leverage`` and ``min_eigenvalue`` are the local fits', ``span``
+    and ``robust_iterations`` the plain estimators' (their defaults
+    elsewhere)."""
 
     empty_window: str
     max_leverage: float | None = 100.0
     min_eigenvalue: float = 1e-8
+    span: float | None = None
+    robust_iterations: int = 0
 
     @classmethod
     def of(cls, est):
@@ -264,7 +267,7 @@ class NadarayaWatsonBase(BaseEstimator):
             algorithm=self.algorithm if algorithm is None else algorithm,
             empty_window=self.empty_window,
             n_jobs=self.n_jobs,
-            tolerance=getattr(self, "binned_tol", None),
+            tolerance=self.binned_tol,
         )
         return SearchProblem(
             X=X,
@@ -348,7 +351,7 @@ class NadarayaWatsonBase(BaseEstimator):
         step of every fit: it also fixes the settings predictions read
         (:class:`FitSettings`)."""
         self._settings = FitSettings.of(self)
-        self.span_ = getattr(self, "span", None)
+        self.span_ = self._settings.span
         self._neighbour_weight = sample_weight
         if self.span_ is not None and self._discrete is not None:
             raise ValueError(
@@ -413,7 +416,7 @@ class NadarayaWatsonBase(BaseEstimator):
             scale=smoother.scale(),
             metric=self.metric_,
             metric_params=self.metric_params_,
-            tolerance=getattr(self, "binned_tol", None),
+            tolerance=self.binned_tol,
             tile_elements=_tile_elements(),
         )
         self.algorithm_, index = choose(self.algorithm, self._fit_algorithms(), request)
@@ -545,7 +548,7 @@ class NadarayaWatsonBase(BaseEstimator):
         batch at a time)."""
         check_is_fitted(self)
         X = encode_features(self, X, reset=False)
-        check_not_text(X, categorical=hasattr(self, "categorical_features"))
+        check_not_text(X, categorical=True)
         Q = validate_data(
             self,
             X,
@@ -583,8 +586,8 @@ class NadarayaWatsonBase(BaseEstimator):
         tags = super().__sklearn_tags__()
         # Sparse inputs are densified, but discrete features are read from
         # dense arrays or DataFrames only.
-        categorical = getattr(self, "categorical_features", None)
-        tags.input_tags.sparse = getattr(self, "ordered_features", None) is None and (
+        categorical = self.categorical_features
+        tags.input_tags.sparse = self.ordered_features is None and (
             categorical is None
             or (isinstance(categorical, str) and categorical == "from_dtype")
         )

@@ -80,7 +80,7 @@ class ClassificationBase(ClassifierMixin, NadarayaWatsonBase):
     def _validate_labels(self, X, y):
         """Validate ``X`` and ``y``; set ``classes_`` and the encoded ``y_fit_``."""
         X = encode_features(self, X, reset=True)
-        check_not_text(X, categorical=hasattr(self, "categorical_features"))
+        check_not_text(X, categorical=True)
         check_dense_target(y)
         X, y = validate_data(
             self,

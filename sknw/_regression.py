@@ -360,7 +360,7 @@ class RegressionBase(RegressorMixin, NadarayaWatsonBase):
 
     def _std(self, fit):
         """Standard errors (m, k) of a :class:`LocalFit`, warning on NaN."""
-        sd = getattr(self, "_noise_sd", None)
+        sd = self._noise_sd
         if sd is None:
             var, undefined = local_noise_variance(fit)
             sd = np.sqrt(var)

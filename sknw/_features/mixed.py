@@ -133,8 +133,6 @@ def encode_features(est, X, reset):
     (``X`` itself without discrete features); at fit (``reset``) learn them
     and set ``feature_types_`` and ``categories_``. Inputs that are not
     2-D, or sparse, are left to the estimator's validation."""
-    if not hasattr(est, "categorical_features"):
-        return X
     if reset:
         est._discrete = None
         if sp.issparse(X):

@@ -56,7 +56,7 @@ def robust_refit(est):
     multiplied into ``sample_weight_``); its bandwidth (or span's windows,
     which the sample weights alone count) stays that of the first fit."""
     est.__dict__.pop("robustness_weights_", None)
-    iterations = getattr(est, "robust_iterations", 0)
+    iterations = est._settings.robust_iterations
     if not iterations:
         return
     w0 = est.sample_weight_
