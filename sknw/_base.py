@@ -10,12 +10,21 @@ import scipy.sparse as sp
 from scipy.spatial import cKDTree
 from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import StrOptions
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import (
+    _check_feature_names,
+    check_is_fitted,
+    validate_data,
+)
 
 from ._bandwidth.rules import BANDWIDTH_RULES, rule_bandwidth
 from ._bandwidth.scaling import scaling_of
 from ._bandwidth.span import neighbour_count, span_bandwidth, span_shape
-from ._features.mixed import encode_features
+from ._features.mixed import (
+    Discrete,
+    refuse_sparse_declarations,
+    table_of,
+)
+from ._features.types import FeatureEncoder, feature_types
 from ._selection.default import default_bandwidth, plugin_for
 from ._selection.passes import Smoothing, check_groups
 from ._selection.search import SearchChoices, SearchProblem, search
@@ -125,6 +134,50 @@ class NadarayaWatsonBase(BaseEstimator):
         self.span = span
 
     # -- fitting ---------------------------------------------------------------
+
+    def _encode_features(self, X, reset):
+        """``X`` with its discrete features encoded for this estimator
+        (``X`` itself without discrete features); at fit (``reset``) learn them
+        and set ``feature_types_`` and ``categories_``. Inputs that are not
+        2-D, or sparse, are left to the estimator's validation."""
+        if reset:
+            self._discrete = None
+            if sp.issparse(X):
+                refuse_sparse_declarations(
+                    self.categorical_features, self.ordered_features
+                )
+                d = X.shape[1] if X.ndim == 2 else 0
+                self.feature_types_ = np.asarray(["continuous"] * d, dtype=object)
+                self.categories_ = [None] * d
+            table = table_of(X)
+            if table is None:
+                return X
+            types = feature_types(
+                table, self.categorical_features, self.ordered_features
+            )
+            self.feature_types_ = np.asarray([str(t) for t in types], dtype=object)
+            self.categories_ = [None] * len(types)
+            if not np.any(types != "continuous"):
+                return X
+            encoder = FeatureEncoder(types).fit(table)
+            self._discrete = Discrete(
+                encoder, self.categorical_kernel, self.ordered_kernel
+            )
+            self.categories_ = list(encoder.categories)
+        discrete = self._discrete
+        if discrete is None:
+            return X
+        if sp.issparse(X):
+            raise ValueError(
+                f"{type(self).__name__} was fitted with discrete features, which are "
+                "read from dense arrays or DataFrames: give dense X."
+            )
+        if not reset and hasattr(X, "columns"):  # names checked before reading
+            _check_feature_names(self, X, reset=False)
+        table = table_of(X)
+        if table is None or np.shape(table)[1] != discrete.n_features:
+            return X  # the estimator's validation names the problem
+        return discrete.encoder.transform(table)
 
     def _resolve_kernel(self):
         return self._check_kernel(get_kernel(self.kernel))
@@ -547,7 +600,7 @@ class NadarayaWatsonBase(BaseEstimator):
         in CSR, with ``keep_sparse``, for :meth:`_batched` to densify one
         batch at a time)."""
         check_is_fitted(self)
-        X = encode_features(self, X, reset=False)
+        X = self._encode_features(X, reset=False)
         check_not_text(X, categorical=True)
         Q = validate_data(
             self,

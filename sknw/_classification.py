@@ -10,7 +10,7 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_dat
 
 from ._base import NadarayaWatsonBase
 from ._docs import fill_docstring
-from ._features.mixed import DISCRETE_CONSTRAINTS, encode_features
+from ._features.mixed import DISCRETE_CONSTRAINTS
 from ._selection.passes import NW_CV_ALGORITHMS, KernelPasses, cv_parameter_constraints
 from ._validation import (
     SPARSE_FORMATS,
@@ -79,7 +79,7 @@ class ClassificationBase(ClassifierMixin, NadarayaWatsonBase):
 
     def _validate_labels(self, X, y):
         """Validate ``X`` and ``y``; set ``classes_`` and the encoded ``y_fit_``."""
-        X = encode_features(self, X, reset=True)
+        X = self._encode_features(X, reset=True)
         check_not_text(X, categorical=True)
         check_dense_target(y)
         X, y = validate_data(

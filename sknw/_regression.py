@@ -12,10 +12,10 @@ from sklearn.utils.validation import check_is_fitted
 from ._bandwidth.rules import BANDWIDTH_RULES
 from ._base import NadarayaWatsonBase
 from ._docs import fill_docstring
-from ._features.mixed import DISCRETE_CONSTRAINTS, encode_features
+from ._features.mixed import DISCRETE_CONSTRAINTS
 from ._local.frame import LocalFrame
 from ._local.gradient import local_constant_gradient
-from ._local.robust import robust_refit
+from ._local.robust import robustness_weights
 from ._local.uncertainty import LocalFit, global_noise_variance, local_noise_variance
 from ._selection.passes import NW_CV_ALGORITHMS, KernelPasses, cv_parameter_constraints
 from ._smoother import FittedSmoother
@@ -127,11 +127,11 @@ class RegressionBase(RegressorMixin, NadarayaWatsonBase):
         self : object
             The fitted estimator.
         """
-        X = encode_features(self, X, reset=True)
+        X = self._encode_features(X, reset=True)
         X, self.y_fit_ = validate_regression_data(self, X, y)
         self._fit_common(X, sample_weight)
         self._resolve_algorithm()
-        robust_refit(self)
+        self._robust_refit()
         self._fit_noise_variance()
         return self
 
@@ -143,6 +143,29 @@ class RegressionBase(RegressorMixin, NadarayaWatsonBase):
             self._continuous(self.X_fit_), self._continuous_bandwidth(), self.kernel_
         )
         self._fits = self._local_fits(frame)
+
+    def _robust_refit(self):
+        """Refit ``robust_iterations`` times with the robustness weights of
+        the residuals at the training points (``robustness_weights_``,
+        multiplied into ``sample_weight_``; see :mod:`sknw._local.robust`);
+        the bandwidth (or span's windows, which the sample weights alone
+        count) stays that of the first fit."""
+        self.__dict__.pop("robustness_weights_", None)
+        iterations = self._settings.robust_iterations
+        if not iterations:
+            return
+        w0 = self.sample_weight_
+        y = self._values()
+        rows = np.arange(y.shape[0]) if w0 is None else np.flatnonzero(w0 > 0)
+        for _ in range(iterations):
+            fitted = self._fits.estimate(self.X_fit_[rows])
+            fitted = np.reshape(fitted, (rows.size, -1))
+            r = np.zeros(y.shape)
+            r[rows] = y[rows] - fitted
+            weights = robustness_weights(r, y, w0)
+            self.sample_weight_ = weights if w0 is None else w0 * weights
+            self._resolve_algorithm()
+        self.robustness_weights_ = weights
 
     def _local_fits(self, frame):
         """The fits of the predictions: the local-constant ones
@@ -479,7 +502,7 @@ class RegressionBase(RegressorMixin, NadarayaWatsonBase):
     def _fit_cv(self, X, y, sample_weight, groups):
         """The fit of a ``*CV`` regressor: validate, select kernel and
         bandwidth (see :meth:`_fit_searched`), then fit."""
-        X = encode_features(self, X, reset=True)
+        X = self._encode_features(X, reset=True)
         X, y = validate_regression_data(self, X, y)
         w = check_sample_weight(sample_weight, X.shape[0])
         self.y_fit_ = y

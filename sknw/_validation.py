@@ -213,7 +213,7 @@ def check_dense_target(y):
 def validate_regression_data(estimator, X, y):
     """Validated regression inputs: ``X`` as float64 or float32 (C order), ``y``
     as float64, with one or several outputs (discrete features encoded
-    before, see :func:`sknw._features.mixed.encode_features`)."""
+    before, see :meth:`sknw._base.NadarayaWatsonBase._encode_features`)."""
     check_not_text(X, categorical=hasattr(estimator, "categorical_features"))
     check_dense_target(y)
     X, y = validate_data(

@@ -14,12 +14,11 @@ only.
 import numpy as np
 import scipy.sparse as sp
 from sklearn.utils._param_validation import StrOptions
-from sklearn.utils.validation import _check_feature_names
 
 from .._sums._cells import DiscreteFactors, DiscreteHead
 from .._validation import _temporal_types, as_rows
 from .discrete import CATEGORICAL_KERNELS, ORDERED_KERNELS, default_lambda
-from .types import ORDERED, FeatureEncoder, feature_types, n_levels
+from .types import ORDERED, n_levels
 
 #: The parameters of the estimators that take discrete features.
 DISCRETE_CONSTRAINTS = {
@@ -128,53 +127,14 @@ class Discrete:
             k.check_lambda(float(lam), c, self.columns[j])
 
 
-def encode_features(est, X, reset):
-    """``X`` with its discrete features encoded for the estimator ``est``
-    (``X`` itself without discrete features); at fit (``reset``) learn them
-    and set ``feature_types_`` and ``categories_``. Inputs that are not
-    2-D, or sparse, are left to the estimator's validation."""
-    if reset:
-        est._discrete = None
-        if sp.issparse(X):
-            _refuse_sparse_declarations(est)
-            d = X.shape[1] if X.ndim == 2 else 0
-            est.feature_types_ = np.asarray(["continuous"] * d, dtype=object)
-            est.categories_ = [None] * d
-        table = _table(X)
-        if table is None:
-            return X
-        types = feature_types(table, est.categorical_features, est.ordered_features)
-        est.feature_types_ = np.asarray([str(t) for t in types], dtype=object)
-        est.categories_ = [None] * len(types)
-        if not np.any(types != "continuous"):
-            return X
-        encoder = FeatureEncoder(types).fit(table)
-        est._discrete = Discrete(encoder, est.categorical_kernel, est.ordered_kernel)
-        est.categories_ = list(encoder.categories)
-    discrete = getattr(est, "_discrete", None)
-    if discrete is None:
-        return X
-    if sp.issparse(X):
-        raise ValueError(
-            f"{type(est).__name__} was fitted with discrete features, which are "
-            "read from dense arrays or DataFrames: give dense X."
-        )
-    if not reset and hasattr(X, "columns"):  # names checked before reading
-        _check_feature_names(est, X, reset=False)
-    table = _table(X)
-    if table is None or np.shape(table)[1] != discrete.n_features:
-        return X  # the estimator's validation names the problem
-    return discrete.encoder.transform(table)
-
-
-def _refuse_sparse_declarations(est):
+def refuse_sparse_declarations(categorical_features, ordered_features):
     """Discrete features cannot be read from a sparse matrix: refuse their
     declaration rather than ignore it."""
-    declared = est.ordered_features is not None or not (
-        est.categorical_features is None
+    declared = ordered_features is not None or not (
+        categorical_features is None
         or (
-            isinstance(est.categorical_features, str)
-            and est.categorical_features == "from_dtype"
+            isinstance(categorical_features, str)
+            and categorical_features == "from_dtype"
         )
     )
     if declared:
@@ -185,7 +145,7 @@ def _refuse_sparse_declarations(est):
         )
 
 
-def _table(X):
+def table_of(X):
     """A 2-D ``X`` as a DataFrame or numpy array whose discrete columns can be
     read (numbers as float64, checked finite where discrete), or None for
     inputs the estimator's validation refuses."""

@@ -48,26 +48,3 @@ def robustness_weights(residuals, y, sample_weight=None):
     with np.errstate(divide="ignore", invalid="ignore"):
         u = np.where(median > 0, R / (6.0 * median), np.where(R > 0, 1.0, 0.0))
     return bisquare(np.max(u, axis=1))
-
-
-def robust_refit(est):
-    """Refit ``est`` ``robust_iterations`` times with the robustness weights
-    of its residuals at the training points (``robustness_weights_``,
-    multiplied into ``sample_weight_``); its bandwidth (or span's windows,
-    which the sample weights alone count) stays that of the first fit."""
-    est.__dict__.pop("robustness_weights_", None)
-    iterations = est._settings.robust_iterations
-    if not iterations:
-        return
-    w0 = est.sample_weight_
-    y = est._values()
-    rows = np.arange(y.shape[0]) if w0 is None else np.flatnonzero(w0 > 0)
-    for _ in range(iterations):
-        fitted = est._fits.estimate(est.X_fit_[rows])
-        fitted = np.reshape(fitted, (rows.size, -1))
-        r = np.zeros(y.shape)
-        r[rows] = y[rows] - fitted
-        weights = robustness_weights(r, y, w0)
-        est.sample_weight_ = weights if w0 is None else w0 * weights
-        est._resolve_algorithm()
-    est.robustness_weights_ = weights
