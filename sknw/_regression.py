@@ -348,10 +348,10 @@ class RegressionBase(RegressorMixin, NadarayaWatsonBase):
         """Resolve ``noise_variance_`` (the global one needs a pass over X).
 
         ``_noise_sd`` holds its square root in units of the target scale of
-        :func:`centred_targets`, per unit of the weights divided by
-        :meth:`_weight_unit` (None for ``"local"``): a square root, which
-        neither overflows nor underflows where the weights are near the ends
-        of the float range.
+        :func:`centred_targets`, per unit of the weights divided by the
+        smoother's :meth:`~sknw._smoother.FittedSmoother.weight_unit` (None
+        for ``"local"``): a square root, which neither overflows nor
+        underflows where the weights are near the ends of the float range.
         """
         nv = self.noise_variance
         if nv == "local":

@@ -27,7 +27,8 @@ its log weight to its nearest training point.
 
 The layers, after scikit-learn's pairwise-distance reductions::
 
-    estimators (sknw._base: fit resolves the algorithm once, predict sums)
+    estimators (sknw._base: fit resolves the algorithm once; the fitted
+        |       smoother, sknw._smoother, sums at predict)
         |
     _dispatcher   choose(algorithm, accepted, FitRequest) -> (name, index)
         |         backend_sums(name, index, Q, X, V, heads, ...)
