@@ -427,8 +427,9 @@ class NadarayaWatsonBase(BaseEstimator):
     _exact_sums = False
 
     def _resolve_algorithm(self, scaling=None):
-        """Set the scaling of the data, ``algorithm_`` and its index from the
-        fitted state (see :func:`sknw._sums.choose`).
+        """Build the fitted smoother (``_smoother``: the scaling of the data,
+        ``algorithm_`` and its index; see :func:`sknw._sums.choose`) from the
+        fitted state.
 
         Called at the end of ``fit``, once the values to average are known.
         ``scaling``: the one the bandwidth was scored with (CV estimators);

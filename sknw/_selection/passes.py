@@ -299,7 +299,7 @@ def select(mean_scores):
     return int(np.nanargmax(mean_scores))
 
 
-def _check_bandwidth_grid(bandwidths, n_features):
+def check_bandwidth_grid(bandwidths, n_features):
     """Validate a user bandwidth grid: positive floats or per-feature arrays."""
     grid = [check_bandwidth(bw, n_features) for bw in bandwidths]
     if not grid:

@@ -2,9 +2,9 @@
 :class:`SearchProblem`, returning a :class:`SearchResult`.
 
 The ``*CV`` estimators and the plain estimators' ``bandwidth="cv"`` (see
-:mod:`sknw._selection.default`) build a problem and call the same function; nothing of
-the search stays on the estimator but the result it stores. The problem's
-``passes`` compute the out-of-sample estimates of candidates
+:mod:`sknw._selection.default`) build a problem and call the same function;
+nothing of the search stays on the estimator but the result it stores. The
+problem's ``passes`` compute the out-of-sample estimates of candidates
 (:class:`~sknw._selection.passes.KernelPasses` for Nadaraya--Watson,
 :class:`~sknw._local.passes.LocalPasses` for the local fits); the search
 scores them over the grid, extends it at its edges, searches the shape and
@@ -45,7 +45,7 @@ from .grid import (
     grid_window,
     refused_candidates,
 )
-from .passes import _check_bandwidth_grid, normalised_weights, score_candidates, select
+from .passes import check_bandwidth_grid, normalised_weights, score_candidates, select
 from .refine import polish_size, refine_bandwidth
 from .scoring import check_scoring, cv_results, make_scorer, object_array
 from .smoothest import per_point_losses, smoothest_near_best
@@ -407,7 +407,7 @@ def _bandwidth_grid(problem):
     elif discrete is not None:
         return mixed_grid(bandwidths, discrete, X.shape[1], n)
     else:
-        grid = _check_bandwidth_grid(bandwidths, X.shape[1])
+        grid = check_bandwidth_grid(bandwidths, X.shape[1])
     if discrete is None:
         return grid, None
     return grid, discrete.default_lambdas(n)
