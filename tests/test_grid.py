@@ -2,6 +2,7 @@
 its best candidate is at an edge; a user grid's edge is warned about."""
 
 import warnings
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -15,6 +16,7 @@ from sknw import (
     NadarayaWatsonRegressor,
     NadarayaWatsonRegressorCV,
 )
+from sknw._selection.candidate import Candidate
 from sknw._selection.grid import (
     DEFAULT_GRID_RANGE,
     EXTENSION_LIMIT,
@@ -141,8 +143,8 @@ def _memo_scores(calls):
     splits and empty windows from its position; records every call."""
 
     def score(cands):
-        calls.append([float(np.sum(c["bandwidth"])) for c in cands])
-        mean = np.array([-float(np.sum(c["bandwidth"])) for c in cands])
+        calls.append([float(np.sum(c.bandwidth)) for c in cands])
+        mean = np.array([-float(np.sum(c.bandwidth)) for c in cands])
         splits = np.column_stack([mean, 2.0 * mean])
         return (mean, splits), np.arange(len(cands)) + 10 * len(calls)
 
@@ -153,17 +155,17 @@ def test_the_memo_scores_each_candidate_once_and_keeps_the_order():
     calls = []
     memo = ScoreMemo(_memo_scores(calls))
     gauss, epan = get_kernel("gaussian"), get_kernel("epanechnikov")
-    a = {"kernel": gauss, "bandwidth": np.array([0.1, 0.2])}
-    b = {"kernel": gauss, "bandwidth": np.array([0.3, 0.2])}
-    (mean, splits), empty = memo([a, b, dict(a)])  # a twice: scored once
+    a = Candidate(kernel=gauss, bandwidth=np.array([0.1, 0.2]))
+    b = Candidate(kernel=gauss, bandwidth=np.array([0.3, 0.2]))
+    (mean, splits), empty = memo([a, b, replace(a)])  # a twice: scored once
     assert calls == [[0.1 + 0.2, 0.3 + 0.2]]
     assert_allclose(mean, [-0.3, -0.5, -0.3])
     assert_allclose(splits[:, 1], 2.0 * mean)
     assert empty.tolist() == [10, 11, 10]
     # Met again: the same kernel and bandwidth bit for bit only.
-    c = {"kernel": epan, "bandwidth": np.array([0.1, 0.2])}  # another kernel
-    d = {"kernel": gauss, "bandwidth": np.array([0.1, np.nextafter(0.2, 1.0)])}
-    e = {"kernel": gauss, "bandwidth": np.array([0.1, 0.2]), "lambdas": (0.5,)}
+    c = Candidate(kernel=epan, bandwidth=np.array([0.1, 0.2]))  # another kernel
+    d = Candidate(kernel=gauss, bandwidth=np.array([0.1, np.nextafter(0.2, 1.0)]))
+    e = Candidate(kernel=gauss, bandwidth=np.array([0.1, 0.2]), lambdas=(0.5,))
     (mean, splits), empty = memo([b, c, d, e, a])
     assert len(calls) == 2 and len(calls[1]) == 3  # c, d and e are new
     assert_allclose(mean, [-0.5, -0.3, -0.3, -0.3, -0.3])
@@ -175,9 +177,9 @@ def test_the_memo_keeps_no_splits_where_the_scorer_gives_none():
         return (np.full(len(cands), -1.0), None), np.zeros(len(cands), int)
 
     memo = ScoreMemo(score)
-    cand = {"kernel": get_kernel("gaussian"), "bandwidth": 0.5}
+    cand = Candidate(kernel=get_kernel("gaussian"), bandwidth=0.5)
     memo([cand])
-    (mean, splits), empty = memo([cand, {**cand, "bandwidth": 0.25}])
+    (mean, splits), empty = memo([cand, replace(cand, bandwidth=0.25)])
     assert splits is None and mean.tolist() == [-1.0, -1.0]
 
 
@@ -191,7 +193,7 @@ def test_a_shape_search_scores_no_candidate_twice():
         search = NadarayaWatsonRegressorCV().fit(X, y)
     # The candidates of each pass of out-of-sample estimates, in order.
     calls = [
-        [np.asarray(c["bandwidth"], float).tobytes() for c in e.details["candidates"]]
+        [np.asarray(c.bandwidth, float).tobytes() for c in e.details["candidates"]]
         for e in trace.events
         if e.name in ("estimates", "point_losses")
     ]
@@ -216,13 +218,13 @@ def test_the_memo_gives_candidates_its_defaults_before_looking_them_up():
     calls = []
     current = {"lambdas": (0.5,)}
     memo = ScoreMemo(_memo_scores(calls), {"lambdas": lambda: current["lambdas"]})
-    cand = {"kernel": get_kernel("gaussian"), "bandwidth": np.array([0.1])}
+    cand = Candidate(kernel=get_kernel("gaussian"), bandwidth=np.array([0.1]))
     memo([cand])
-    assert cand["lambdas"] == (0.5,)
+    assert cand.lambdas == (0.5,)
     # Given explicitly, the same candidate: scored once.
-    memo([{**cand, "lambdas": (0.5,)}])
+    memo([replace(cand, lambdas=(0.5,))])
     current["lambdas"] = (0.25,)  # the search moved them: a new candidate
-    memo([{"kernel": cand["kernel"], "bandwidth": np.array([0.1])}])
+    memo([Candidate(kernel=cand.kernel, bandwidth=np.array([0.1]))])
     assert len(calls) == 2
 
 
@@ -236,11 +238,11 @@ def test_the_memo_scores_refused_candidates_nan_without_computing_them(n_splits)
         return (mean, None if n_splits is None else splits), empty
 
     def refused(cands):
-        return np.array([float(c["bandwidth"]) < 0.1 for c in cands])
+        return np.array([float(c.bandwidth) < 0.1 for c in cands])
 
     memo = ScoreMemo(score, refused=refused, n_splits=n_splits)
     gauss = get_kernel("gaussian")
-    cands = [{"kernel": gauss, "bandwidth": h} for h in (0.01, 0.5, 0.05, 1.0)]
+    cands = [Candidate(kernel=gauss, bandwidth=h) for h in (0.01, 0.5, 0.05, 1.0)]
     (mean, splits), empty = memo(cands)
     assert calls == [[0.5, 1.0]]  # the refused ones never reach the scorer
     assert_allclose(mean, [np.nan, -0.5, np.nan, -1.0])
@@ -251,7 +253,7 @@ def test_the_memo_scores_refused_candidates_nan_without_computing_them(n_splits)
         assert splits.shape == (4, 2) and np.isnan(splits[[0, 2]]).all()
         assert_allclose(splits[[1, 3], 1], [-1.0, -2.0])
     # Every candidate refused: no call, NaN rows of the splits' width.
-    (mean, splits), _ = memo([{"kernel": gauss, "bandwidth": 0.02}])
+    (mean, splits), _ = memo([Candidate(kernel=gauss, bandwidth=0.02)])
     assert len(calls) == 1 and np.isnan(mean).all()
     assert (splits is None) if n_splits is None else splits.shape == (1, 2)
 

@@ -13,6 +13,7 @@ from sknw import LocalLinearRegressor
 from sknw._bandwidth.scaling import group_candidates
 from sknw._local import passes as _local_cv
 from sknw._local.passes import FIT_ROWS, WINDOWED_FITS, LocalPasses
+from sknw._selection.candidate import Candidate
 from sknw._selection.passes import Smoothing, normalised_weights
 from sknw._trace import traced
 from sknw.kernels import get_kernel
@@ -70,7 +71,7 @@ def test_estimates_from_the_windows_equal_those_from_every_point(
         rows = test[np.argsort(X[test, 0])][np.r_[0:6, 150:154, -6:0]]
     fits = []
     for h in (0.01, 0.05, 0.3):
-        cand = {"kernel": kernel_, "bandwidth": np.array([h])}
+        cand = Candidate(kernel=kernel_, bandwidth=np.array([h]))
         keep = np.arange(X.shape[0]) if train is None else train
         own = rows if train is None else None
         kept, _ = _local_cv._windowed(
@@ -108,7 +109,7 @@ def test_points_the_fast_path_leaves_are_served_from_their_windows(
     # (The sorted path leaves only the empty windows of compact kernels but
     # at large bandwidths, where one-sided windows hold many points.)
     hs = (0.002, 0.01, 0.05) if kernel == "gaussian" else (2.0, 3.0, 5.0)
-    cands = [{"kernel": kernel_, "bandwidth": np.array([h])} for h in hs]
+    cands = [Candidate(kernel=kernel_, bandwidth=np.array([h])) for h in hs]
     with traced() as trace:
         got = _local_cv.query_centred_cv(passes, X, y[:, None], wn, unit, cands, folds)
     scaled = {
@@ -163,7 +164,7 @@ def test_the_points_left_are_taken_in_chunks_of_fit_rows():
     X, y, w = _tailed(seed=6)
     passes, kernel_ = _passes(), get_kernel("gaussian")
     cands = [
-        {"kernel": kernel_, "bandwidth": np.array([h])} for h in (0.002, 0.004, 0.01)
+        Candidate(kernel=kernel_, bandwidth=np.array([h])) for h in (0.002, 0.004, 0.01)
     ]
     whole = _local_cv.query_centred_cv(passes, X, y[:, None], None, 1.0, cands, None)
     with FIT_ROWS.set(3):

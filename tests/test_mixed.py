@@ -18,6 +18,7 @@ from sknw import (
     NadarayaWatsonRegressor,
     NadarayaWatsonRegressorCV,
 )
+from sknw._selection.candidate import Candidate
 from sknw._selection.coordinate import (
     MIXED_LOG_TOLERANCE,
     MIXED_ROUNDS,
@@ -894,20 +895,20 @@ def test_polish_finds_an_optimum_between_the_grid_values():
     optimum = np.array([0.1234, 0.61])
 
     def evaluate(cands):
-        lams = [np.array(c["lambdas"]) for c in cands]
+        lams = [np.array(c.lambdas) for c in cands]
         return (np.array([-np.sum((lam - optimum) ** 2) for lam in lams]), None), 0
 
     # The nearest values of the coordinate search's finer grids: shares 0.2
     # then eight between 0.1 and 0.35; 0.7 then eight between 0.5 and 0.85.
     start = (0.5 * 0.23889, 0.61667)
     score = -np.sum((np.array(start) - optimum) ** 2)
-    cand = {"kernel": None, "bandwidth": np.array([0.1]), "score": score}
+    cand = Candidate(kernel=None, bandwidth=np.array([0.1]), score=score)
     state = SearchState(lambdas=start)
     assert polish_lambdas(evaluate, cand, state, _Levels())
     assert_allclose(state.lambdas, optimum, atol=2 * POLISH_TOLERANCE)
-    assert cand["score"] > -1e-5
+    assert cand.score > -1e-5
     # Already optimal: nothing changes.
-    cand = {"kernel": None, "bandwidth": np.array([0.1]), "score": 0.0}
+    cand = Candidate(kernel=None, bandwidth=np.array([0.1]), score=0.0)
     state = SearchState(lambdas=tuple(optimum))
     assert not polish_lambdas(evaluate, cand, state, _Levels())
     assert_allclose(state.lambdas, optimum, rtol=0)
@@ -920,45 +921,45 @@ def test_polish_of_the_bandwidths_finds_an_optimum_within_a_step():
         return -float(np.sum(np.log(np.atleast_1d(bw) / optimum[: np.size(bw)]) ** 2))
 
     def evaluate(cands):
-        return (np.array([score(c["bandwidth"]) for c in cands]), None), 0
+        return (np.array([score(c.bandwidth) for c in cands]), None), 0
 
     tol = 3 * MIXED_LOG_TOLERANCE  # smoothing parameters searched too
     # Several continuous features: each bandwidth, and the shape with it.
     start = optimum * np.array([1.25, 0.85])
-    cand = {
-        "kernel": None,
-        "bandwidth": start.copy(),
-        "score": score(start),
-        "multiplier": 1.0,
-    }
+    cand = Candidate(
+        kernel=None,
+        bandwidth=start.copy(),
+        score=score(start),
+        multiplier=1.0,
+    )
     state = SearchState(lambdas=(0.1,), step=2**0.25, shape=np.array([1.0, 2.0]))
     assert polish_bandwidths(evaluate, cand, state, _Levels())
-    assert_allclose(cand["bandwidth"], optimum, rtol=tol)
+    assert_allclose(cand.bandwidth, optimum, rtol=tol)
     assert_allclose(state.shape, [1.0, 2.0] * optimum / start, rtol=tol)
-    assert cand["multiplier"] == 1.0 and cand["score"] > score(start)
+    assert cand.multiplier == 1.0 and cand.score > score(start)
     # One feature, no shape: the size, through the multiplier.
-    cand = {"kernel": None, "bandwidth": 0.4, "score": score(0.4), "multiplier": 2.0}
+    cand = Candidate(kernel=None, bandwidth=0.4, score=score(0.4), multiplier=2.0)
     state = SearchState(lambdas=(0.1,), step=2**0.25)
     assert polish_bandwidths(evaluate, cand, state, _Levels())
-    assert isinstance(cand["bandwidth"], float)
-    assert_allclose(cand["bandwidth"], 0.3, rtol=tol)
-    assert_allclose(cand["multiplier"], 2.0 * 0.3 / 0.4, rtol=tol)
+    assert isinstance(cand.bandwidth, float)
+    assert_allclose(cand.bandwidth, 0.3, rtol=tol)
+    assert_allclose(cand.multiplier, 2.0 * 0.3 / 0.4, rtol=tol)
     # An optimum beyond one step: the search stops at the step.
-    cand = {"kernel": None, "bandwidth": 0.9, "score": score(0.9), "multiplier": 1.0}
+    cand = Candidate(kernel=None, bandwidth=0.9, score=score(0.9), multiplier=1.0)
     state = SearchState(lambdas=(0.1,), step=2**0.25)
     assert polish_bandwidths(evaluate, cand, state, _Levels())
-    assert_allclose(cand["bandwidth"], 0.9 / POLISH_FACTOR, rtol=tol)
+    assert_allclose(cand.bandwidth, 0.9 / POLISH_FACTOR, rtol=tol)
     # At the optimum, or with a user grid (no step), nothing changes.
     for start, step in ((0.3, 2**0.25), (0.4, None)):
-        cand = {
-            "kernel": None,
-            "bandwidth": start,
-            "score": score(start),
-            "multiplier": 1.0,
-        }
+        cand = Candidate(
+            kernel=None,
+            bandwidth=start,
+            score=score(start),
+            multiplier=1.0,
+        )
         state = SearchState(lambdas=(0.1,), step=step)
         assert not polish_bandwidths(evaluate, cand, state, _Levels())
-        assert cand["bandwidth"] == start
+        assert cand.bandwidth == start
 
 
 def test_polish_alternates_bandwidths_and_lambdas_until_nothing_moves():
@@ -972,27 +973,27 @@ def test_polish_alternates_bandwidths_and_lambdas_until_nothing_moves():
 
     def evaluate(cands):
         calls.append(len(cands))
-        return (np.array([score(c["bandwidth"], c["lambdas"]) for c in cands]), None), 0
+        return (np.array([score(c.bandwidth, c.lambdas) for c in cands]), None), 0
 
     def run(rounds):
         start = (0.36, (0.25, 0.5))
-        cand = {
-            "kernel": None,
-            "bandwidth": start[0],
-            "multiplier": 1.0,
-            "score": score(*start),
-        }
+        cand = Candidate(
+            kernel=None,
+            bandwidth=start[0],
+            multiplier=1.0,
+            score=score(*start),
+        )
         state = SearchState(lambdas=start[1], step=2**0.25)
         with MIXED_ROUNDS.set(rounds):
             changed = polish(evaluate, cand, state, _Levels())
-        return changed, cand["score"]
+        return changed, cand.score
 
     changed1, one = run(1)
     changed2, two = run(2)
     assert changed1 and changed2 and two > one
     # At the joint optimum nothing moves: one round, no change.
     calls.clear()
-    cand = {"kernel": None, "bandwidth": 0.3, "multiplier": 1.0, "score": 0.0}
+    cand = Candidate(kernel=None, bandwidth=0.3, multiplier=1.0, score=0.0)
     state = SearchState(lambdas=(0.2, 0.5), step=2**0.25)
     with MIXED_ROUNDS.set(1):
         assert not polish(evaluate, cand, state, _Levels())

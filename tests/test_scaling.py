@@ -10,6 +10,7 @@ from sknw import (
     NadarayaWatsonRegressorCV,
 )
 from sknw._bandwidth.scaling import group_candidates, scaling_of, scalings
+from sknw._selection.candidate import Candidate
 from sknw._sums import Head, kernel_sums
 from sknw._sums._base import Frame, scale_of
 from sknw.kernels import Gaussian
@@ -45,7 +46,7 @@ def test_scaling_divides_the_data_by_the_bandwidth(metric, per_feature):
         assert_array_equal(ratio, np.round(ratio))
     # Candidates of one shape share their scale (one pass over the distances).
     groups = group_candidates(
-        [{"kernel": Gaussian(), "bandwidth": b} for b in bandwidths], metric, X
+        [Candidate(kernel=Gaussian(), bandwidth=b) for b in bandwidths], metric, X
     )
     assert len(groups) == 1
 
@@ -83,7 +84,7 @@ def test_cv_estimator_predicts_with_the_scaling_it_scored(make):
     target = y if make is NadarayaWatsonRegressorCV else (y > 0).astype(int)
     cv = make(bandwidths=grid).fit(X, target)
     assert cv.best_index_ > 0  # the group's scale came from another candidate
-    cands = [{"kernel": cv.kernel_, "bandwidth": b} for b in grid]
+    cands = [Candidate(kernel=cv.kernel_, bandwidth=b) for b in grid]
     ((scale, members),) = group_candidates(cands, "euclidean", X)
     assert cv._smoother.scale() == scale
     assert cv._smoother.head().divisor == members[cv.best_index_][1].divisor

@@ -339,15 +339,15 @@ def test_grid_shares_distances_across_scales():
     assert len(groups) == 1
     scale, members = groups[0]
     for i, head in members:
-        np.testing.assert_allclose(scale * head.divisor, cands[i]["bandwidth"])
+        np.testing.assert_allclose(scale * head.divisor, cands[i].bandwidth)
     # sqeuclidean is homogeneous of degree 2: the divisor is squared.
     groups = group_candidates(cands, "sqeuclidean")
     scale, members = groups[0]
     for i, head in members:
-        np.testing.assert_allclose(scale * np.sqrt(head.divisor), cands[i]["bandwidth"])
+        np.testing.assert_allclose(scale * np.sqrt(head.divisor), cands[i].bandwidth)
     # Other metrics get scalar candidates from the rules: no scaling.
     cosine = candidate_grid(X, None, [Gaussian()], 4, "cosine", {})
-    assert all(np.ndim(c["bandwidth"]) == 0 for c in cosine)
+    assert all(np.ndim(c.bandwidth) == 0 for c in cosine)
     assert group_candidates(cosine, "cosine")[0][0] is None
 
 

@@ -161,8 +161,8 @@ def group_candidates(cands, metric, X=None):
     its candidate's bandwidth (see :func:`scalings`).
     """
     groups = {}
-    found = scalings([c["bandwidth"] for c in cands], metric, X)
+    found = scalings([c.bandwidth for c in cands], metric, X)
     for i, (cand, (key, scaling)) in enumerate(zip(cands, found, strict=True)):
         group = groups.setdefault(key, (scaling.scale, []))
-        group[1].append((i, scaling.head(cand["kernel"])))
+        group[1].append((i, scaling.head(cand.kernel)))
     return list(groups.values())

@@ -24,7 +24,6 @@ from .._sums._traits import HOMOGENEOUS_DEGREE
 from .._trace import Tunable, record
 from .._validation import check_bandwidth
 from .rules import BANDWIDTH_RULES, rule_bandwidth
-from .scaling import scaling_of
 
 #: Metrics whose distance in one feature is exactly ``|x - q|`` as float64
 #: computes it (the sorted path's radii are then the dense path's distances).
@@ -297,12 +296,12 @@ def split_heads(members, cands, Xq, Xt, wt, *, own, unit, scale, rows, shape, **
     points ``Xt`` (the weights ``wt`` counted in units of ``unit``;
     leave-one-out, ``own``: each point's row left out of its own window),
     also recorded per feature for the local fits in
-    ``cand["query_bandwidths"]`` (of shape ``shape``, at the queries'
+    ``cand.query_bandwidths`` (of shape ``shape``, at the queries'
     ``rows``); the others as they are. ``p``: the metric, its parameters and
     the tile size."""
     heads = []
     for i, head in members:
-        span = cands[i].get("span")
+        span = cands[i].span
         if span is not None:
             with np.errstate(over="ignore"):
                 counted = None if wt is None else wt / unit
@@ -310,8 +309,9 @@ def split_heads(members, cands, Xq, Xt, wt, *, own, unit, scale, rows, shape, **
                 Xq, Xt, span, scale=scale, sample_weight=counted, own=own, **p
             )
             head = Head(head.kernel, h)
-            store = cands[i].setdefault("query_bandwidths", np.ones(shape))
-            store[rows] = feature_bandwidths(scale, h, shape[1])
+            if cands[i].query_bandwidths is None:
+                cands[i].query_bandwidths = np.ones(shape)
+            cands[i].query_bandwidths[rows] = feature_bandwidths(scale, h, shape[1])
         heads.append(head)
     return heads
 
@@ -338,29 +338,3 @@ def candidate_spans(spans, *, bandwidths, refine, discrete):
             "defined across the levels of discrete features."
         )
     return spans
-
-
-def span_candidates(smoothing, X, w, kernels, spans):
-    """The candidates of every kernel and span, each with the bandwidth
-    ``bandwidth_`` reports for it (:func:`span_bandwidth`, of Scott's
-    shape), with the search's ``smoothing`` (its metric)."""
-    metric, params = smoothing.metric, smoothing.metric_params
-    shape = span_shape("scott", X, w, kernels[0], metric, params)
-    scaling = scaling_of(shape, metric, X)
-    sizes = [
-        span_bandwidth(
-            shape,
-            s,
-            X,
-            w,
-            metric=metric,
-            metric_params=params,
-            scaling=scaling,
-        )
-        for s in spans
-    ]
-    return [
-        {"kernel": kernel, "span": s, "bandwidth": bw, "multiplier": np.nan}
-        for kernel in kernels
-        for s, bw in zip(spans, sizes, strict=True)
-    ]

@@ -766,8 +766,8 @@ def exact_estimates(passes, cand, X, Y, w, unit, train, rows, centres=None, know
     """
     record(
         "exact_estimates",
-        kernel=cand["kernel"],
-        bandwidth=cand["bandwidth"],
+        kernel=cand.kernel,
+        bandwidth=cand.bandwidth,
         train=train,
         rows=rows,
     )
@@ -816,10 +816,10 @@ def _windowed(passes, cand, X, w, keep, rows, *, own, policy):
     :data:`WINDOWED_FITS`."""
     if not WINDOWED_FITS.value:
         return keep, own
-    if cand.get("span") is not None or passes.smoothing.discrete is not None:
+    if cand.span is not None or passes.smoothing.discrete is not None:
         return keep, own
     Xk = X[keep]
-    scaling = scaling_of(cand["bandwidth"], passes.smoothing.metric, Xk)
+    scaling = scaling_of(cand.bandwidth, passes.smoothing.metric, Xk)
     wk = None if w is None else w[keep]
     loo = {}
     if own is not None:
@@ -827,7 +827,7 @@ def _windowed(passes, cand, X, w, keep, rows, *, own, policy):
     support, empty = line_support(
         X[rows],
         Xk,
-        scaling.head(cand["kernel"]),
+        scaling.head(cand.kernel),
         metric=passes.smoothing.metric,
         metric_params=passes.smoothing.metric_params,
         scale=scaling.scale,
@@ -907,10 +907,10 @@ class LocalPasses:
         """The unfitted local polynomial estimator of candidate ``cand``
         (on the encoded data: discrete features by their columns)."""
         return self.plain(
-            kernel=cand["kernel"],
+            kernel=cand.kernel,
             bandwidth=self.smoothing.full_bandwidth(cand),
             empty_window=empty_window,
-            span=cand.get("span"),
+            span=cand.span,
         )
 
     def estimates(self, X, V, w, cands, *, unit, folds, finish, cache, shares=None):
@@ -924,7 +924,7 @@ class LocalPasses:
         passes, ``shares`` receives each point's self weight and the
         estimates are the full fits' (see :func:`_full_fit`)."""
         local = {}
-        spans = any(c.get("span") is not None for c in cands)
+        spans = any(c.span is not None for c in cands)
         if shares is None and self.degree == 1 and not spans:
             local = query_centred_cv(
                 self, X, cache.targets, w, unit, cands, folds, cache=cache
@@ -1018,13 +1018,13 @@ class LocalPasses:
             # fitted value (the smoother matrix's diagonal, see _full_fit).
             finish.self_weights = None if shares is None else np.empty_like(shares)
             for i, cand in enumerate(cands):
-                t = unit / np.asarray(cand["bandwidth"], dtype=np.float64)
+                t = unit / np.asarray(cand.bandwidth, dtype=np.float64)
                 t = np.broadcast_to(t, (d,))
                 basis = None
                 if p > 1:  # solved about each point (see local_solution)
                     # A span: each point's own bandwidth (see
                     # LocalPolynomialFits.query_bandwidths).
-                    own_bw = cand.get("query_bandwidths")
+                    own_bw = cand.query_bandwidths
                     tq = t[None, :] if own_bw is None else unit / own_bw
                     tq = np.broadcast_to(tq, (Z.shape[0], d))
                     basis = tq[:, :, None] * np.eye(d)[None]

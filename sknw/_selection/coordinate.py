@@ -9,6 +9,7 @@ import numpy as np
 
 from .._trace import Tunable, record
 from .._validation import check_bandwidth
+from .candidate import Candidate
 from .refine import parabolic_steps
 
 #: Rounds of the coordinate search after the grid (each followed by the
@@ -98,7 +99,7 @@ def coordinate_search(evaluate, cand, state, discrete):
         powers = (-2, -1, 1, 2)
         i = search.try_bandwidths([search.bandwidth * state.step**e for e in powers])
         if i is not None:
-            cand["multiplier"] = cand["multiplier"] * state.step ** powers[i]
+            cand.multiplier = cand.multiplier * state.step ** powers[i]
     if state.shape is not None:
         for j in range(search.bandwidth.size):
             trials = []
@@ -118,7 +119,7 @@ def coordinate_search(evaluate, cand, state, discrete):
                 search.try_lambdas(j, tops[j] * shares)
                 shares = _finer(shares, search.lambdas[j] / tops[j])
         state.lambdas = search.lambdas
-    cand["bandwidth"], cand["score"] = search.bandwidth, search.score
+    cand.bandwidth, cand.score = search.bandwidth, search.score
     return search.changed
 
 
@@ -159,7 +160,7 @@ def polish_lambdas(evaluate, cand, state, discrete):
         if score > search.score:
             search.lambdas[j], search.score, search.changed = value, score, True
     state.lambdas = search.lambdas
-    cand["score"] = search.score
+    cand.score = search.score
     return search.changed
 
 
@@ -231,11 +232,11 @@ def polish_bandwidths(evaluate, cand, state, discrete):
         factors = current / start
         if state.shape is not None:
             state.shape = state.shape * factors
-        elif np.isfinite(cand.get("multiplier", np.nan)):
-            cand["multiplier"] = cand["multiplier"] * float(factors[0])
+        elif np.isfinite(cand.multiplier):
+            cand.multiplier = cand.multiplier * float(factors[0])
         scalar = np.ndim(search.bandwidth) == 0
-        cand["bandwidth"] = float(current[0]) if scalar else current
-    cand["score"] = search.score
+        cand.bandwidth = float(current[0]) if scalar else current
+    cand.score = search.score
     return search.changed
 
 
@@ -264,19 +265,17 @@ class _Search:
     """The current point of :func:`coordinate_search` and its trials."""
 
     def __init__(self, evaluate, cand, state, discrete):
-        self.evaluate, self.kernel = evaluate, cand["kernel"]
-        self.bandwidth = np.asarray(cand["bandwidth"], dtype=np.float64)
-        self.score = cand.get("score", -np.inf)
+        self.evaluate, self.kernel = evaluate, cand.kernel
+        self.bandwidth = np.asarray(cand.bandwidth, dtype=np.float64)
+        self.score = -np.inf if cand.score is None else cand.score
         self.lambdas = None
         if discrete is not None and state.lambdas is not None:
             self.lambdas = np.array(state.lambdas, dtype=np.float64)
         self.changed = False
 
     def _cand(self, bandwidth, lambdas):
-        out = {"kernel": self.kernel, "multiplier": np.nan, "bandwidth": bandwidth}
-        if lambdas is not None:
-            out["lambdas"] = tuple(lambdas)
-        return out
+        lambdas = None if lambdas is None else tuple(lambdas)
+        return Candidate(kernel=self.kernel, bandwidth=bandwidth, lambdas=lambdas)
 
     def _best(self, trials):
         """The index of the best trial if strictly above the current score."""

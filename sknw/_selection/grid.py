@@ -11,6 +11,7 @@ import numpy as np
 from .._bandwidth.rules import grid_reference
 from .._bandwidth.scaling import group_candidates
 from .._sums import BACKENDS, FitRequest, GridSizeError
+from .candidate import Candidate
 
 #: Multipliers of the rule-of-thumb bandwidth in the default grid.
 DEFAULT_GRID_RANGE = (0.05, 5.0)
@@ -55,10 +56,10 @@ def candidate_grid(X, w, kernels, bandwidths, metric, metric_params):
     bandwidth of each kernel, log-spaced over :data:`DEFAULT_GRID_RANGE`) or a
     sequence of bandwidths (floats or per-feature arrays).
 
-    Returns a list of dicts with keys ``kernel`` (resolved object), ``bandwidth``
-    (float or array) and ``multiplier`` (of the rule bandwidth, or NaN), and,
-    for the default grid, ``rule`` (the rule bandwidth, which
-    :func:`extend_at_edges` multiplies).
+    Returns a list of :class:`~sknw._selection.candidate.Candidate` with
+    ``kernel`` (resolved object), ``bandwidth`` (float or array) and
+    ``multiplier`` (of the rule bandwidth, or NaN), and, for the default grid,
+    ``rule`` (the rule bandwidth, which :func:`extend_at_edges` multiplies).
     """
     if isinstance(bandwidths, Integral):
         multipliers = grid_multipliers(int(bandwidths))
@@ -67,16 +68,11 @@ def candidate_grid(X, w, kernels, bandwidths, metric, metric_params):
             ref = grid_reference(X, kernel, w, metric, metric_params)
             for c in multipliers:
                 cands.append(
-                    {
-                        "kernel": kernel,
-                        "bandwidth": c * ref,
-                        "multiplier": c,
-                        "rule": ref,
-                    }
+                    Candidate(kernel=kernel, bandwidth=c * ref, multiplier=c, rule=ref)
                 )
         return cands
     return [
-        {"kernel": kernel, "bandwidth": bw, "multiplier": np.nan}
+        Candidate(kernel=kernel, bandwidth=bw)
         for kernel in kernels
         for bw in bandwidths
     ]
@@ -115,7 +111,7 @@ def extend_at_edges(cands, n_kernels, scored, evaluate):
         inner = best + 1 if best % n_bw == 0 else best - 1
         if not mean[best] > mean[inner]:
             break
-        mults = np.array([c["multiplier"] for c in cands[:n_bw]])
+        mults = np.array([c.multiplier for c in cands[:n_bw]])
         ratio = mults[1] / mults[0]
         if best % n_bw == 0:
             new = mults[0] / ratio ** np.arange(EXTENSION_STEPS, 0, -1)
@@ -126,14 +122,14 @@ def extend_at_edges(cands, n_kernels, scored, evaluate):
         if not new.size:
             return cands, mean, splits, n_empty, _limit_text(below=best % n_bw == 0)
         added = [
-            {
-                "kernel": cands[k * n_bw]["kernel"],
-                "bandwidth": c * rule,
-                "multiplier": float(c),
-                "rule": rule,
-            }
+            Candidate(
+                kernel=cands[k * n_bw].kernel,
+                bandwidth=c * rule,
+                multiplier=float(c),
+                rule=rule,
+            )
             for k in range(n_kernels)
-            for rule in [cands[k * n_bw]["rule"]]
+            for rule in [cands[k * n_bw].rule]
             for c in new
         ]
         m2, s2, e2 = evaluate(added)
@@ -181,7 +177,7 @@ def edge_text(cands, mean, n_bw, owner):
     start = best - best % n_bw
     sizes = np.array(
         [
-            float(np.exp(np.mean(np.log(np.asarray(c["bandwidth"], dtype=float)))))
+            float(np.exp(np.mean(np.log(np.asarray(c.bandwidth, dtype=float)))))
             for c in cands[start : start + n_bw]
         ]
     )
@@ -193,7 +189,7 @@ def edge_text(cands, mean, n_bw, owner):
     edge = "smallest" if size == sizes.min() else "largest"
     side = "below" if edge == "smallest" else "above"
     return (
-        f"{owner}: the best bandwidth, {cands[best]['bandwidth']!r}, is the "
+        f"{owner}: the best bandwidth, {cands[best].bandwidth!r}, is the "
         f"{edge} of the bandwidths grid; the optimum may lie {side} it. Extend "
         "the grid, or use the default grid (bandwidths=None or an int), which "
         "extends itself at its edges."
@@ -218,21 +214,18 @@ def grid_window(cands, around, steps=WINDOW_STEPS, centre=None):
     if step is None or not np.isfinite(around):
         return cands
     mults = around * step ** np.arange(-steps, steps + 1)
-    kernels = {id(c["kernel"]): c for c in cands}.values()  # one per kernel
+    kernels = {id(c.kernel): c for c in cands}.values()  # one per kernel
     window = [
-        {
-            "kernel": c["kernel"],
-            "bandwidth": m * c["rule"],
-            "multiplier": float(m),
-            "rule": c["rule"],
-        }
+        Candidate(
+            kernel=c.kernel, bandwidth=m * c.rule, multiplier=float(m), rule=c.rule
+        )
         for c in kernels
         for m in mults
     ]
     if centre is not None:
         for cand in window:
-            if cand["kernel"] is centre["kernel"] and cand["multiplier"] == around:
-                cand["bandwidth"] = np.copy(centre["bandwidth"])
+            if cand.kernel is centre.kernel and cand.multiplier == around:
+                cand.bandwidth = np.copy(centre.bandwidth)
     return window
 
 
@@ -303,14 +296,14 @@ class ScoreMemo:
 
     @staticmethod
     def _key(cand):
-        bandwidth = np.asarray(cand["bandwidth"], dtype=np.float64)
-        lambdas = cand.get("lambdas")
+        bandwidth = np.asarray(cand.bandwidth, dtype=np.float64)
+        lambdas = cand.lambdas
         return (
-            id(cand["kernel"]),
+            id(cand.kernel),
             bandwidth.shape,
             bandwidth.tobytes(),
             None if lambdas is None else tuple(map(float, lambdas)),
-            cand.get("span"),
+            cand.span,
         )
 
     def __call__(self, cands):
@@ -319,8 +312,8 @@ class ScoreMemo:
         once, in one call."""
         for key, value in self._defaults.items():
             for cand in cands:
-                if key not in cand:
-                    cand[key] = value()
+                if getattr(cand, key) is None:
+                    setattr(cand, key, value())
         keys = [self._key(c) for c in cands]
         new = {}
         for i, key in enumerate(keys):
@@ -348,14 +341,14 @@ class ScoreMemo:
         j = 0
         for (key, i), r in zip(new.items(), refused, strict=True):
             if r:
-                self._known[key] = (np.nan, nan_row, 0, cands[i]["kernel"])
+                self._known[key] = (np.nan, nan_row, 0, cands[i].kernel)
                 continue
             row = None if splits is None else splits[j]
-            self._known[key] = (mean[j], row, n_empty[j], cands[i]["kernel"])
+            self._known[key] = (mean[j], row, n_empty[j], cands[i].kernel)
             j += 1
 
 
 def grid_step(cands):
     """The ratio of neighbouring multipliers of a default grid."""
-    mults = np.unique([c["multiplier"] for c in cands])
+    mults = np.unique([c.multiplier for c in cands])
     return float(mults[1] / mults[0]) if mults.size > 1 else None

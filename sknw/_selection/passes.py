@@ -377,8 +377,8 @@ class Smoothing:
         """A candidate's bandwidth as ``bandwidth_`` holds it (with the
         smoothing parameters of the discrete features)."""
         if self.discrete is None:
-            return cand["bandwidth"]
-        return self.discrete.join(cand["bandwidth"], cand["lambdas"])
+            return cand.bandwidth
+        return self.discrete.join(cand.bandwidth, cand.lambdas)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -420,7 +420,7 @@ class KernelPasses:
             groups = [
                 (
                     scale,
-                    [(i, discrete.head(h, cands[i]["lambdas"])) for i, h in members],
+                    [(i, discrete.head(h, cands[i].lambdas)) for i, h in members],
                 )
                 for scale, members in groups
             ]

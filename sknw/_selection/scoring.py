@@ -240,13 +240,13 @@ def cv_results(kernels, n_bw, cands, mean, splits, n_empty):
     """``cv_results_``: GridSearchCV's keys, with the bandwidth multipliers
     and the empty windows of each candidate."""
     params = [
-        {"kernel": kernels[i // n_bw], "bandwidth": cand["bandwidth"]}
+        {"kernel": kernels[i // n_bw], "bandwidth": cand.bandwidth}
         for i, cand in enumerate(cands)
     ]
     results = {
         "param_kernel": object_array([p["kernel"] for p in params]),
         "param_bandwidth": object_array([p["bandwidth"] for p in params]),
-        "bandwidth_multiplier": np.array([c["multiplier"] for c in cands]),
+        "bandwidth_multiplier": np.array([c.multiplier for c in cands]),
         "params": params,
         "mean_test_score": mean,
         "rank_test_score": ranks(mean),

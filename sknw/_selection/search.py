@@ -19,13 +19,14 @@ import numpy as np
 from sklearn.model_selection import check_cv
 
 from .._bandwidth.rules import COORDINATE_METRICS
-from .._bandwidth.scaling import scalings
-from .._bandwidth.span import candidate_spans, span_candidates
+from .._bandwidth.scaling import scaling_of, scalings
+from .._bandwidth.span import candidate_spans, span_bandwidth, span_shape
 from .._sums import PairCache, check
 from .._sums._parallel import core_blas_threads
 from .._trace import Tunable, record
 from ..exceptions import GridEdgeWarning, warn
 from ..kernels import Kernel, get_kernel
+from .candidate import Candidate
 from .coordinate import (
     SEARCH_ROUNDS,
     SearchState,
@@ -249,7 +250,7 @@ def _search(problem, cache):
     found = _grid_pass(problem, evaluate, kernels, resolved, grid, state)
     if lambdas is not None or state.shape is not None:
         i = select(found[1])
-        best = {**found[0][i], "score": float(found[1][i])}
+        best = replace(found[0][i], score=float(found[1][i]))
         default = isinstance(grid, Integral)
         state.step = grid_step(found[0]) if default else None
         changed = searched is not None
@@ -260,7 +261,7 @@ def _search(problem, cache):
         if searched is None:  # on every point (not after a subsample)
             changed |= polish(evaluate, best, state, discrete)
         if changed:  # the grid again, at the new shape and parameters
-            state.around = best["multiplier"] if default else None
+            state.around = best.multiplier if default else None
             state.centre = best  # scored: its score is known
             state.steps = WINDOW_STEPS if searched is None else SUBSAMPLE_WINDOW_STEPS
             found = _grid_pass(problem, evaluate, kernels, resolved, grid, state)
@@ -271,7 +272,7 @@ def _search(problem, cache):
         best = scoring.smoothest(found, best)
     result = _chosen(problem, kernels, found, best)
     result.shape = state.shape
-    result.multiplier = found[0][result.best_index]["multiplier"]
+    result.multiplier = found[0][result.best_index].multiplier
     if problem.choices.refine:
         _refine(problem, evaluate, found[0], result)
     elif isinstance(grid, Integral) and lambdas is None and state.shape is None:
@@ -365,7 +366,7 @@ class _Scoring:
             return per_point_losses(preds, self.problem.y_score, self.problem.kind)
 
         w, n = self.w, self.problem.X.shape[0]
-        mults = np.array([c["multiplier"] for c in found[0]])
+        mults = np.array([c.multiplier for c in found[0]])
         count = effective_sample_size(n if w is None else w)
         return smoothest_near_best(found[1], mults, best, point_losses, w, count)
 
@@ -500,13 +501,13 @@ def _grid_pass(problem, evaluate, kernels, resolved, grid, state):
         shape = state.shape
         if shape is not None:
             for cand in cands:
-                cand["bandwidth"] = cand["bandwidth"] * shape
-                cand["rule"] = cand["rule"] * shape
+                cand.bandwidth = cand.bandwidth * shape
+                cand.rule = cand.rule * shape
         if state.around is not None:
             cands = grid_window(cands, state.around, state.steps, state.centre)
     else:
         cands = [
-            {"kernel": kernel, "multiplier": np.nan, **entry}
+            Candidate(kernel=kernel, **entry)
             for kernel in resolved
             for entry in (g if isinstance(g, dict) else {"bandwidth": g} for g in grid)
         ]
@@ -535,24 +536,24 @@ def _chosen(problem, kernels, found, best=None):
     cands, mean, splits, n_empty, n_bw = found
     best = select(mean) if best is None else best
     results = cv_results(kernels, n_bw, cands, mean, splits, n_empty)
-    span = cands[best].get("span")
+    span = cands[best].span
     if span is not None:
-        results["param_span"] = np.array([c["span"] for c in cands])
+        results["param_span"] = np.array([c.span for c in cands])
         for params, c in zip(results["params"], cands, strict=True):
-            params["span"] = c["span"]
+            params["span"] = c.span
     if smoothing.discrete is not None:
         full = [smoothing.full_bandwidth(c) for c in cands]
         results["param_bandwidth"] = object_array(full)
         for params, bw in zip(results["params"], full, strict=True):
             params["bandwidth"] = bw
     # The fitted estimator divides the data as its candidate was scored.
-    bandwidths = [c["bandwidth"] for c in cands]
+    bandwidths = [c.bandwidth for c in cands]
     Xc = smoothing.continuous(problem.X)
     return SearchResult(
         cv_results=results,
         best_index=best,
         best_score=float(mean[best]),
-        kernel=cands[best]["kernel"],
+        kernel=cands[best].kernel,
         bandwidth=smoothing.full_bandwidth(cands[best]),
         span=span,
         scaling=scalings(bandwidths, smoothing.metric, Xc)[best][1],
@@ -565,7 +566,7 @@ def _off_grid(problem, result, cand, score):
     it was scored with (as a group of one)."""
     smoothing = problem.smoothing
     Xc = smoothing.continuous(problem.X)
-    result.scaling = scalings([cand["bandwidth"]], smoothing.metric, Xc)[0][1]
+    result.scaling = scalings([cand.bandwidth], smoothing.metric, Xc)[0][1]
     result.bandwidth = smoothing.full_bandwidth(cand)
     result.best_score = float(score)
 
@@ -584,31 +585,58 @@ def _polish_size(problem, evaluate, found, result):
 
     def candidate(log):
         m = float(np.exp(log))
-        return {**current, "multiplier": m, "bandwidth": current["rule"] * m}
+        return replace(current, multiplier=m, bandwidth=current.rule * m)
 
     def score_of(log):
         return evaluate([candidate(log)])[0][0][0]
 
-    logs = np.log([c["multiplier"] for c in cands[i - 1 : i + 2]])
+    logs = np.log([c.multiplier for c in cands[i - 1 : i + 2]])
     log, score = polish_size(score_of, logs, mean[i - 1 : i + 2])
     if score > result.best_score:
         polished = candidate(log)
         _off_grid(problem, result, polished, score)
-        result.shape, result.multiplier = None, polished["multiplier"]
+        result.shape, result.multiplier = None, polished.multiplier
 
 
 def _refine(problem, evaluate, cands, result):
     """Refine the chosen continuous bandwidth (``refine=True``)."""
     current = cands[result.best_index]
-    extra = {"lambdas": current["lambdas"]} if "lambdas" in current else {}
 
     def score_of(bandwidth):
-        cand = {"kernel": result.kernel, "bandwidth": bandwidth, **extra}
+        cand = Candidate(
+            kernel=result.kernel, bandwidth=bandwidth, lambdas=current.lambdas
+        )
         return evaluate([cand])[0][0][0]
 
-    same_kernel = [c["bandwidth"] for c in cands if c["kernel"] is current["kernel"]]
+    same_kernel = [c.bandwidth for c in cands if c.kernel is current.kernel]
     bandwidth, score = refine_bandwidth(
-        score_of, current["bandwidth"], result.best_score, same_kernel
+        score_of, current.bandwidth, result.best_score, same_kernel
     )
-    if bandwidth is not current["bandwidth"]:
-        _off_grid(problem, result, {**current, "bandwidth": bandwidth}, score)
+    if bandwidth is not current.bandwidth:
+        _off_grid(problem, result, replace(current, bandwidth=bandwidth), score)
+
+
+def span_candidates(smoothing, X, w, kernels, spans):
+    """The candidates of every kernel and span, each with the bandwidth
+    ``bandwidth_`` reports for it (:func:`span_bandwidth`, of Scott's
+    shape), with the search's ``smoothing`` (its metric)."""
+    metric, params = smoothing.metric, smoothing.metric_params
+    shape = span_shape("scott", X, w, kernels[0], metric, params)
+    scaling = scaling_of(shape, metric, X)
+    sizes = [
+        span_bandwidth(
+            shape,
+            s,
+            X,
+            w,
+            metric=metric,
+            metric_params=params,
+            scaling=scaling,
+        )
+        for s in spans
+    ]
+    return [
+        Candidate(kernel=kernel, span=s, bandwidth=bw)
+        for kernel in kernels
+        for s, bw in zip(spans, sizes, strict=True)
+    ]
