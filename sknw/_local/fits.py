@@ -409,15 +409,14 @@ class LocalPolynomialFits:
         tol = {"tolerance": self.smoother.index if approximate else None}
 
         def fit_of(moments):
-            settings = self
             if p == 1:
                 return query_centred_fit(
                     moments,
                     spread / 2,
                     spread,
-                    settings.min_eigenvalue,
+                    self.min_eigenvalue,
                     n_positive,
-                    max_leverage=settings.max_leverage,
+                    max_leverage=self.max_leverage,
                     **tol,
                 )
             return query_centred_poly_fit(
@@ -425,9 +424,9 @@ class LocalPolynomialFits:
                 p,
                 spread / 2,
                 spread,
-                settings.min_eigenvalue,
+                self.min_eigenvalue,
                 n_positive,
-                max_leverage=settings.max_leverage,
+                max_leverage=self.max_leverage,
                 **tol,
             )
 
@@ -612,16 +611,15 @@ class LocalPolynomialFits:
             if p > 1:  # solved about the query (see local_solution)
                 bandwidth = bandwidths[rows]
                 basis, scale = frame.query_frame(bandwidth, mom.R[rows], p)
-            settings = self
             return local_solution(
                 mom.A[rows],
                 cols,
                 n_terms,
                 k,
                 monomials(z, p),
-                settings.min_eigenvalue,
+                self.min_eigenvalue,
                 few=few[rows],
-                max_leverage=settings.max_leverage,
+                max_leverage=self.max_leverage,
                 linear=d,
                 basis=basis,
                 degree=p,
