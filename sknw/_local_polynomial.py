@@ -4,11 +4,11 @@ selection: the local linear code with the monomials of the features."""
 from functools import partial
 from numbers import Integral
 
-from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval
 
 from ._docs import fill_docstring
 from ._local.fits import LocalPolynomialFit
+from ._local_linear import LocalLinearRegressorCV
 from ._selection.passes import cv_parameter_constraints
 from .kernels import KERNELS
 
@@ -377,28 +377,6 @@ class LocalPolynomialRegressorCV(LocalPolynomialFit):
         self.spans = spans
         self.degree = degree
 
-    @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, sample_weight=None, groups=None):
-        """Select kernel and bandwidth by cross-validation, then fit.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Training inputs.
-        y : array-like of shape (n_samples,) or (n_samples, n_outputs)
-            Targets.
-        sample_weight : array-like of shape (n_samples,), default=None
-            Non-negative weights, used in the weighted sums and in the scores
-            (for leave-one-out, see :class:`NadarayaWatsonRegressorCV`, Notes).
-
-        groups : array-like of shape (n_samples,), default=None
-            Group labels of the samples, for a splitter that uses them
-            (``cv=GroupKFold(...)``, ``LeaveOneGroupOut()``, ...); refused
-            with ``cv=None``.
-
-        Returns
-        -------
-        self : object
-            The fitted estimator.
-        """
-        return self._fit_cv(X, y, sample_weight, groups)
+    # The same fit as the local linear search's: its search and fit
+    # (RegressionBase._fit_cv) take the degree from the estimator.
+    fit = LocalLinearRegressorCV.fit
